@@ -1,0 +1,3 @@
+from labd.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The `labd` command line."""

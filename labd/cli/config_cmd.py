@@ -1,0 +1,29 @@
+"""`labd config check` and `labd config example`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from labd.config import load_config
+from labd.config.example import render_example
+from labd.config.show import masked_dump, render_toml
+
+
+def check(args: argparse.Namespace) -> int:
+    """Validate the configuration and print it as labd would run it, secrets masked."""
+    loaded = load_config(args.file or args.config)
+    source = str(loaded.path) if loaded.path else "built-in defaults"
+    effective = masked_dump(loaded.settings)
+    if args.json:
+        print(json.dumps({"source": source, "valid": True, "settings": effective}, indent=2))
+    else:
+        print(f"# {source}: valid\n")
+        print(render_toml(effective))
+    return 0
+
+
+def example(_: argparse.Namespace) -> int:
+    """Print the example configuration, rendered from the models."""
+    print(render_example(), end="")
+    return 0

@@ -1,0 +1,62 @@
+"""`labd run` and `labd status`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+from labd.config import LoadedConfig, load_config
+from labd.config.show import secret_values
+from labd.errors import EXIT_RUNTIME
+from labd.logs import configure_logging
+
+
+def load_and_log(args: argparse.Namespace) -> LoadedConfig:
+    """The configuration, with logging set up from it and the command-line overrides."""
+    loaded = load_config(args.config)
+    log = loaded.settings.log
+    configure_logging(
+        args.log_level or log.level,
+        args.log_format or log.format,
+        secrets=secret_values(loaded.settings),
+    )
+    return loaded
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the daemon in the foreground until SIGTERM or SIGINT."""
+    loaded = load_and_log(args)
+    from labd.daemon.app import Daemon
+
+    return asyncio.run(Daemon(loaded).run())
+
+
+def status(args: argparse.Namespace) -> int:
+    """Ask the local daemon's side port for /healthz and /readyz."""
+    http = load_config(args.config).settings.http
+    base = f"http://{http.host}:{http.port}"
+    result: dict[str, object] = {"url": base}
+    code = 0
+    for path in ("healthz", "readyz"):
+        try:
+            with urllib.request.urlopen(f"{base}/{path}", timeout=5) as response:
+                result[path] = json.load(response)
+        except urllib.error.HTTPError as e:
+            result[path] = json.load(e)
+            code = EXIT_RUNTIME
+        except OSError as e:
+            result[path] = {"status": f"unreachable: {getattr(e, 'reason', e)}"}
+            code = EXIT_RUNTIME
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for path in ("healthz", "readyz"):
+            entry = result[path]
+            assert isinstance(entry, dict)
+            print(f"{path}: {entry.get('status')}")
+            for check, state in entry.get("checks", {}).items():
+                print(f"  {check}: {state}")
+    return code

@@ -1,0 +1,21 @@
+"""Configuration: TOML file plus LABD_<SECTION>__<KEY> environment overrides, validated."""
+
+from labd.config.loader import LoadedConfig, find_config_file, load_config
+from labd.config.models import (
+    DaemonSettings,
+    EventSettings,
+    HttpSettings,
+    LogSettings,
+    Settings,
+)
+
+__all__ = [
+    "DaemonSettings",
+    "EventSettings",
+    "HttpSettings",
+    "LoadedConfig",
+    "LogSettings",
+    "Settings",
+    "find_config_file",
+    "load_config",
+]

@@ -1,0 +1,150 @@
+"""Find, read and validate the configuration: TOML file, then `LABD_<SECTION>__<KEY>` overrides.
+
+Every problem is reported as `<source>: <key.path>: <reason>`, where the source is the file or
+the environment variable the bad value came from, so an operator knows exactly what to edit.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from labd.config.models import Settings
+from labd.errors import ConfigError
+
+ENV_PREFIX = "LABD_"
+ENV_SEPARATOR = "__"
+SEARCH_PATH = (Path("labd.toml"), Path("/etc/labd/labd.toml"))
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """Validated settings and where they came from (None: built-in defaults)."""
+
+    settings: Settings
+    path: Path | None
+
+
+def find_config_file(explicit: str | os.PathLike[str] | None) -> Path | None:
+    """The file to read: the explicit one, else $LABD_CONFIG, else the first that exists."""
+    if explicit:
+        return Path(explicit)
+    if from_env := os.environ.get("LABD_CONFIG"):
+        return Path(from_env)
+    return next((p for p in SEARCH_PATH if p.is_file()), None)
+
+
+def load_config(
+    explicit: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Load and validate the configuration; raise ConfigError naming every problem."""
+    environ = os.environ if environ is None else environ
+    path = find_config_file(explicit)
+    data = _read_toml(path) if path else {}
+    origins: dict[tuple[str, ...], str] = {}
+    problems = _apply_env(data, environ, origins)
+    source = path.name if path else "defaults"
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as e:
+        problems += [_describe(err, source, origins) for err in e.errors()]
+    if problems:
+        raise ConfigError(problems)
+    return LoadedConfig(settings, path)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: no such file"]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError([f"{path}: cannot read: {e}"]) from e
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError([f"{path.name}: not valid TOML: {e}"]) from e
+
+
+def _apply_env(
+    data: dict[str, Any], environ: Mapping[str, str], origins: dict[tuple[str, ...], str]
+) -> list[str]:
+    """Overlay LABD_SECTION__KEY variables onto data; return problems with unknown names."""
+    problems = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or ENV_SEPARATOR not in name:
+            continue
+        path = tuple(part.lower() for part in name[len(ENV_PREFIX) :].split(ENV_SEPARATOR))
+        if unknown := _unknown_key(path):
+            problems.append(f"{name}: {unknown}")
+            continue
+        node = data
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = _parse_env_value(environ[name])
+        origins[path] = name
+    return problems
+
+
+def _parse_env_value(raw: str) -> Any:
+    # Lists and tables are written as JSON; everything else stays a string for pydantic to coerce.
+    if raw[:1] in "[{":
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass  # not JSON after all: let validation report the string as it is
+    return raw
+
+
+def _unknown_key(path: tuple[str, ...]) -> str | None:
+    model: type[BaseModel] | None = Settings
+    for depth, part in enumerate(path):
+        if model is None:
+            return f"{'.'.join(path[:depth])} takes no sub-keys"
+        fields = model.model_fields
+        if part not in fields:
+            return f"{'.'.join(path[: depth + 1])}: unknown key{_did_you_mean(part, fields)}"
+        annotation = fields[part].annotation
+        model = (
+            annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel)
+            else None
+        )
+    return None
+
+
+def _did_you_mean(word: str, choices: Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _describe(err: Any, source: str, origins: dict[tuple[str, ...], str]) -> str:
+    loc = tuple(str(part) for part in err["loc"])
+    key = ".".join(loc) or "(top level)"
+    source = origins.get(loc, source)
+    if err["type"] == "extra_forbidden":
+        return f"{source}: {key}: unknown key{_did_you_mean(loc[-1], _fields_at(loc[:-1]))}"
+    reason = err["msg"][:1].lower() + err["msg"][1:]
+    value = err.get("input")
+    if isinstance(value, str | int | float | bool):
+        reason += f", got {value!r}"
+    return f"{source}: {key}: {reason}"
+
+
+def _fields_at(loc: tuple[str, ...]) -> Mapping[str, Any]:
+    model: Any = Settings
+    for part in loc:
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            return {}
+        model = field.annotation
+    return model.model_fields if hasattr(model, "model_fields") else {}

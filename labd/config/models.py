@@ -1,0 +1,105 @@
+"""The configuration schema: one pydantic model per section, every field described and bounded.
+
+`config.example.toml` is rendered from these models (`labd config example`), and a test fails
+when the committed file drifts from them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Section(BaseModel):
+    """Base of every section: unknown keys are errors, values are checked on assignment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DaemonSettings(Section):
+    """Identity of this labd host and its lifecycle."""
+
+    lab: str = Field(
+        "default",
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="Name of the lab; several hosts of one lab share it (MQTT topics, labels).",
+    )
+    host: str = Field(
+        "",
+        max_length=253,
+        description="Name of this host in the lab; empty means the machine's hostname.",
+    )
+    state_dir: str = Field(
+        "",
+        description=(
+            "Directory for the database and artifacts; empty means $STATE_DIRECTORY (systemd), "
+            "else /var/lib/labd for root, else ~/.local/state/labd."
+        ),
+    )
+    shutdown_grace: float = Field(
+        30.0,
+        ge=0,
+        le=3600,
+        description="Seconds running work may take to finish after SIGTERM before it is stopped.",
+    )
+
+    @property
+    def host_name(self) -> str:
+        return self.host or socket.gethostname()
+
+    @property
+    def state_path(self) -> Path:
+        if self.state_dir:
+            return Path(self.state_dir).expanduser()
+        if systemd_dir := os.environ.get("STATE_DIRECTORY"):
+            return Path(systemd_dir.split(":")[0])
+        if os.geteuid() == 0:
+            return Path("/var/lib/labd")
+        xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return Path(xdg) / "labd"
+
+
+class LogSettings(Section):
+    """Structured logging."""
+
+    level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Lowest level written; can be changed by SIGHUP."
+    )
+    format: Literal["auto", "json", "console"] = Field(
+        "auto",
+        description="auto: JSON lines unless stderr is a terminal; json; console (coloured).",
+    )
+
+
+class HttpSettings(Section):
+    """The HTTP side port: /healthz, /readyz and /metrics."""
+
+    enabled: bool = Field(True, description="Serve the side port at all.")
+    host: str = Field(
+        "127.0.0.1", description="Address to bind; loopback keeps it private to this host."
+    )
+    port: int = Field(9471, ge=0, le=65535, description="TCP port; 0 picks a free one.")
+
+
+class EventSettings(Section):
+    """The in-process event bus."""
+
+    queue_size: int = Field(
+        10_000,
+        ge=1,
+        le=10_000_000,
+        description="Events each subscriber may fall behind before the oldest are dropped.",
+    )
+
+
+class Settings(Section):
+    """The whole configuration of one labd host."""
+
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings, description="This host.")
+    log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
+    http: HttpSettings = Field(default_factory=HttpSettings, description="HTTP side port.")
+    events: EventSettings = Field(default_factory=EventSettings, description="Event bus.")

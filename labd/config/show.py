@@ -1,0 +1,50 @@
+"""The effective configuration as an operator may see it: every secret masked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, SecretStr
+
+from labd.config.example import toml_value
+from labd.redact import MASK, is_secret_name, redact_text
+
+
+def masked_dump(model: BaseModel) -> dict[str, Any]:
+    """The model as plain data, with secret fields and passwords inside URLs masked."""
+    return {name: _mask(name, getattr(model, name)) for name in type(model).model_fields}
+
+
+def _mask(name: str, value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return masked_dump(value)
+    if isinstance(value, SecretStr) or (is_secret_name(name) and value):
+        return MASK
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list | tuple):
+        return [_mask(name, v) for v in value]
+    return value
+
+
+def secret_values(model: BaseModel) -> list[str]:
+    """Every secret string held in the model, so logs can mask them wherever they appear."""
+    found: list[str] = []
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found += secret_values(value)
+        elif isinstance(value, SecretStr):
+            found.append(value.get_secret_value())
+        elif is_secret_name(name) and isinstance(value, str):
+            found.append(value)
+    return [s for s in found if s]
+
+
+def render_toml(data: dict[str, Any], prefix: str = "") -> str:
+    """Nested plain data as TOML tables (scalars first, then sub-tables)."""
+    lines = [f"{k} = {toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for key, value in data.items():
+        if isinstance(value, dict):
+            lines += ["", f"[{prefix}{key}]", render_toml(value, f"{prefix}{key}.")]
+    return "\n".join(lines).strip("\n")

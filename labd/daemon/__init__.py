@@ -1,0 +1,1 @@
+"""The long-running daemon: lifecycle, signals, systemd, the HTTP side port."""

@@ -1,0 +1,160 @@
+"""The daemon: wires the components, starts them in order, stops them in reverse.
+
+SIGTERM/SIGINT stop it gracefully within `daemon.shutdown_grace`; SIGHUP reloads the
+configuration where that is safe and keeps the old one when the new file is invalid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Any, Protocol
+
+import structlog
+
+from labd import __version__
+from labd.config import LoadedConfig, Settings, load_config
+from labd.daemon.http import SidePort
+from labd.daemon.looplag import monitor_loop_lag
+from labd.daemon.systemd import SystemdNotifier
+from labd.errors import ConfigError
+from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
+from labd.logs import set_level
+from labd.metrics import DaemonMetrics
+from labd.tasks import TaskSet
+
+log = structlog.get_logger("labd.daemon")
+
+STOP_SLACK = 5.0  # seconds a component may take to close after its grace ran out
+
+# Keys a running daemon applies on SIGHUP; every other change waits for a restart.
+RELOADABLE = frozenset({"log.level"})
+
+
+class Component(Protocol):
+    """A part of the daemon with a lifecycle. `stop` gets the seconds of grace left."""
+
+    name: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self, grace: float) -> None: ...
+
+
+class Daemon:
+    """One labd host: owns the event bus, the metrics and every component."""
+
+    def __init__(self, loaded: LoadedConfig) -> None:
+        self.loaded = loaded
+        settings = loaded.settings
+        self.bus = EventBus(settings.events.queue_size)
+        self.metrics = DaemonMetrics(self.bus, settings.daemon.lab, settings.daemon.host_name)
+        self.side_port = SidePort(settings.http, self.metrics.render)
+        self.notifier = SystemdNotifier()
+        self.tasks = TaskSet("daemon")
+        self.components: list[Component] = []
+        if settings.http.enabled:
+            self.components.append(self.side_port)
+        self._stop_reason: asyncio.Future[str] | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self.loaded.settings
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the daemon to stop (idempotent); `run` then shuts down gracefully."""
+        if self._stop_reason is not None and not self._stop_reason.done():
+            self._stop_reason.set_result(reason)
+
+    async def run(self) -> int:
+        """Start everything, serve until asked to stop, stop everything. Returns the exit code."""
+        loop = asyncio.get_running_loop()
+        self._stop_reason = loop.create_future()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop, sig.name)
+        loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
+        host = self.settings.daemon.host_name
+        started: list[Component] = []
+        try:
+            for component in self.components:
+                await component.start()
+                started.append(component)
+                log.debug("component started", component=component.name)
+            self.tasks.spawn("loop-lag", monitor_loop_lag(self.metrics.loop_lag.observe))
+            if self.notifier.watchdog_interval:
+                self.tasks.spawn("watchdog", self._watchdog(self.notifier.watchdog_interval))
+            self.bus.publish(DaemonStarted(host=host, version=__version__))
+            self.notifier.ready("serving")
+            log.info("labd started", version=__version__, host=host, lab=self.settings.daemon.lab)
+            reason = await self._stop_reason
+            grace = self.settings.daemon.shutdown_grace
+            log.info("labd stopping", reason=reason, grace_s=grace)
+            self.bus.publish(DaemonStopping(host=host, reason=reason))
+            self.notifier.stopping(f"stopping ({reason})")
+        finally:
+            await self._stop_all(started)
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                loop.remove_signal_handler(sig)
+            self.notifier.close()
+        log.info("labd stopped")
+        return 0
+
+    async def _stop_all(self, started: list[Component]) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.daemon.shutdown_grace
+        for component in reversed(started):
+            grace = max(0.0, deadline - loop.time())
+            try:
+                async with asyncio.timeout(grace + STOP_SLACK):
+                    await component.stop(grace)
+            except Exception:
+                log.exception("component failed to stop cleanly", component=component.name)
+        await self.tasks.cancel_all()
+
+    async def _watchdog(self, interval: float) -> None:
+        # Pinging from the loop itself means a blocked loop stops the pings: that is the point.
+        while True:
+            self.notifier.watchdog()
+            await asyncio.sleep(interval)
+
+    def _on_sighup(self) -> None:
+        self.tasks.spawn("reload", self.reload())
+
+    async def reload(self) -> None:
+        """Re-read the configuration file; apply safe changes, keep the old one if invalid."""
+        try:
+            new = await asyncio.to_thread(load_config, self.loaded.path)
+        except ConfigError as e:
+            log.error("configuration reload rejected; keeping the old one", problems=e.problems)
+            self.bus.publish(ConfigRejected(problems=e.problems))
+            return
+        changed = _changed_keys(self.settings.model_dump(), new.settings.model_dump())
+        applied = sorted(k for k in changed if k in RELOADABLE)
+        pending = sorted(k for k in changed if k not in RELOADABLE)
+        if "log.level" in applied:
+            set_level(new.settings.log.level)
+        self.loaded = LoadedConfig(_with_keys(self.settings, new.settings, applied), new.path)
+        log.info("configuration reloaded", applied=applied, pending_restart=pending)
+        self.bus.publish(ConfigReloaded(applied=applied, pending_restart=pending))
+
+
+def _changed_keys(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    changed = []
+    for key in old.keys() | new.keys():
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            changed += _changed_keys(a, b, f"{prefix}{key}.")
+        elif a != b:
+            changed.append(f"{prefix}{key}")
+    return changed
+
+
+def _with_keys(running: Settings, new: Settings, keys: list[str]) -> Settings:
+    """The running settings with only `keys` ("section.key") taken from the new ones."""
+    for key in keys:
+        section, name = key.split(".")
+        updated = getattr(running, section).model_copy(
+            update={name: getattr(getattr(new, section), name)}
+        )
+        running = running.model_copy(update={section: updated})
+    return running

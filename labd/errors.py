@@ -1,0 +1,34 @@
+"""The small exception tree every labd component raises from.
+
+Each error maps to one of the documented exit codes, so the CLI can turn any of them into a
+one-line message and the right status without a traceback.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_NEGATIVE = 1  # a negative verdict, e.g. a regression was found
+EXIT_USAGE = 2  # usage or configuration error
+EXIT_RUNTIME = 3  # runtime failure
+
+
+class LabdError(Exception):
+    """Base of every error labd raises on purpose."""
+
+    exit_code = EXIT_RUNTIME
+
+
+class ConfigError(LabdError):
+    """The configuration (file, environment or value) is invalid. `problems` lists each one."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class UsageError(LabdError):
+    """The command line or an input file given to it is wrong."""
+
+    exit_code = EXIT_USAGE

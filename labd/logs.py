@@ -1,0 +1,87 @@
+"""Structured logging: JSON lines for machines, colour for people, secrets never written.
+
+structlog renders through the standard library's logging, so lines from aiohttp, aiomqtt and
+SQLAlchemy come out in the same format, with the same context, as labd's own.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, MutableMapping
+from typing import Any
+
+import structlog
+
+from labd.redact import MASK, is_secret_name, redact_text
+
+_secrets: tuple[str, ...] = ()
+_HANDLER_NAME = "labd"
+
+
+def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    for key, value in event.items():
+        if is_secret_name(key) and value is not None:
+            event[key] = MASK
+        elif isinstance(value, str):
+            event[key] = redact_text(value, _secrets)
+    return event
+
+
+def _shared_processors() -> list[Any]:
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),
+        _redact,
+    ]
+
+
+def wants_json(fmt: str) -> bool:
+    """JSON when asked for, or in "auto" mode when stderr is not a terminal."""
+    return fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+
+
+def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[str] = ()) -> None:
+    """Route structlog and stdlib logging to stderr in the chosen format, masking `secrets`."""
+    global _secrets
+    _secrets = tuple(s for s in secrets if s)
+    renderer: Any
+    if wants_json(fmt):
+        renderer = [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
+    else:
+        renderer = [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=_shared_processors(),
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter)
+    handler.set_name(_HANDLER_NAME)
+    root = logging.getLogger()
+    # Replace only our own handler: others (pytest's capture, an embedding app's) stay.
+    root.handlers[:] = [h for h in root.handlers if h.get_name() != _HANDLER_NAME] + [handler]
+    set_level(level)
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *_shared_processors(),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+
+
+def set_level(level: str) -> None:
+    """Change the lowest level written (used by SIGHUP reloads)."""
+    logging.getLogger().setLevel(level.upper())
+    # Third-party libraries are chatty at debug; keep them at info unless asked for less.
+    for noisy in ("asyncio", "aiosqlite", "amqtt", "transitions"):
+        logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLogger().level))
+
+
+bind_context = structlog.contextvars.bound_contextvars
+"""Context manager: every line logged inside it (in this task) carries the given keys."""

@@ -1,0 +1,24 @@
+"""One place that decides what is a secret, for configuration output and logs alike."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MASK = "**********"
+_SECRET_NAME = re.compile(r"(password|passwd|secret|token|credential|api_key)", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@\s]+)(?=@)")
+
+
+def is_secret_name(name: str) -> bool:
+    """True when a key with this name holds a secret (password, token, ...)."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """Text with passwords inside URLs and every given secret value masked."""
+    text = _URL_PASSWORD.sub(lambda m: m["scheme"] + MASK, text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, MASK)
+    return text

@@ -1,0 +1,126 @@
+"""Shared fixtures: real services found on their standard ports, and a real `labd run`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REQUIRE_SERVICES = os.environ.get("LABD_REQUIRE_SERVICES") == "1"
+
+
+def service_available(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def need_service(name: str, host: str, port: int) -> None:
+    """Skip (or fail when LABD_REQUIRE_SERVICES=1) unless the service answers."""
+    if service_available(host, port):
+        return
+    reason = f"{name} is not reachable on {host}:{port}"
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{reason} and LABD_REQUIRE_SERVICES=1")
+    pytest.skip(reason)
+
+
+class LabdProcess:
+    """A real `labd run` subprocess with its stderr (JSON log lines) collected to a file."""
+
+    def __init__(self, config: Path, env: dict[str, str] | None = None) -> None:
+        self.config = config
+        self.log_path = config.with_suffix(".log")
+        self._log_file = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "labd", "--config", str(config), "run"],
+            stdout=subprocess.DEVNULL,
+            stderr=self._log_file,
+            env={**os.environ, **(env or {})},
+        )
+        self.port = int(self.wait_for_log("http side port listening")["port"])
+
+    def logs(self) -> list[dict[str, Any]]:
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        return [json.loads(line) for line in lines if line.startswith("{")]
+
+    def raw_log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_log(self, event: str, timeout: float = 15.0, after: int = 0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.logs()[after:]:
+                if line.get("event") == event:
+                    return line
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"no log line {event!r}; log so far:\n{self.raw_log()}")
+
+    def get(self, path: str) -> tuple[int, Any]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
+                body = r.read()
+                status = r.status
+        except urllib.error.HTTPError as e:
+            body, status = e.read(), e.code
+        try:
+            return status, json.loads(body)
+        except ValueError:
+            return status, body.decode()
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._log_file.close()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._log_file.close()
+
+
+@pytest.fixture
+def labd_config(tmp_path: Path) -> Iterator[Path]:
+    """A config file for a private daemon: free port, state in tmp_path, short grace."""
+    path = tmp_path / "labd.toml"
+    path.write_text(
+        f'[daemon]\nstate_dir = "{tmp_path / "state"}"\nshutdown_grace = 5\n'
+        '[http]\nport = 0\n[log]\nformat = "json"\n'
+    )
+    yield path
+
+
+@pytest.fixture
+def start_labd(labd_config: Path) -> Iterator[Any]:
+    """Call to start a real daemon on labd_config; every one started is stopped after."""
+    started: list[LabdProcess] = []
+
+    def start(config: Path | None = None, env: dict[str, str] | None = None) -> LabdProcess:
+        process = LabdProcess(config or labd_config, env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()

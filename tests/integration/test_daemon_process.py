@@ -1,0 +1,83 @@
+"""A real `labd run` subprocess: health, logs, signals and systemd notifications."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import LabdProcess
+
+
+def test_answers_health_readiness_and_metrics(start_labd: Any) -> None:
+    daemon: LabdProcess = start_labd()
+    assert daemon.get("/healthz") == (200, {"status": "ok"})
+    status, body = daemon.get("/readyz")
+    assert status == 200 and body["status"] == "ready"
+    status, text = daemon.get("/metrics")
+    assert status == 200
+    for name in (
+        "labd_build_info",
+        "labd_uptime_seconds",
+        "labd_event_loop_lag_seconds_bucket",
+        'labd_events_published_total{kind="daemon_started"}',
+    ):
+        assert name in text
+    assert daemon.stop() == 0
+
+
+def test_piped_stderr_gets_json_lines(start_labd: Any, labd_config: Path) -> None:
+    labd_config.write_text(labd_config.read_text().replace('format = "json"', 'format = "auto"'))
+    daemon: LabdProcess = start_labd()
+    started = daemon.wait_for_log("labd started")
+    assert {"timestamp", "level", "logger", "event"} <= started.keys()
+    assert daemon.stop() == 0
+    assert all(line.startswith("{") for line in daemon.raw_log().splitlines())
+
+
+def test_sigterm_stops_cleanly_within_grace(start_labd: Any) -> None:
+    daemon: LabdProcess = start_labd()
+    began = time.monotonic()
+    daemon.signal(signal.SIGTERM)
+    assert daemon.stop(timeout=10) == 0
+    assert time.monotonic() - began < 5
+    assert daemon.wait_for_log("labd stopping")["reason"] == "SIGTERM"
+    daemon.wait_for_log("labd stopped")
+
+
+def test_bad_sighup_reload_keeps_the_old_configuration(start_labd: Any, labd_config: Path) -> None:
+    daemon: LabdProcess = start_labd()
+    good = labd_config.read_text()
+    labd_config.write_text(good + '[http2]\nport = "x"\n')
+    daemon.signal(signal.SIGHUP)
+    rejected = daemon.wait_for_log("configuration reload rejected; keeping the old one")
+    assert rejected["problems"] == ["labd.toml: http2: unknown key (did you mean 'http'?)"]
+    assert daemon.get("/healthz")[0] == 200
+
+    labd_config.write_text(good.replace("[log]", '[log]\nlevel = "debug"'))
+    daemon.signal(signal.SIGHUP)
+    reloaded = daemon.wait_for_log("configuration reloaded")
+    assert reloaded["applied"] == ["log.level"]
+    assert daemon.stop() == 0
+
+
+def test_speaks_the_systemd_notify_protocol(start_labd: Any, tmp_path: Path) -> None:
+    address = str(tmp_path / "notify.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(address)
+    server.settimeout(10)
+    daemon: LabdProcess = start_labd(env={"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "200000"})
+    messages = [server.recv(4096).decode() for _ in range(3)]
+    assert any(m.startswith("READY=1") for m in messages)
+    assert "WATCHDOG=1" in messages
+    daemon.signal(signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if server.recv(4096).decode().startswith("STOPPING=1"):
+            break
+    else:
+        raise AssertionError("no STOPPING=1")
+    assert daemon.stop() == 0
+    server.close()

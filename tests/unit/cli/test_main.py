@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[3]
+
+
+def labd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "labd", *args], capture_output=True, text=True, cwd=cwd, timeout=60
+    )
+
+
+def test_help_and_version_import_no_heavy_module() -> None:
+    """`labd --help` stays fast because nothing heavy is imported before a command runs."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from labd.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['version'])\n"
+        "    try: main(['--help'])\n"
+        "    except SystemExit: pass\n"
+        "heavy = ['pydantic', 'structlog', 'aiohttp', 'numpy', 'scipy', 'statsmodels', 'cv2',\n"
+        "         'sqlalchemy', 'prometheus_client', 'aiomqtt']\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_version_json() -> None:
+    result = labd("version", "--json")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["version"]
+
+
+def test_broken_config_is_one_line_exit_2_no_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "labd.toml"
+    bad.write_text('[http]\nport = "abc"\n')
+    result = labd("--config", str(bad), "run")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "labd.toml: http.port: input should be a valid integer, "
+        "unable to parse string as an integer, got 'abc'\n"
+    )
+
+
+def test_config_check_prints_effective_config_with_secrets_masked(tmp_path: Path) -> None:
+    result = labd("config", "check", str(ROOT / "config.example.toml"), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["valid"] and report["settings"]["http"]["port"] == 9471
+
+
+def test_usage_error_exits_2() -> None:
+    assert labd("no-such-command").returncode == 2

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from labd.config import Settings, load_config
+from labd.config.example import render_example
+from labd.errors import ConfigError
+
+ROOT = Path(__file__).parents[3]
+EXAMPLE = ROOT / "config.example.toml"
+
+
+def problems_of(path: Path | None, environ: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, environ=environ or {})
+    return caught.value.problems
+
+
+def test_example_file_is_generated_from_the_models() -> None:
+    """config.example.toml lists every key with its comment: regenerate it if this fails."""
+    assert EXAMPLE.read_text() == render_example(), "run: labd config example > config.example.toml"
+
+
+def test_example_file_is_valid_and_holds_the_defaults() -> None:
+    assert load_config(EXAMPLE, environ={}).settings == Settings()
+
+
+def test_wrong_type_names_file_key_and_value(tmp_path: Path) -> None:
+    path = tmp_path / "labd.toml"
+    path.write_text('[http]\nport = "abc"\n')
+    assert problems_of(path) == [
+        "labd.toml: http.port: input should be a valid integer, "
+        "unable to parse string as an integer, got 'abc'"
+    ]
+
+
+def test_unknown_key_suggests_the_closest_one(tmp_path: Path) -> None:
+    path = tmp_path / "labd.toml"
+    path.write_text("[daemon]\nshutdown_grase = 3\n[htp]\nport = 1\n")
+    assert problems_of(path) == [
+        "labd.toml: daemon.shutdown_grase: unknown key (did you mean 'shutdown_grace'?)",
+        "labd.toml: htp: unknown key (did you mean 'http'?)",
+    ]
+
+
+def test_out_of_bounds_value_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "labd.toml"
+    path.write_text("[http]\nport = 70000\n")
+    (problem,) = problems_of(path)
+    assert problem.startswith("labd.toml: http.port: input should be less than or equal to 65535")
+
+
+def test_toml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "labd.toml"
+    path.write_text("[http]\nport = = 3\n")
+    (problem,) = problems_of(path)
+    assert problem.startswith("labd.toml: not valid TOML:") and "line 2" in problem
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    assert problems_of(tmp_path / "nope.toml") == [f"{tmp_path / 'nope.toml'}: no such file"]
+
+
+def test_environment_overrides_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "labd.toml"
+    path.write_text("[http]\nport = 9000\n")
+    env = {"LABD_HTTP__PORT": "9100", "LABD_LOG__LEVEL": "debug", "LABD_REQUIRE_SERVICES": "1"}
+    settings = load_config(path, environ=env).settings
+    assert (settings.http.port, settings.log.level) == (9100, "debug")
+
+
+def test_bad_environment_value_names_the_variable() -> None:
+    env = {"LABD_HTTP__PORT": "x", "LABD_HTTP__PROT": "1"}
+    assert problems_of(None, env) == [
+        "LABD_HTTP__PROT: http.prot: unknown key (did you mean 'port'?)",
+        "LABD_HTTP__PORT: http.port: input should be a valid integer, "
+        "unable to parse string as an integer, got 'x'",
+    ]
+
+
+def test_file_is_found_through_labd_config_then_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "labd.toml").write_text("[http]\nport = 1111\n")
+    other = tmp_path / "other.toml"
+    other.write_text("[http]\nport = 2222\n")
+    monkeypatch.delenv("LABD_CONFIG", raising=False)
+    assert load_config(environ={}).settings.http.port == 1111
+    monkeypatch.setenv("LABD_CONFIG", str(other))
+    assert load_config(environ={}).settings.http.port == 2222

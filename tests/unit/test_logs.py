@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+import structlog
+
+from labd.logs import bind_context, configure_logging
+
+
+def json_lines(err: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+
+
+def test_json_lines_carry_bound_job_context(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging("info", "json")
+    log = structlog.get_logger("labd.test")
+    with bind_context(job_id="j-42", device="pixel-1"):
+        log.info("iteration done", iteration=3)
+    log.info("outside")
+    inside, outside = json_lines(capsys.readouterr().err)
+    assert inside["job_id"] == "j-42" and inside["device"] == "pixel-1"
+    assert {"timestamp", "level", "event", "logger"} <= inside.keys()
+    assert inside["logger"] == "labd.test" and inside["level"] == "info"
+    assert "job_id" not in outside
+
+
+def test_secrets_never_reach_the_log(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging("info", "json", secrets=["hunter2-secret"])
+    log = structlog.get_logger("labd.test")
+    log.info("connecting", password="pw1", url="postgresql://u:pw2@db/x")
+    log.info("echo of hunter2-secret in text")
+    err = capsys.readouterr().err
+    for secret in ("pw1", "pw2", "hunter2-secret"):
+        assert secret not in err
+    assert err.count("**********") == 3
+
+
+def test_level_filters_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging("warning", "json")
+    log = structlog.get_logger("labd.test")
+    log.info("quiet")
+    log.warning("loud")
+    assert [line["event"] for line in json_lines(capsys.readouterr().err)] == ["loud"]
