@@ -32,3 +32,21 @@ class UsageError(LabdError):
     """The command line or an input file given to it is wrong."""
 
     exit_code = EXIT_USAGE
+
+
+class InvalidSpec(UsageError):
+    """A test manifest or job request is invalid; `problems` names each key and reason."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class InfrastructureError(LabdError):
+    """The device or its driver failed (lost, unreachable, crashed): worth a retry elsewhere."""
+
+
+class TestFailure(LabdError):
+    """The test itself failed (bad exit status, app crash): retrying would not help."""
+
+    __test__ = False  # not a pytest class

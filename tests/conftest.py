@@ -124,3 +124,53 @@ def start_labd(labd_config: Path) -> Iterator[Any]:
     yield start
     for process in started:
         process.kill()
+
+
+POSTGRES = ("127.0.0.1", 5432)
+
+
+async def _pg_admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(
+        host=POSTGRES[0], port=POSTGRES[1], user="postgres", database="test"
+    )
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def _in_thread(coro: Any) -> None:
+    # Fixtures may be set up while an event loop runs; asyncpg gets a loop of its own.
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coro).result()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for one test, dropped afterwards."""
+    import uuid
+
+    need_service("PostgreSQL", *POSTGRES)
+    name = f"labd_test_{uuid.uuid4().hex[:12]}"
+    _in_thread(_pg_admin(f'CREATE DATABASE "{name}"'))
+    yield f"postgresql+asyncpg://postgres@{POSTGRES[0]}:{POSTGRES[1]}/{name}"
+    _in_thread(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """An empty store on SQLite and on PostgreSQL: the same suite runs against both."""
+    from labd.store import Store
+
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'labd.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    opened = await Store.open(url)
+    yield opened
+    await opened.close()

@@ -7,6 +7,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from labd import __version__
 
@@ -52,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(handler=_lazy("labd.cli.daemon_cmd:status"))
 
+    _add_job_commands(nouns)
+    _add_device_commands(nouns)
+
     config = nouns.add_parser("config", help="inspect the configuration")
     config_verbs = config.add_subparsers(dest="verb", metavar="VERB", required=True)
     check = config_verbs.add_parser(
@@ -67,6 +71,62 @@ def build_parser() -> argparse.ArgumentParser:
     version.add_argument("--json", action="store_true", help="print JSON")
     version.set_defaults(handler=_version)
     return parser
+
+
+def _add_job_commands(nouns: Any) -> None:
+    submit = nouns.add_parser("submit", help="submit a test manifest to the running daemon")
+    submit.add_argument("file", help="test manifest (TOML)")
+    submit.add_argument("--wait", action="store_true", help="follow the job, print its results")
+    submit.add_argument("--id", help="job id (submitting the same id again is harmless)")
+    submit.add_argument("--submitter", default="cli", help="who submits (for fair queuing)")
+    submit.add_argument(
+        "--connect-wait",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="seconds to wait for a daemon that is still starting (default 15)",
+    )
+    submit.add_argument("--json", action="store_true", help="print JSON")
+    submit.set_defaults(handler=_lazy("labd.cli.jobs_cmd:submit"))
+
+    jobs = nouns.add_parser("jobs", help="list, inspect and cancel jobs")
+    verbs = jobs.add_subparsers(dest="verb", metavar="VERB", required=True)
+    listing = verbs.add_parser("list", help="recent jobs, newest first")
+    listing.add_argument("--state", action="append", default=[], help="only this state")
+    listing.add_argument("--limit", type=int, default=50)
+    listing.set_defaults(handler=_lazy("labd.cli.jobs_cmd:list_jobs"))
+    for verb, helptext, target in (
+        ("show", "a job's state, progress and why it waits", "show"),
+        ("cancel", "cancel a job in any state", "cancel"),
+        ("results", "a job's raw values and summary", "results"),
+    ):
+        cmd = verbs.add_parser(verb, help=helptext)
+        cmd.add_argument("id", help="job id")
+        cmd.set_defaults(handler=_lazy(f"labd.cli.jobs_cmd:{target}"))
+        if verb == "results":
+            cmd.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    for cmd in verbs.choices.values():
+        cmd.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_device_commands(nouns: Any) -> None:
+    devices = nouns.add_parser("devices", help="list and administer devices")
+    verbs = devices.add_subparsers(dest="verb", metavar="VERB", required=True)
+    listing = verbs.add_parser("list", help="every device of the lab")
+    listing.set_defaults(handler=_lazy("labd.cli.devices_cmd:list_devices"))
+    show = verbs.add_parser("show", help="one device")
+    show.add_argument("id")
+    show.set_defaults(handler=_lazy("labd.cli.devices_cmd:show"))
+    for action, helptext in (
+        ("drain", "finish the current job, then take no more"),
+        ("enable", "take jobs again (also lifts a quarantine)"),
+        ("maintenance", "take the device out of service"),
+    ):
+        cmd = verbs.add_parser(action, help=helptext)
+        cmd.add_argument("id")
+        cmd.set_defaults(handler=_lazy("labd.cli.devices_cmd:admin"), action=action)
+    for cmd in verbs.choices.values():
+        cmd.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _version(args: argparse.Namespace) -> int:
@@ -92,6 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ from labd.config.models import (
     EventSettings,
     HttpSettings,
     LogSettings,
+    PoolSettings,
+    SchedulerSettings,
     Settings,
+    StoreSettings,
 )
 
 __all__ = [
@@ -15,7 +18,10 @@ __all__ = [
     "HttpSettings",
     "LoadedConfig",
     "LogSettings",
+    "PoolSettings",
+    "SchedulerSettings",
     "Settings",
+    "StoreSettings",
     "find_config_file",
     "load_config",
 ]

@@ -23,12 +23,26 @@ def render_example() -> str:
     """The full example configuration as TOML text, every key at its default."""
     lines = [HEADER]
     _render_model(Settings(), [], lines)
+    for name, options in sorted(driver_option_models().items()):
+        _render_model(options(), ["drivers", name], lines)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def driver_option_models() -> dict[str, type[BaseModel]]:
+    """The options model of every installed driver plugin, by driver name."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.load().Options for ep in entry_points(group="labd.drivers")}
 
 
 def _render_model(model: BaseModel, path: list[str], lines: list[str]) -> None:
     fields = type(model).model_fields
-    scalars = {n: f for n, f in fields.items() if not _is_model(getattr(model, n))}
+    # Driver options are rendered as [drivers.<name>] tables, one per installed driver.
+    scalars = {
+        n: f
+        for n, f in fields.items()
+        if not _is_model(getattr(model, n)) and not (not path and n == "drivers")
+    }
     if path:
         lines.append(f"[{'.'.join(path)}]")
         if doc := (type(model).__doc__ or "").strip():
@@ -39,8 +53,8 @@ def _render_model(model: BaseModel, path: list[str], lines: list[str]) -> None:
     if path:
         lines.append("")
     for name in fields:
-        if name not in scalars:
-            _render_model(getattr(model, name), [*path, name], lines)
+        if _is_model(value := getattr(model, name)):
+            _render_model(value, [*path, name], lines)
 
 
 def _is_model(value: Any) -> bool:

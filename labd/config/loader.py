@@ -6,7 +6,6 @@ the environment variable the bad value came from, so an operator knows exactly w
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import tomllib
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from labd.config.models import Settings
 from labd.errors import ConfigError
+from labd.validation import describe_errors, did_you_mean
 
 ENV_PREFIX = "LABD_"
 ENV_SEPARATOR = "__"
@@ -56,7 +56,7 @@ def load_config(
     try:
         settings = Settings.model_validate(data)
     except ValidationError as e:
-        problems += [_describe(err, source, origins) for err in e.errors()]
+        problems += describe_errors(e, Settings, source, origins)
     if problems:
         raise ConfigError(problems)
     return LoadedConfig(settings, path)
@@ -112,7 +112,7 @@ def _unknown_key(path: tuple[str, ...]) -> str | None:
             return f"{'.'.join(path[:depth])} takes no sub-keys"
         fields = model.model_fields
         if part not in fields:
-            return f"{'.'.join(path[: depth + 1])}: unknown key{_did_you_mean(part, fields)}"
+            return f"{'.'.join(path[: depth + 1])}: unknown key{did_you_mean(part, fields)}"
         annotation = fields[part].annotation
         model = (
             annotation
@@ -120,31 +120,3 @@ def _unknown_key(path: tuple[str, ...]) -> str | None:
             else None
         )
     return None
-
-
-def _did_you_mean(word: str, choices: Mapping[str, Any]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
-def _describe(err: Any, source: str, origins: dict[tuple[str, ...], str]) -> str:
-    loc = tuple(str(part) for part in err["loc"])
-    key = ".".join(loc) or "(top level)"
-    source = origins.get(loc, source)
-    if err["type"] == "extra_forbidden":
-        return f"{source}: {key}: unknown key{_did_you_mean(loc[-1], _fields_at(loc[:-1]))}"
-    reason = err["msg"][:1].lower() + err["msg"][1:]
-    value = err.get("input")
-    if isinstance(value, str | int | float | bool):
-        reason += f", got {value!r}"
-    return f"{source}: {key}: {reason}"
-
-
-def _fields_at(loc: tuple[str, ...]) -> Mapping[str, Any]:
-    model: Any = Settings
-    for part in loc:
-        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
-        if field is None:
-            return {}
-        model = field.annotation
-    return model.model_fields if hasattr(model, "model_fields") else {}

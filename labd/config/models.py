@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Section(BaseModel):
@@ -96,6 +96,65 @@ class EventSettings(Section):
     )
 
 
+class StoreSettings(Section):
+    """Where jobs, devices and raw results are kept."""
+
+    url: str = Field(
+        "",
+        description=(
+            "SQLAlchemy URL; empty means SQLite in the state directory. Several hosts share "
+            "PostgreSQL: postgresql+asyncpg://user:password@host/labd"
+        ),
+    )
+
+
+class PoolSettings(Section):
+    """The device pool: discovery, health checks, quarantine, power cycling."""
+
+    discovery_interval_s: float = Field(
+        10, gt=0, le=3600, description="How often drivers look for devices (hot-plug)."
+    )
+    health_interval_s: float = Field(
+        30, gt=0, le=86400, description="How often each idle device's health is checked."
+    )
+    health_timeout_s: float = Field(20, gt=0, le=600, description="Time-out of one check.")
+    quarantine_after: int = Field(
+        3, ge=1, le=100, description="Consecutive infrastructure failures before quarantine."
+    )
+    power_cycle_after: int = Field(
+        2, ge=1, le=100, description="Consecutive failed health checks before a power cycle."
+    )
+    power_off_s: float = Field(5, ge=0, le=600, description="How long a power cycle stays off.")
+    power: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description=(
+            'Power control per device id: { kind = "serial-relay", ...the kind\'s options }.'
+        ),
+    )
+
+
+class SchedulerSettings(Section):
+    """Queue, leases, retries."""
+
+    lease_ttl_s: float = Field(
+        30, ge=1, le=3600, description="A lease not renewed for this long is taken back."
+    )
+    heartbeat_s: float = Field(10, gt=0, le=1800, description="How often a lease is renewed.")
+    retry_backoff_s: float = Field(
+        10, ge=0, le=3600, description="First retry delay after an infrastructure failure."
+    )
+    retry_backoff_max_s: float = Field(600, ge=0, le=86400, description="Longest retry delay.")
+    reap_interval_s: float = Field(
+        5, gt=0, le=600, description="How often expired leases are looked for."
+    )
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> SchedulerSettings:
+        if self.heartbeat_s * 2 > self.lease_ttl_s:
+            raise ValueError("heartbeat_s must be at most half of lease_ttl_s")
+        return self
+
+
 class Settings(Section):
     """The whole configuration of one labd host."""
 
@@ -103,3 +162,12 @@ class Settings(Section):
     log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
     http: HttpSettings = Field(default_factory=HttpSettings, description="HTTP side port.")
     events: EventSettings = Field(default_factory=EventSettings, description="Event bus.")
+    store: StoreSettings = Field(default_factory=StoreSettings, description="Database.")
+    pool: PoolSettings = Field(default_factory=PoolSettings, description="Device pool.")
+    scheduler: SchedulerSettings = Field(
+        default_factory=SchedulerSettings, description="Scheduler."
+    )
+    drivers: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Options per driver plugin, e.g. [drivers.host]; see each driver.",
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 import structlog
@@ -21,6 +22,9 @@ from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
 from labd.metrics import DaemonMetrics
+from labd.pool import Pool, load_drivers, load_power
+from labd.scheduler import JobService, Scheduler
+from labd.store import Store, default_sqlite_url
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.daemon")
@@ -41,6 +45,27 @@ class Component(Protocol):
     async def stop(self, grace: float) -> None: ...
 
 
+class StoreComponent:
+    """Opens the store (applying migrations) first and closes it last."""
+
+    name = "store"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._store: Store | None = None
+
+    @property
+    def store(self) -> Store:
+        assert self._store is not None, "store used before it was opened"
+        return self._store
+
+    async def start(self) -> None:
+        self._store = await Store.open(self.url)
+
+    async def stop(self, grace: float) -> None:
+        await self.store.close()
+
+
 class Daemon:
     """One labd host: owns the event bus, the metrics and every component."""
 
@@ -52,10 +77,12 @@ class Daemon:
         self.side_port = SidePort(settings.http, self.metrics.render)
         self.notifier = SystemdNotifier()
         self.tasks = TaskSet("daemon")
-        self.components: list[Component] = []
-        if settings.http.enabled:
-            self.components.append(self.side_port)
         self._stop_reason: asyncio.Future[str] | None = None
+        # Plugins are loaded before anything starts, so a bad [drivers] section stops us early.
+        source = loaded.path.name if loaded.path else "defaults"
+        host = settings.daemon.host_name
+        self.drivers = load_drivers(settings.drivers, host, source)
+        self.power = load_power(settings.pool.power, source)
 
     @property
     def settings(self) -> Settings:
@@ -76,7 +103,7 @@ class Daemon:
         host = self.settings.daemon.host_name
         started: list[Component] = []
         try:
-            for component in self.components:
+            async for component in self._components():
                 await component.start()
                 started.append(component)
                 log.debug("component started", component=component.name)
@@ -98,6 +125,38 @@ class Daemon:
             self.notifier.close()
         log.info("labd stopped")
         return 0
+
+    async def _components(self) -> AsyncIterator[Component]:
+        """The components in start order; each is built once the ones before it run."""
+        settings = self.settings
+        state_dir = settings.daemon.state_path
+        await asyncio.to_thread(state_dir.mkdir, parents=True, exist_ok=True)
+        store = StoreComponent(settings.store.url or default_sqlite_url(state_dir))
+        yield store
+        host = settings.daemon.host_name
+        self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)
+        yield self.pool
+        self.jobs = JobService(
+            store.store, self.drivers, self.bus, on_queued=lambda: self.scheduler.wake()
+        )
+        self.scheduler = Scheduler(
+            store.store,
+            self.pool,
+            self.jobs,
+            self.bus,
+            settings.scheduler,
+            host,
+            state_dir / "jobs",
+        )
+        yield self.scheduler
+        if settings.http.enabled:
+            from labd.daemon.api import Api
+
+            self.side_port.app.add_routes(
+                Api(store.store, self.jobs, self.scheduler, self.pool).routes()
+            )
+            self.side_port.add_probe("store", store.store.ping)
+            yield self.side_port
 
     async def _stop_all(self, started: list[Component]) -> None:
         loop = asyncio.get_running_loop()

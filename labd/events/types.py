@@ -54,3 +54,89 @@ class ConfigRejected(Event):
     """SIGHUP found an invalid configuration; the old one stays in force."""
 
     problems: list[str]
+
+
+class JobQueued(Event):
+    """A job was accepted and persisted; it waits for a device."""
+
+    job_id: str
+    suite: str
+    test: str
+    submitter: str
+    priority: int
+
+
+class JobRejected(Event):
+    """A submission was refused; `problems` names every reason."""
+
+    job_id: str
+    source: str
+    problems: list[str]
+
+
+class JobLeased(Event):
+    """A host leased the job for a device (attempt counts from 1)."""
+
+    job_id: str
+    device_id: str
+    host: str
+    attempt: int
+
+
+class JobStarted(Event):
+    """The job's scenario started on its device."""
+
+    job_id: str
+    device_id: str
+    attempt: int
+    total_iterations: int
+
+
+class IterationDone(Event):
+    """One iteration finished: its raw values, or the error it failed with."""
+
+    job_id: str
+    device_id: str
+    attempt: int
+    index: int
+    warmup: bool
+    values: dict[str, float]
+    error: str
+
+
+class JobRequeued(Event):
+    """The job goes back to the queue (infrastructure failure, expired lease, shutdown)."""
+
+    job_id: str
+    reason: str
+    attempt: int
+    retry_in_s: float
+
+
+class JobFinished(Event):
+    """The job reached a terminal state: succeeded, failed, cancelled or timed_out."""
+
+    job_id: str
+    state: str
+    error: str
+    suite: str
+    test: str
+    device_id: str
+
+
+class DeviceChanged(Event):
+    """A device appeared, vanished, or changed state (`reason` says why)."""
+
+    device_id: str
+    host: str
+    platform: str
+    state: str
+    admin: str
+    reason: str
+
+
+class DevicePowerCycled(Event):
+    """A device that failed its health checks was power-cycled."""
+
+    device_id: str
+    reason: str

@@ -1,0 +1,66 @@
+"""The machine labd runs on, offered as one device (or several slots of it)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labd.model import Device, Driver, Scenario
+from labd_host.command import CommandScenario
+from labd_host.probe import cpu_model, host_health
+
+
+class HostOptions(BaseModel):
+    """Options of the host driver (`[drivers.host]`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="Offer this machine as a device.")
+    id: str = Field("", description="Device id; empty means host-<hostname>.")
+    slots: int = Field(
+        1, ge=1, le=256, description="Jobs that may run at once (more than 1 adds noise)."
+    )
+    tags: list[str] = Field(default_factory=list, description="Tags for device selectors.")
+    min_free_disk_mb: int = Field(
+        100, ge=0, description="Health check: free space needed in the state directory."
+    )
+
+
+class HostDriver(Driver):
+    name = "host"
+    platform = "host"
+    Options = HostOptions
+    version = "1"
+
+    @property
+    def opts(self) -> HostOptions:
+        assert isinstance(self.options, HostOptions)
+        return self.options
+
+    async def discover(self) -> list[Device]:
+        base = self.opts.id or f"host-{socket.gethostname()}"
+        ids = [base] if self.opts.slots == 1 else [f"{base}-{n}" for n in range(self.opts.slots)]
+        return [
+            Device(
+                id=device_id,
+                driver=self.name,
+                platform=self.platform,
+                model=cpu_model(),
+                os_version=platform.release(),
+                tags=list(self.opts.tags),
+                host=self.host,
+                capabilities={"cpus": sorted(os.sched_getaffinity(0))},
+            )
+            for device_id in ids
+        ]
+
+    async def health(self, device: Device) -> str | None:
+        return host_health(Path.cwd(), self.opts.min_free_disk_mb)
+
+    def scenarios(self) -> Mapping[str, type[Scenario]]:
+        return {CommandScenario.name: CommandScenario}

@@ -1,0 +1,59 @@
+"""`labd devices list|show|drain|enable|maintenance`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from labd.cli.client import Client
+from labd.config import load_config
+
+
+def _client(args: argparse.Namespace) -> Client:
+    return Client(load_config(args.config).settings.http)
+
+
+def list_devices(args: argparse.Namespace) -> int:
+    devices = _client(args).call("GET", "/devices")["devices"]
+    if args.json:
+        print(json.dumps({"devices": devices}, indent=2))
+        return 0
+    for d in devices:
+        reason = f"  ({d['reason']})" if d["reason"] else ""
+        print(
+            f"{d['id']:<24} {d['platform']:<9} {d['state']:<12} {d['admin']:<12} "
+            f"{d['host']}{reason}"
+        )
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    device = _client(args).call("GET", f"/devices/{args.id}")["device"]
+    if args.json:
+        print(json.dumps({"device": device}, indent=2))
+        return 0
+    for key in (
+        "id",
+        "driver",
+        "platform",
+        "model",
+        "os_version",
+        "tags",
+        "host",
+        "state",
+        "admin",
+        "reason",
+        "consecutive_failures",
+        "job",
+    ):
+        print(f"{key:<21} {device.get(key) if device.get(key) not in ('', None) else '-'}")
+    return 0
+
+
+def admin(args: argparse.Namespace) -> int:
+    device = _client(args).call("POST", f"/devices/{args.id}/{args.action}")["device"]
+    if args.json:
+        print(json.dumps({"device": device}, indent=2))
+    else:
+        print(f"{device['id']}: {device['state']} (admin: {device['admin']})")
+    return 0

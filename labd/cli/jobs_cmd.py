@@ -1,0 +1,182 @@
+"""`labd submit` and `labd jobs list|show|cancel|results`."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from labd.cli.client import Client
+from labd.config import load_config
+from labd.errors import EXIT_RUNTIME, LabdError
+from labd.model.manifest import load_manifest
+
+TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
+
+
+def _client(args: argparse.Namespace, wait: float = 0.0) -> Client:
+    return Client(load_config(args.config).settings.http, connect_wait_s=wait)
+
+
+def submit(args: argparse.Namespace) -> int:
+    """Validate a manifest locally, submit it, and optionally follow it to the end."""
+    path = Path(args.file)
+    spec = load_manifest(path)
+    client = _client(args, wait=args.connect_wait)
+    body = {
+        "spec": spec.model_dump(mode="json"),
+        "id": args.id or "",
+        "source": path.name,
+        "submitter": args.submitter,
+    }
+    job = client.call("POST", "/jobs", body)["job"]
+    if not args.wait:
+        _print(args, {"job": job}, lambda: print(f"queued {job['id']}"))
+        return 0
+    job = _follow(client, job["id"], quiet=args.json)
+    results = client.call("GET", f"/jobs/{job['id']}/results")
+    _print(args, results, lambda: _print_results(results))
+    return 0 if job["state"] == "succeeded" else EXIT_RUNTIME
+
+
+def _follow(client: Client, job_id: str, quiet: bool) -> dict[str, Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        transient=True,
+        disable=quiet or not sys.stderr.isatty(),
+        console=None,
+    ) as progress:
+        task = progress.add_task(job_id[:12], total=None)
+        while True:
+            job = client.call("GET", f"/jobs/{job_id}")["job"]
+            progress.update(
+                task,
+                total=job["iterations_total"],
+                completed=job["iterations_done"],
+                description=f"{job_id[:12]} {job['state']}",
+            )
+            if job["state"] in TERMINAL:
+                return dict(job)
+            time.sleep(0.3)
+
+
+def _print_results(results: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    job = results["job"]
+    spec = job["spec"]
+    console = Console()
+    title = f"{spec['suite']}/{spec['test']} on {job['device_id'] or '-'}: {job['state']}"
+    table = Table(title=title)
+    table.add_column("metric", no_wrap=True)
+    for column in ("n", "mean", "median", "stddev", "CoV", "min", "max", "p95"):
+        table.add_column(column, justify="right")
+    for metric, s in results["summary"].items():
+        table.add_row(
+            metric,
+            str(s["n"]),
+            *(_number(s[k]) for k in ("mean", "median", "stddev")),
+            f"{100 * s['cov']:.1f}%",
+            *(_number(s[k]) for k in ("min", "max", "p95")),
+        )
+    console.print(table)
+    if job["error"]:
+        console.print(f"[red]error:[/red] {job['error']}")
+
+
+def _number(x: float) -> str:
+    """Four significant digits, without switching to exponents for large values."""
+    return f"{x:.0f}" if abs(x) >= 10_000 else f"{x:.4g}"
+
+
+def _print(args: argparse.Namespace, data: Any, human: Any) -> None:
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        human()
+
+
+def list_jobs(args: argparse.Namespace) -> int:
+    query = "&".join([f"state={s}" for s in args.state] + [f"limit={args.limit}"])
+    jobs = _client(args).call("GET", f"/jobs?{query}")["jobs"]
+
+    def human() -> None:
+        for job in jobs:
+            spec = job["spec"]
+            print(
+                f"{job['id']:<34} {job['state']:<10} {spec['suite']}/{spec['test']:<24} "
+                f"{job['device_id'] or '-':<16} {job['submitted_at']}"
+            )
+
+    _print(args, {"jobs": jobs}, human)
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    job = _client(args).call("GET", f"/jobs/{args.id}")["job"]
+
+    def human() -> None:
+        spec = job["spec"]
+        print(f"job        {job['id']}")
+        print(f"test       {spec['suite']}/{spec['test']} ({spec['scenario']})")
+        print(f"state      {job['state']}  attempt {job['attempts']}/{spec['max_attempts']}")
+        print(f"device     {job['device_id'] or '-'}")
+        print(f"progress   {job['iterations_done']}/{job['iterations_total']} iterations")
+        if job.get("waiting"):
+            print(f"waiting    {job['waiting']}")
+        if job["error"]:
+            print(f"error      {job['error']}")
+
+    _print(args, {"job": job}, human)
+    return 0
+
+
+def cancel(args: argparse.Namespace) -> int:
+    job = _client(args).call("POST", f"/jobs/{args.id}/cancel")["job"]
+    _print(
+        args,
+        {"job": job},
+        lambda: print(
+            f"{job['id']}: {job['state']}"
+            + (" (cancel requested)" if job["state"] not in TERMINAL else "")
+        ),
+    )
+    return 0
+
+
+def results(args: argparse.Namespace) -> int:
+    data = _client(args).call("GET", f"/jobs/{args.id}/results")
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        print(json.dumps(data, indent=2))
+    elif fmt == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(["job_id", "attempt", "iteration", "warmup", "metric", "value", "error"])
+        for it in data["iterations"]:
+            rows = sorted(it["values"].items()) or [("", "")]
+            for metric, value in rows:
+                writer.writerow(
+                    [
+                        it["job_id"],
+                        it["attempt"],
+                        it["index"],
+                        it["warmup"],
+                        metric,
+                        value,
+                        it["error"],
+                    ]
+                )
+    elif fmt == "table":
+        _print_results(data)
+    else:
+        raise LabdError(f"unknown format {fmt!r}")
+    return 0

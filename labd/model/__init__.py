@@ -1,0 +1,27 @@
+"""The domain model: devices, jobs, test specs, iterations and the driver interfaces."""
+
+from labd.model.device import AdminState, Device, DeviceSelector, DeviceState
+from labd.model.driver import Driver, NoOptions, PowerControl, RunContext, Scenario
+from labd.model.iteration import Iteration
+from labd.model.job import TERMINAL, Job, JobState, can_move
+from labd.model.spec import BuildInfo, MetricSpec, TestSpec
+
+__all__ = [
+    "TERMINAL",
+    "AdminState",
+    "BuildInfo",
+    "Device",
+    "DeviceSelector",
+    "DeviceState",
+    "Driver",
+    "Iteration",
+    "Job",
+    "JobState",
+    "MetricSpec",
+    "NoOptions",
+    "PowerControl",
+    "RunContext",
+    "Scenario",
+    "TestSpec",
+    "can_move",
+]

@@ -1,0 +1,34 @@
+"""Test manifests: a TOML file holding one TestSpec."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from labd.errors import InvalidSpec
+from labd.model.spec import TestSpec
+from labd.validation import describe_errors
+
+
+def parse_spec(data: Any, source: str) -> TestSpec:
+    """Validate plain data as a TestSpec; InvalidSpec names `source`, each key and reason."""
+    try:
+        return TestSpec.model_validate(data)
+    except ValidationError as e:
+        raise InvalidSpec(describe_errors(e, TestSpec, source)) from e
+
+
+def load_manifest(path: Path) -> TestSpec:
+    """Read and validate a manifest file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidSpec([f"{path}: cannot read: {e}"]) from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidSpec([f"{path.name}: not valid TOML: {e}"]) from e
+    return parse_spec(data, path.name)

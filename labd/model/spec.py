@@ -1,0 +1,53 @@
+"""What a job asks for: the test, its scenario, iterations, metrics and the devices it fits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labd.model.device import DeviceSelector
+
+
+class BuildInfo(BaseModel):
+    """The build under test: where its numbers belong in a history."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    revision: str = Field("", max_length=128, description="Source revision (e.g. a commit hash).")
+    branch: str = Field("", max_length=256, description="Branch or tree.")
+    build_id: str = Field("", max_length=256, description="CI build identifier.")
+    product: str = Field("", max_length=256, description="What was built (browser, app ...).")
+
+
+class MetricSpec(BaseModel):
+    """A metric the job reports, with its unit and which direction is better."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:/-]+$")
+    unit: str = Field("", max_length=32)
+    higher_is_better: bool = False
+
+
+class TestSpec(BaseModel):
+    """One test run: scenario x iterations on one device matched by the selector."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    __test__ = False  # not a pytest class
+
+    suite: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
+    test: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
+    scenario: str = Field(min_length=1, description="Scenario name, provided by a driver.")
+    params: dict[str, Any] = Field(default_factory=dict, description="The scenario's parameters.")
+    iterations: int = Field(10, ge=1, le=10_000, description="Measured iterations.")
+    warmup: int = Field(1, ge=0, le=1_000, description="Warm-up iterations (kept, flagged).")
+    metrics: list[MetricSpec] = Field(
+        default_factory=list, description="Metrics to report; empty: the scenario's defaults."
+    )
+    device: DeviceSelector = Field(default_factory=DeviceSelector)
+    priority: int = Field(0, ge=-100, le=100, description="Higher runs first.")
+    timeout_s: float = Field(3600, gt=0, le=7 * 24 * 3600, description="Whole-job time-out.")
+    max_attempts: int = Field(3, ge=1, le=20, description="Tries on infrastructure failures.")
+    build: BuildInfo = Field(default_factory=BuildInfo)
+    baseline: str = Field("", max_length=128, description="Job id or revision to compare with.")

@@ -1,0 +1,6 @@
+"""The device pool: drivers, discovery, health, quarantine and power control."""
+
+from labd.pool.plugins import load_drivers, load_power
+from labd.pool.pool import Pool
+
+__all__ = ["Pool", "load_drivers", "load_power"]

@@ -1,0 +1,82 @@
+"""Loading driver and power plugins from their entry-point groups, with their options checked.
+
+A plugin that fails to import is logged and left out; the daemon runs with the others.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from labd.errors import ConfigError
+from labd.model import Driver, PowerControl
+from labd.validation import describe_errors, did_you_mean
+
+log = structlog.get_logger("labd.pool")
+
+DRIVER_GROUP = "labd.drivers"
+POWER_GROUP = "labd.power"
+
+
+def _classes(group: str) -> dict[str, Any]:
+    found = {}
+    for ep in entry_points(group=group):
+        try:
+            found[ep.name] = ep.load()
+        except Exception:
+            log.exception(
+                "plugin failed to load; continuing without it", group=group, plugin=ep.name
+            )
+    return found
+
+
+def _options(model: type[BaseModel], data: dict[str, Any], key: str, source: str) -> BaseModel:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        problems = describe_errors(e, model, source)
+        raise ConfigError(
+            [p.replace(f"{source}: ", f"{source}: {key}.", 1) for p in problems]
+        ) from e
+
+
+def load_drivers(sections: dict[str, dict[str, Any]], host: str, source: str) -> dict[str, Driver]:
+    """Every installed driver whose `[drivers.<name>]` section does not set enabled = false."""
+    classes = _classes(DRIVER_GROUP)
+    unknown = [
+        f"{source}: drivers.{name}: no such driver{did_you_mean(name, classes)}"
+        for name in sections
+        if name not in classes
+    ]
+    if unknown:
+        raise ConfigError(unknown)
+    drivers = {}
+    for name, cls in classes.items():
+        options = _options(cls.Options, sections.get(name, {}), f"drivers.{name}", source)
+        if getattr(options, "enabled", True):
+            drivers[name] = cls(options, host)
+    return drivers
+
+
+def load_power(sections: dict[str, dict[str, Any]], source: str) -> dict[str, PowerControl]:
+    """Power controllers per device id from `[pool.power.<device>]` sections."""
+    classes = _classes(POWER_GROUP)
+    controllers: dict[str, PowerControl] = {}
+    problems = []
+    for device_id, section in sections.items():
+        key = f"pool.power.{device_id}"
+        kind = section.get("kind")
+        if kind not in classes:
+            hint = (
+                did_you_mean(str(kind), classes) or f" (installed: {', '.join(classes) or 'none'})"
+            )
+            problems.append(f"{source}: {key}.kind: unknown power control {kind!r}{hint}")
+            continue
+        rest = {k: v for k, v in section.items() if k != "kind"}
+        controllers[device_id] = classes[kind](_options(classes[kind].Options, rest, key, source))
+    if problems:
+        raise ConfigError(problems)
+    return controllers

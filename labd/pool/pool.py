@@ -1,0 +1,259 @@
+"""The device pool of this host: discovery with hot-plug, health checks, quarantine, power.
+
+The pool is the one owner of its devices' state. It persists every change to the store (so
+`labd devices` and other hosts see it) and publishes it as a DeviceChanged event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import structlog
+
+from labd.config import PoolSettings
+from labd.events import DeviceChanged, DevicePowerCycled, EventBus
+from labd.model import AdminState, Device, DeviceState, Driver, PowerControl
+from labd.store import Store
+from labd.tasks import TaskSet
+
+log = structlog.get_logger("labd.pool")
+
+
+class Pool:
+    """Tracks this host's devices; the scheduler asks it which are free."""
+
+    name = "pool"
+
+    def __init__(
+        self,
+        drivers: Mapping[str, Driver],
+        power: Mapping[str, PowerControl],
+        store: Store,
+        bus: EventBus,
+        settings: PoolSettings,
+        host: str,
+    ) -> None:
+        self.drivers = dict(drivers)
+        self.power = dict(power)
+        self.store = store
+        self.bus = bus
+        self.settings = settings
+        self.host = host
+        self.devices: dict[str, Device] = {}
+        self.busy: dict[str, str] = {}  # device id -> job id
+        self._health_failures: dict[str, int] = {}
+        self._tasks = TaskSet("pool")
+        self.on_change: list[asyncio.Event] = []  # set whenever a device may have freed up
+
+    async def start(self) -> None:
+        # Devices of this host from an earlier run are offline until discovered again.
+        for device in await self.store.list_devices(host=self.host):
+            self.devices[device.id] = device.model_copy(
+                update={"state": DeviceState.OFFLINE, "reason": "not discovered yet"}
+            )
+        await self.discover()
+        self._tasks.spawn(
+            "discovery", self._every(self.settings.discovery_interval_s, self.discover)
+        )
+        self._tasks.spawn("health", self._every(self.settings.health_interval_s, self.check_health))
+
+    async def stop(self, grace: float) -> None:
+        await self._tasks.cancel_all()
+        for device_id in list(self.devices):
+            await self._update(device_id, state=DeviceState.OFFLINE, reason="labd stopped")
+        for driver in self.drivers.values():
+            await _quietly(driver.close(), f"closing driver {driver.name}")
+        for control in self.power.values():
+            await _quietly(control.close(), "closing power control")
+
+    async def _every(self, interval: float, action: object) -> None:
+        assert callable(action)
+        while True:
+            await asyncio.sleep(interval)
+            await action()
+
+    # Discovery and health -------------------------------------------------------------------
+
+    async def discover(self) -> None:
+        """Ask every driver for its devices: new ones join, vanished ones go offline."""
+        seen: set[str] = set()
+        for driver in self.drivers.values():
+            try:
+                async with asyncio.timeout(self.settings.health_timeout_s):
+                    found = await driver.discover()
+            except Exception as e:
+                log.warning("discovery failed", driver=driver.name, error=repr(e))
+                # Keep that driver's devices as they are: one failed look is no unplug.
+                seen |= {d.id for d in self.devices.values() if d.driver == driver.name}
+                continue
+            for device in found:
+                seen.add(device.id)
+                await self._discovered(device)
+        for device_id, device in list(self.devices.items()):
+            if device_id not in seen and device.state is not DeviceState.OFFLINE:
+                await self._update(device_id, state=DeviceState.OFFLINE, reason="vanished")
+
+    async def _discovered(self, found: Device) -> None:
+        known = self.devices.get(found.id)
+        if known is None:
+            device = await self.store.upsert_device(found.model_copy(update={"host": self.host}))
+            # Placeholder state, so the update below is a change that is published.
+            self.devices[found.id] = device.model_copy(update={"state": DeviceState.OFFLINE})
+            log.info("device appeared", device=found.id, platform=found.platform)
+            await self._update(found.id, state=self._settled_state(device), reason="")
+        elif known.state is DeviceState.OFFLINE and known.reason in (
+            "vanished",
+            "not discovered yet",
+        ):
+            await self._update(found.id, state=self._settled_state(known), reason="")
+
+    async def check_health(self) -> None:
+        """Run each idle device's health check; power-cycle, then quarantine, the failing."""
+        for device_id, device in list(self.devices.items()):
+            if device_id in self.busy or device.state is DeviceState.QUARANTINED:
+                continue
+            if device.state is DeviceState.OFFLINE and device.reason == "vanished":
+                continue
+            reason = await self._health_of(device)
+            if reason is None:
+                self._health_failures.pop(device_id, None)
+                if device.state is DeviceState.OFFLINE:
+                    await self._update(device_id, state=DeviceState.AVAILABLE, reason="")
+                continue
+            await self._unhealthy(device, reason)
+
+    async def _health_of(self, device: Device) -> str | None:
+        driver = self.drivers.get(device.driver)
+        if driver is None:
+            return f"driver {device.driver!r} is not loaded on this host"
+        try:
+            async with asyncio.timeout(self.settings.health_timeout_s):
+                return await driver.health(device)
+        except TimeoutError:
+            return f"health check took longer than {self.settings.health_timeout_s:g} s"
+        except Exception as e:
+            return f"health check failed: {e!r}"
+
+    async def _unhealthy(self, device: Device, reason: str) -> None:
+        failures = self._health_failures.get(device.id, 0) + 1
+        self._health_failures[device.id] = failures
+        log.warning("device unhealthy", device=device.id, reason=reason, failures=failures)
+        after = self.settings.power_cycle_after
+        control = self.power.get(device.id)
+        if failures == after and control is not None:
+            await self.power_cycle(device.id, reason)
+            await self._update(device.id, state=DeviceState.OFFLINE, reason=reason)
+        elif failures > after and (control is not None or failures >= 2 * after):
+            why = "power cycle did not help" if control else "no power control configured"
+            await self._update(
+                device.id,
+                state=DeviceState.QUARANTINED,
+                reason=f"health check failed {failures} times ({reason}); {why}",
+            )
+        else:
+            await self._update(device.id, state=DeviceState.OFFLINE, reason=reason)
+
+    async def power_cycle(self, device_id: str, reason: str) -> None:
+        control = self.power[device_id]
+        log.warning("power-cycling device", device=device_id, reason=reason)
+        await control.cycle(self.settings.power_off_s)
+        self.bus.publish(DevicePowerCycled(device_id=device_id, reason=reason))
+
+    # Leasing ----------------------------------------------------------------------------------
+
+    def available(self) -> list[Device]:
+        """Devices that can take a job now."""
+        return [
+            d
+            for d in self.devices.values()
+            if d.state is DeviceState.AVAILABLE
+            and d.admin is AdminState.ENABLED
+            and d.id not in self.busy
+        ]
+
+    async def acquire(self, device_id: str, job_id: str) -> None:
+        self.busy[device_id] = job_id
+        await self._update(device_id, state=DeviceState.BUSY, reason=f"running {job_id}")
+
+    async def release(self, device_id: str, infra_failure: str = "") -> None:
+        """The job on device_id ended; `infra_failure` says why if the device was at fault."""
+        self.busy.pop(device_id, None)
+        device = self.devices.get(device_id)
+        if device is None:
+            return
+        failures = device.consecutive_failures + 1 if infra_failure else 0
+        if infra_failure and failures >= self.settings.quarantine_after:
+            state, reason = (
+                DeviceState.QUARANTINED,
+                f"{failures} infrastructure failures in a row; last: {infra_failure}",
+            )
+        elif device.state is DeviceState.BUSY:
+            state, reason = self._settled_state(device), ""
+        else:  # it went offline while busy: leave that as it is
+            state, reason = device.state, device.reason
+        await self._update(device_id, state=state, reason=reason, consecutive_failures=failures)
+
+    async def set_admin(self, device_id: str, admin: AdminState) -> Device | None:
+        """drain / maintenance / enable; `enable` also lifts a quarantine."""
+        if await self.store.set_admin(device_id, admin) is None:
+            return None
+        device = self.devices.get(device_id)
+        if device is None:
+            return await self.store.get_device(device_id)  # another host's device
+        changes: dict[str, object] = {"admin": admin}
+        if admin is AdminState.ENABLED and device.state is DeviceState.QUARANTINED:
+            changes |= {"consecutive_failures": 0, "state": DeviceState.AVAILABLE, "reason": ""}
+            self._health_failures.pop(device_id, None)
+        if device_id not in self.busy and device.state is not DeviceState.OFFLINE:
+            changes.setdefault("state", DeviceState.AVAILABLE)
+            if admin is not AdminState.ENABLED:
+                changes["state"] = DeviceState.MAINTENANCE
+        return await self._update(device_id, **changes)
+
+    def _settled_state(self, device: Device) -> DeviceState:
+        if device.admin is not AdminState.ENABLED:
+            return DeviceState.MAINTENANCE
+        if device.consecutive_failures >= self.settings.quarantine_after:
+            return DeviceState.QUARANTINED
+        return DeviceState.AVAILABLE
+
+    async def _update(self, device_id: str, **changes: object) -> Device:
+        old = self.devices[device_id]
+        device = old.model_copy(update=changes)
+        self.devices[device_id] = device
+        if (device.state, device.admin, device.reason) == (old.state, old.admin, old.reason) and (
+            changes.keys() <= {"state", "reason"}
+        ):
+            return device
+        await self.store.upsert_device(device)
+        if device.state is not old.state or device.admin is not old.admin:
+            log.info(
+                "device state changed",
+                device=device_id,
+                state=device.state.value,
+                was=old.state.value,
+                admin=device.admin.value,
+                reason=device.reason,
+            )
+            self.bus.publish(
+                DeviceChanged(
+                    device_id=device_id,
+                    host=device.host,
+                    platform=device.platform,
+                    state=device.state.value,
+                    admin=device.admin.value,
+                    reason=device.reason,
+                )
+            )
+        for waiter in self.on_change:
+            waiter.set()
+        return device
+
+
+async def _quietly(coro: object, what: str) -> None:
+    try:
+        assert asyncio.iscoroutine(coro)
+        await coro
+    except Exception:
+        log.exception(f"{what} failed")

@@ -1,0 +1,101 @@
+"""One job on one device. Raw values of every iteration are stored as they come."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import structlog
+from pydantic import BaseModel
+
+from labd.errors import TestFailure
+from labd.events import EventBus, IterationDone, JobStarted
+from labd.model import Device, Driver, Iteration, Job, JobState, RunContext
+from labd.store import Store
+
+log = structlog.get_logger("labd.runner")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: JobState
+    error: str = ""
+
+
+async def run_job(
+    job: Job,
+    device: Device,
+    driver: Driver,
+    params: BaseModel,
+    store: Store,
+    bus: EventBus,
+    workdir: Path,
+) -> Outcome:
+    """Run every iteration of job on device. InfrastructureError propagates (the caller
+    retries); a failing iteration is recorded with its error and the job reported failed."""
+    spec = job.spec
+    scenario_cls = driver.scenarios()[spec.scenario]
+    fingerprint = {
+        "device": device.id,
+        "platform": device.platform,
+        "model": device.model,
+        "os_version": device.os_version,
+        "driver": f"{driver.name} {driver.version}",
+    }
+    ctx = RunContext(job.id, device, workdir, fingerprint)
+    scenario = scenario_cls(params, ctx)
+    total = spec.warmup + spec.iterations
+    failed: list[str] = []
+    await scenario.setup()
+    bus.publish(
+        JobStarted(job_id=job.id, device_id=device.id, attempt=job.attempts, total_iterations=total)
+    )
+    try:
+        for index in range(total):
+            warmup = index < spec.warmup
+            started = datetime.now(UTC)
+            values: dict[str, float] = {}
+            error = ""
+            try:
+                values = await scenario.run_iteration(index)
+            except TestFailure as e:
+                error = str(e)
+                if not warmup:
+                    failed.append(error)
+            iteration = Iteration(
+                job_id=job.id,
+                attempt=job.attempts,
+                index=index,
+                warmup=warmup,
+                values=values,
+                error=error,
+                started_at=started,
+                finished_at=datetime.now(UTC),
+                device_id=device.id,
+                fingerprint=dict(ctx.fingerprint),
+            )
+            await store.add_iteration(iteration)
+            log.debug("iteration done", index=index, warmup=warmup, values=values, error=error)
+            bus.publish(
+                IterationDone(
+                    job_id=job.id,
+                    device_id=device.id,
+                    attempt=job.attempts,
+                    index=index,
+                    warmup=warmup,
+                    values=values,
+                    error=error,
+                )
+            )
+    finally:
+        try:
+            await scenario.teardown()
+        except Exception:
+            log.exception("scenario teardown failed", scenario=spec.scenario)
+    if failed:
+        return Outcome(
+            JobState.FAILED,
+            f"{len(failed)} of {spec.iterations} measured iterations failed; first: {failed[0]}",
+        )
+    return Outcome(JobState.SUCCEEDED)

@@ -1,0 +1,6 @@
+"""Queue, matching, leases, retries, time-outs, cancellation and recovery."""
+
+from labd.scheduler.scheduler import Scheduler
+from labd.scheduler.submit import JobService
+
+__all__ = ["JobService", "Scheduler"]

@@ -1,0 +1,288 @@
+"""The scheduler: match queued jobs to free devices, hold their leases, settle their outcome.
+
+Order: priority, then fair queuing between submitters, then first in first out (see
+`Store._fair_rank`). A lease is renewed every `heartbeat_s`; a daemon that dies stops renewing
+and another (or this one after a restart) takes the job back when the lease expires.
+Infrastructure failures are retried with exponential backoff; a test that ran is never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from pathlib import Path
+
+import structlog
+from sqlalchemy.exc import IntegrityError
+
+from labd.config import SchedulerSettings
+from labd.errors import InfrastructureError
+from labd.events import EventBus, JobFinished, JobLeased, JobRequeued
+from labd.logs import bind_context
+from labd.model import Device, Job, JobState
+from labd.pool import Pool
+from labd.runner import Outcome, run_job
+from labd.scheduler.submit import JobService
+from labd.store import Lease, Store
+from labd.tasks import TaskSet
+
+log = structlog.get_logger("labd.scheduler")
+
+
+class Interrupt(enum.Enum):
+    CANCELLED = "cancelled"
+    LEASE_LOST = "lease lost"
+    SHUTDOWN = "shutdown"
+
+
+class Scheduler:
+    name = "scheduler"
+
+    def __init__(
+        self,
+        store: Store,
+        pool: Pool,
+        jobs: JobService,
+        bus: EventBus,
+        settings: SchedulerSettings,
+        owner: str,
+        workdir: Path,
+    ) -> None:
+        self.store = store
+        self.pool = pool
+        self.jobs = jobs
+        self.bus = bus
+        self.settings = settings
+        self.owner = owner
+        self.workdir = workdir
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self._interrupts: dict[str, Interrupt] = {}
+        self._wake = asyncio.Event()
+        self._accepting = True
+        self._tasks = TaskSet("scheduler")
+        self._runs = TaskSet("job")
+        self._beats = TaskSet("heartbeat")  # apart from _tasks: they beat on during shutdown
+
+    def wake(self) -> None:
+        """Look for work now (a job was queued or a device freed up)."""
+        self._wake.set()
+
+    async def start(self) -> None:
+        # This host just started, so nothing it leased before is still running.
+        for job in await self.store.expire_leases(owner=self.owner):
+            log.warning("took back a job this host held before it restarted", job_id=job.id)
+        await self.reap()
+        self.pool.on_change.append(self._wake)
+        self._tasks.spawn("dispatch", self._dispatch_loop())
+        self._tasks.spawn("reaper", self._reap_loop())
+
+    async def stop(self, grace: float) -> None:
+        """Take no more work; give running jobs `grace` seconds, then requeue what is left."""
+        self._accepting = False
+        await self._tasks.cancel_all()
+        if self.running:
+            log.info("waiting for running jobs", jobs=sorted(self.running), grace_s=grace)
+            _, pending = await asyncio.wait(list(self.running.values()), timeout=grace)
+            for job_id, task in list(self.running.items()):
+                if task in pending:
+                    self._interrupts[job_id] = Interrupt.SHUTDOWN
+                    task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=10)
+
+    # Dispatch -------------------------------------------------------------------------------
+
+    async def _dispatch_loop(self) -> None:
+        while True:
+            try:
+                await self.dispatch()
+            except Exception:
+                log.exception("dispatch failed; trying again")
+            self._wake.clear()
+            try:
+                async with asyncio.timeout(1.0):  # also polls: other hosts queue jobs too
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+
+    async def dispatch(self) -> int:
+        """Lease a job for every free device that has matching work; returns how many."""
+        if not self._accepting:
+            return 0
+        lanes = await self.store.lanes()
+        started = 0
+        for device in self.pool.available():
+            keys = [key for key, selector in lanes.items() if selector.matches(device)]
+            if not keys:
+                continue
+            try:
+                lease = await self.store.claim_job(
+                    device.id, keys, self.owner, self.settings.lease_ttl_s
+                )
+            except IntegrityError:  # the database still has a job active on it
+                log.warning("device holds an active job in the store; skipped", device=device.id)
+                continue
+            if lease is None:
+                continue
+            await self.pool.acquire(device.id, lease.job.id)
+            self.running[lease.job.id] = self._runs.spawn(lease.job.id, self._run(lease, device))
+            started += 1
+        return started
+
+    async def _reap_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.reap_interval_s)
+            try:
+                await self.reap()
+            except Exception:
+                log.exception("lease reaper failed; trying again")
+
+    async def reap(self) -> None:
+        """Take back jobs whose lease expired (their daemon died or hung)."""
+        for job in await self.store.expire_leases():
+            log.warning("lease expired", job_id=job.id, state=job.state.value, error=job.error)
+            if job.state is JobState.QUEUED:
+                self.bus.publish(
+                    JobRequeued(job_id=job.id, reason=job.error, attempt=job.attempts, retry_in_s=0)
+                )
+                self.wake()
+            else:
+                self._publish_finished(job, job.state, job.error)
+
+    # One job ----------------------------------------------------------------------------------
+
+    async def _run(self, lease: Lease, device: Device) -> None:
+        job = lease.job
+        with bind_context(job_id=job.id, device=device.id, attempt=job.attempts):
+            self.bus.publish(
+                JobLeased(job_id=job.id, device_id=device.id, host=self.owner, attempt=job.attempts)
+            )
+            log.info("job leased", suite=job.spec.suite, test=job.spec.test)
+            infra_failure = ""
+            try:
+                infra_failure = await self._execute(lease, device)
+            except Exception:
+                log.exception("job bookkeeping failed; the lease will expire and be retried")
+            finally:
+                self.running.pop(job.id, None)
+                self._interrupts.pop(job.id, None)
+                await self.pool.release(device.id, infra_failure)
+                self.wake()
+
+    async def _execute(self, lease: Lease, device: Device) -> str:
+        """Run the job under its lease; settle the outcome. Returns an infrastructure error."""
+        job, token = lease.job, lease.token
+        driver = self.pool.drivers[device.driver]
+        heart = self._beats.spawn(job.id, self._heartbeat(lease))
+        try:
+            if not await self.store.mark_running(job.id, token):
+                return ""
+            params = self.jobs.params_of(job.spec, driver)
+            workdir = self.workdir / job.id
+            async with asyncio.timeout(job.spec.timeout_s):
+                outcome = await run_job(job, device, driver, params, self.store, self.bus, workdir)
+        except TimeoutError:
+            outcome = Outcome(JobState.TIMED_OUT, f"job exceeded its {job.spec.timeout_s:g} s")
+        except asyncio.CancelledError:
+            reason = self._interrupts.get(job.id, Interrupt.SHUTDOWN)
+            await self._interrupted(job, token, reason)
+            if reason is Interrupt.SHUTDOWN:
+                raise
+            # We cancelled the runner ourselves; this task itself goes on to clean up.
+            if task := asyncio.current_task():
+                task.uncancel()
+            return ""
+        except Exception as e:
+            kind = "infrastructure failure" if isinstance(e, InfrastructureError) else "driver bug"
+            error = f"{kind}: {e}"
+            log.warning(
+                "job attempt failed", error=error, exc_info=not isinstance(e, InfrastructureError)
+            )
+            await self._retry_or_fail(job, token, error)
+            return error
+        finally:
+            heart.cancel()
+        await self._finish(job, token, outcome.state, outcome.error)
+        return ""
+
+    async def _heartbeat(self, lease: Lease) -> None:
+        job_id = lease.job.id
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_s)
+            try:
+                held, cancel = await self.store.heartbeat(
+                    job_id, lease.token, self.settings.lease_ttl_s
+                )
+            except Exception as e:  # a database hiccup: the next beat tries again
+                log.warning("lease heartbeat failed", job_id=job_id, error=repr(e))
+                continue
+            if not held or cancel:
+                self._interrupts[job_id] = Interrupt.CANCELLED if held else Interrupt.LEASE_LOST
+                if task := self.running.get(job_id):
+                    task.cancel()
+                return
+
+    async def cancel(self, job_id: str) -> Job | None:
+        """Cancel in any state: queued at once, running by interrupting its runner."""
+        job = await self.store.request_cancel(job_id)
+        if job is None:
+            return None
+        if job.state is JobState.CANCELLED and job.finished_at and job_id not in self.running:
+            self._publish_finished(job, job.state, job.error)
+        if task := self.running.get(job_id):
+            self._interrupts[job_id] = Interrupt.CANCELLED
+            task.cancel()
+        return job
+
+    async def _interrupted(self, job: Job, token: str, reason: Interrupt) -> None:
+        if reason is Interrupt.CANCELLED:
+            await self._finish(job, token, JobState.CANCELLED, "cancelled while running")
+        elif reason is Interrupt.SHUTDOWN:
+            # Not the job's fault: requeue without counting the attempt.
+            if await self.store.requeue_job(job.id, token, "requeued at shutdown", refund=True):
+                log.info("job requeued at shutdown")
+                self.bus.publish(
+                    JobRequeued(
+                        job_id=job.id,
+                        reason="daemon shut down",
+                        attempt=job.attempts,
+                        retry_in_s=0,
+                    )
+                )
+        else:
+            log.warning("lease lost; another host owns the job now")
+
+    async def _retry_or_fail(self, job: Job, token: str, error: str) -> None:
+        if job.attempts >= job.spec.max_attempts:
+            await self._finish(
+                job, token, JobState.FAILED, f"{error} (attempt {job.attempts}, no retries left)"
+            )
+            return
+        delay = min(
+            self.settings.retry_backoff_s * 2 ** (job.attempts - 1),
+            self.settings.retry_backoff_max_s,
+        )
+        if await self.store.requeue_job(job.id, token, error, delay=delay):
+            log.info("job will be retried", retry_in_s=delay, error=error)
+            self.bus.publish(
+                JobRequeued(job_id=job.id, reason=error, attempt=job.attempts, retry_in_s=delay)
+            )
+
+    async def _finish(self, job: Job, token: str, state: JobState, error: str) -> None:
+        if await self.store.finish_job(job.id, token, state, error):
+            self._publish_finished(job, state, error)
+        else:
+            log.warning("lease lost before the job could be settled", state=state.value)
+
+    def _publish_finished(self, job: Job, state: JobState, error: str) -> None:
+        log.info("job finished", job_id=job.id, state=state.value, error=error)
+        self.bus.publish(
+            JobFinished(
+                job_id=job.id,
+                state=state.value,
+                error=error,
+                suite=job.spec.suite,
+                test=job.spec.test,
+                device_id=job.device_id,
+            )
+        )

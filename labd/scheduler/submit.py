@@ -1,0 +1,121 @@
+"""Accepting jobs: validate a spec against the lab, persist it, announce it.
+
+Everything knowable at submit time is checked here, so a bad manifest is refused at once with
+every reason instead of failing on a device later.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from labd.errors import InvalidSpec
+from labd.events import EventBus, JobQueued, JobRejected
+from labd.model import Device, DeviceState, Driver, Job, TestSpec
+from labd.model.manifest import parse_spec
+from labd.store import Store
+from labd.validation import describe_errors, did_you_mean
+
+
+class JobService:
+    """The one way jobs enter the queue (HTTP API, MQTT and CLI all come through here)."""
+
+    def __init__(
+        self,
+        store: Store,
+        drivers: Mapping[str, Driver],
+        bus: EventBus,
+        on_queued: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.store = store
+        self.drivers = drivers
+        self.bus = bus
+        self.on_queued = on_queued
+
+    async def submit(
+        self, data: Any, source: str, job_id: str = "", submitter: str = ""
+    ) -> tuple[Job, bool]:
+        """Validate and persist; returns (job, created). Raises InvalidSpec with every reason."""
+        job_id = job_id or uuid.uuid4().hex
+        try:
+            spec = data if isinstance(data, TestSpec) else parse_spec(data, source)
+            await self.check(spec, source)
+        except InvalidSpec as e:
+            self.bus.publish(JobRejected(job_id=job_id, source=source, problems=e.problems))
+            raise
+        job, created = await self.store.submit_job(job_id, spec, submitter or "anonymous")
+        if created:
+            self.bus.publish(
+                JobQueued(
+                    job_id=job.id,
+                    suite=spec.suite,
+                    test=spec.test,
+                    submitter=job.submitter,
+                    priority=spec.priority,
+                )
+            )
+            self.on_queued()
+        return job, created
+
+    def params_of(self, spec: TestSpec, driver: Driver) -> BaseModel:
+        """The scenario's parameters as its own model (validated again on the runner)."""
+        return driver.scenarios()[spec.scenario].Params.model_validate(spec.params)
+
+    async def check(self, spec: TestSpec, source: str) -> None:
+        offering = [d for d in self.drivers.values() if spec.scenario in d.scenarios()]
+        if not offering:
+            known = sorted({s for d in self.drivers.values() for s in d.scenarios()})
+            hint = did_you_mean(spec.scenario, known) or f" (known: {', '.join(known)})"
+            raise InvalidSpec([f"{source}: scenario: unknown scenario {spec.scenario!r}{hint}"])
+        problems: list[str] = []
+        for driver in offering:
+            scenario = driver.scenarios()[spec.scenario]
+            try:
+                params = scenario.Params.model_validate(spec.params)
+            except ValidationError as e:
+                problems += [
+                    p.replace(f"{source}: ", f"{source}: params.", 1)
+                    for p in describe_errors(e, scenario.Params, source)
+                ]
+                continue
+            problems += [f"{source}: {p}" for p in scenario.check(params)]
+            produced = {m.name for m in scenario.default_metrics}
+            for n, metric in enumerate(spec.metrics):
+                if produced and metric.name not in produced:
+                    problems.append(
+                        f"{source}: metrics.{n}.name: scenario {spec.scenario!r} does not "
+                        f"produce {metric.name!r} (it produces {', '.join(sorted(produced))})"
+                    )
+        if not problems and not await self._fitting_devices(spec, offering):
+            problems.append(
+                f"{source}: device: no device in the lab matches "
+                f"{spec.device.describe()} and runs scenario {spec.scenario!r}"
+            )
+        if problems:
+            raise InvalidSpec(sorted(set(problems), key=problems.index))
+
+    async def _fitting_devices(self, spec: TestSpec, offering: list[Driver]) -> list[Device]:
+        names = {d.name for d in offering}
+        devices = await self.store.list_devices()
+        return [d for d in devices if d.driver in names and spec.device.matches(d)]
+
+    async def why_waiting(self, job: Job) -> str:
+        """For a queued job: which devices could take it and why none has yet."""
+        offering = [d for d in self.drivers.values() if job.spec.scenario in d.scenarios()]
+        devices = await self._fitting_devices(job.spec, offering)
+        if not devices:
+            return f"no device matches {job.spec.device.describe()} any more"
+        parts = []
+        for device in devices:
+            if device.state is DeviceState.BUSY:
+                running = await self.store.active_job_on(device.id)
+                parts.append(f"{device.id} busy (job {running})")
+            elif device.state is DeviceState.AVAILABLE:
+                parts.append(f"{device.id} available (next dispatch will take it)")
+            else:
+                detail = f": {device.reason}" if device.reason else ""
+                parts.append(f"{device.id} {device.state.value}{detail}")
+        return f"waiting for one of {len(devices)} matching device(s): " + "; ".join(parts)

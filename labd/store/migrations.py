@@ -1,0 +1,45 @@
+"""Schema migrations, applied in order at start; each runs once, recorded by version.
+
+Several hosts may start at once against one PostgreSQL database: an advisory lock makes
+them take turns, and each re-reads the applied versions under the lock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from labd.store import tables
+
+MIGRATION_LOCK = 0x1ABD  # PostgreSQL advisory lock key for migrations
+
+
+def _v1_initial(conn: Connection) -> None:
+    for table in (tables.jobs, tables.lanes, tables.devices, tables.iterations):
+        table.create(conn, checkfirst=True)
+
+
+MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
+    (1, "jobs, lanes, devices, iterations", _v1_initial),
+]
+
+
+def migrate(conn: Connection) -> list[int]:
+    """Apply every migration not yet applied; return the versions applied now."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
+    tables.schema_migrations.create(conn, checkfirst=True)
+    done = set(conn.scalars(sa.select(tables.schema_migrations.c.version)))
+    applied = []
+    for version, _, step in MIGRATIONS:
+        if version in done:
+            continue
+        step(conn)
+        conn.execute(
+            tables.schema_migrations.insert().values(version=version, applied_at=time.time())
+        )
+        applied.append(version)
+    return applied

@@ -1,0 +1,93 @@
+"""The database schema (SQLAlchemy Core), shared by SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+ACTIVE_STATES = ("leased", "running")
+_active = sa.text("state IN ('leased', 'running')")
+
+schema_migrations = sa.Table(
+    "schema_migrations",
+    metadata,
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("applied_at", sa.Float, nullable=False),
+)
+
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    # seq orders jobs of equal priority and rank first-in first-out.
+    sa.Column("seq", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column("id", sa.String(128), nullable=False, unique=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    # Fair queuing between submitters: a submitter's k-th waiting job gets rank k (offset
+    # by the queue's progress), so one big batch cannot starve everyone else.
+    sa.Column("fair_rank", sa.BigInteger, nullable=False),
+    sa.Column("lane", sa.String(64), nullable=False),
+    sa.Column("submitter", sa.String(128), nullable=False),
+    sa.Column("spec", sa.JSON, nullable=False),
+    sa.Column("spec_hash", sa.String(64), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("max_attempts", sa.Integer, nullable=False),
+    sa.Column("error", sa.Text, nullable=False, default=""),
+    sa.Column("device_id", sa.String(128), nullable=False, default=""),
+    sa.Column("lease_owner", sa.String(256), nullable=False, default=""),
+    sa.Column("lease_token", sa.String(32), nullable=False, default=""),
+    sa.Column("lease_expires", sa.Float, nullable=False, default=0.0),
+    sa.Column("not_before", sa.Float, nullable=False, default=0.0),
+    sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
+    sa.Column("submitted_at", sa.Float, nullable=False),
+    sa.Column("started_at", sa.Float),
+    sa.Column("finished_at", sa.Float),
+    sa.Index("ix_jobs_lease", "state", "lease_expires"),
+    # One job per device at a time, enforced by the database itself.
+    sa.Index(
+        "ux_jobs_active_device",
+        "device_id",
+        unique=True,
+        sqlite_where=_active,
+        postgresql_where=_active,
+    ),
+)
+
+# The dispatcher's query: the best queued job of one lane is the first entry of this index.
+sa.Index(
+    "ix_jobs_dispatch",
+    jobs.c.state,
+    jobs.c.lane,
+    jobs.c.priority.desc(),
+    jobs.c.fair_rank,
+    jobs.c.seq,
+)
+sa.Index("ix_jobs_submitter", jobs.c.submitter, jobs.c.state, jobs.c.lane, jobs.c.fair_rank)
+
+lanes = sa.Table(
+    "lanes",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("selector", sa.JSON, nullable=False),
+)
+
+devices = sa.Table(
+    "devices",
+    metadata,
+    sa.Column("id", sa.String(128), primary_key=True),
+    sa.Column("host", sa.String(256), nullable=False),
+    sa.Column("record", sa.JSON, nullable=False),  # the Device model as JSON
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("admin", sa.String(16), nullable=False, default="enabled"),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+iterations = sa.Table(
+    "iterations",
+    metadata,
+    sa.Column("job_id", sa.String(128), primary_key=True),
+    sa.Column("attempt", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("record", sa.JSON, nullable=False),  # the Iteration model as JSON
+)

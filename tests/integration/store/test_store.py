@@ -1,0 +1,166 @@
+"""The store's behaviour, on SQLite and on PostgreSQL alike."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from labd.model import Device, DeviceSelector, Iteration, JobState, TestSpec
+from labd.model.device import AdminState
+from labd.store import JobConflict, Store, lane_key
+
+
+def spec(priority: int = 0, platform: str = "host", test: str = "t", **kw: object) -> TestSpec:
+    return TestSpec(
+        suite="s",
+        test=test,
+        scenario="command",
+        params={"command": ["true"]},
+        priority=priority,
+        device=DeviceSelector(platform=platform),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+LANE = lane_key(DeviceSelector(platform="host"))
+
+
+async def claim(store: Store, device: str = "d1", ttl: float = 30):  # type: ignore[no-untyped-def]
+    return await store.claim_job(device, [LANE], "host-a", ttl)
+
+
+async def test_submit_is_idempotent_by_client_id(store: Store) -> None:
+    job, created = await store.submit_job("j1", spec(), "ci")
+    assert created and job.state is JobState.QUEUED and job.attempts == 0
+    again, created = await store.submit_job("j1", spec(), "ci")
+    assert not created and again.id == "j1"
+    with pytest.raises(JobConflict, match="different spec"):
+        await store.submit_job("j1", spec(priority=5), "ci")
+
+
+async def test_claims_follow_priority_then_fifo(store: Store) -> None:
+    for job_id, prio in [("low", 0), ("high", 10), ("low2", 0), ("mid", 5)]:
+        await store.submit_job(job_id, spec(prio), "ci")
+    order = []
+    for n in range(4):
+        lease = await claim(store, f"d{n}")
+        assert lease is not None
+        order.append(lease.job.id)
+    assert order == ["high", "mid", "low", "low2"]
+    assert await claim(store, "d9") is None
+
+
+async def test_a_small_submitter_is_not_starved_by_a_big_batch(store: Store) -> None:
+    for n in range(6):
+        await store.submit_job(f"big{n}", spec(), "batch")
+    await store.submit_job("small0", spec(), "alice")
+    await store.submit_job("small1", spec(), "alice")
+    order = []
+    for n in range(4):
+        lease = await claim(store, f"d{n}")
+        assert lease is not None
+        order.append(lease.job.id)
+    assert order == ["big0", "small0", "big1", "small1"]
+
+
+async def test_only_matching_lanes_are_claimed(store: Store) -> None:
+    await store.submit_job("android", spec(platform="android"), "ci")
+    assert await claim(store) is None
+    lanes = await store.lanes()
+    assert {sel.platform for sel in lanes.values()} == {"android"}
+
+
+async def test_one_active_job_per_device_is_enforced_by_the_database(store: Store) -> None:
+    await store.submit_job("a", spec(), "ci")
+    await store.submit_job("b", spec(), "ci")
+    assert await claim(store, "d1") is not None
+    with pytest.raises(Exception, match=r"(?i)unique|constraint"):
+        await claim(store, "d1")
+
+
+async def test_lease_lifecycle_and_lost_lease(store: Store) -> None:
+    await store.submit_job("j", spec(), "ci")
+    lease = await claim(store)
+    assert lease is not None and lease.job.attempts == 1
+    assert await store.mark_running("j", lease.token)
+    assert await store.heartbeat("j", lease.token, 30) == (True, False)
+    assert not await store.finish_job("j", "stolen-token", JobState.SUCCEEDED)
+    assert await store.finish_job("j", lease.token, JobState.SUCCEEDED)
+    job = await store.get_job("j")
+    assert job is not None and job.state is JobState.SUCCEEDED and job.device_id == "d1"
+    assert await store.heartbeat("j", lease.token, 30) == (False, False)
+
+
+async def test_expired_lease_is_requeued_then_failed_when_attempts_run_out(store: Store) -> None:
+    await store.submit_job("j", spec(max_attempts=2), "ci")
+    for attempt in (1, 2):
+        lease = await claim(store, ttl=0.01)
+        assert lease is not None and lease.job.attempts == attempt
+        await asyncio.sleep(0.05)
+        (moved,) = await store.expire_leases()
+        assert moved.state is (JobState.QUEUED if attempt == 1 else JobState.FAILED)
+    job = await store.get_job("j")
+    assert job is not None and "no attempts left" in job.error
+
+
+async def test_cancel_queued_at_once_and_active_by_flag(store: Store) -> None:
+    await store.submit_job("q", spec(), "ci")
+    await store.submit_job("r", spec(priority=1), "ci")
+    lease = await claim(store)
+    assert lease is not None and lease.job.id == "r"
+    queued = await store.request_cancel("q")
+    assert queued is not None and queued.state is JobState.CANCELLED
+    active = await store.request_cancel("r")
+    assert active is not None and active.state is JobState.LEASED and active.cancel_requested
+    assert await store.heartbeat("r", lease.token, 30) == (True, True)
+    assert await store.request_cancel("nope") is None
+
+
+async def test_retry_backoff_delays_the_next_claim(store: Store) -> None:
+    await store.submit_job("j", spec(), "ci")
+    lease = await claim(store)
+    assert lease is not None
+    assert await store.requeue_job("j", lease.token, "device lost", delay=0.3)
+    assert await claim(store) is None
+    await asyncio.sleep(0.35)
+    again = await claim(store)
+    assert again is not None and again.job.attempts == 2 and again.job.error == "device lost"
+
+
+async def test_iterations_are_kept_raw_per_attempt(store: Store) -> None:
+    now = datetime.now(UTC)
+    for attempt, idx in [(1, 0), (2, 0), (2, 1)]:
+        await store.add_iteration(
+            Iteration(
+                job_id="j",
+                attempt=attempt,
+                index=idx,
+                warmup=idx == 0,
+                values={"wall_time_ms": 10.0 + idx},
+                started_at=now,
+                finished_at=now,
+                device_id="d1",
+                fingerprint={"cpu": 1},
+            )
+        )
+    assert [i.values["wall_time_ms"] for i in await store.iterations("j", attempt=2)] == [10, 11]
+    assert len(await store.iterations("j")) == 3
+
+
+async def test_device_admin_state_survives_rediscovery(store: Store) -> None:
+    device = Device(id="pixel-1", driver="android", platform="android", host="h")
+    await store.upsert_device(device)
+    await store.set_admin("pixel-1", AdminState.MAINTENANCE)
+    seen_again = await store.upsert_device(device)
+    assert seen_again.admin is AdminState.MAINTENANCE
+    assert [d.id for d in await store.list_devices(host="h")] == ["pixel-1"]
+
+
+async def test_ping_reports_a_dead_database(tmp_path: object) -> None:
+    store = await Store.open("sqlite+aiosqlite:///:memory:")
+    assert await store.ping() is None
+    await store.close()
+    assert time.time() > 0
