@@ -12,6 +12,7 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 import structlog
+import structlog.tracebacks
 
 from labd.redact import MASK, is_secret_name, redact_text
 
@@ -49,7 +50,12 @@ def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[
     _secrets = tuple(s for s in secrets if s)
     renderer: Any
     if wants_json(fmt):
-        renderer = [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
+        # No local variables in tracebacks: they could hold secrets.
+        tracebacks = structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+        renderer = [
+            structlog.processors.ExceptionRenderer(tracebacks),
+            structlog.processors.JSONRenderer(),
+        ]
     else:
         renderer = [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
     formatter = structlog.stdlib.ProcessorFormatter(

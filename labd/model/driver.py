@@ -28,6 +28,7 @@ class RunContext:
     """What a scenario gets for one job on one device."""
 
     job_id: str
+    attempt: int
     device: Device
     workdir: Path
     fingerprint: dict[str, Any] = field(default_factory=dict)

@@ -43,7 +43,7 @@ async def run_job(
         "os_version": device.os_version,
         "driver": f"{driver.name} {driver.version}",
     }
-    ctx = RunContext(job.id, device, workdir, fingerprint)
+    ctx = RunContext(job.id, job.attempts, device, workdir, fingerprint)
     scenario = scenario_cls(params, ctx)
     total = spec.warmup + spec.iterations
     failed: list[str] = []

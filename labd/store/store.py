@@ -31,6 +31,7 @@ from labd.model import (
     Job,
     JobState,
     TestSpec,
+    can_move,
 )
 from labd.store.migrations import migrate
 from labd.store.tables import ACTIVE_STATES, devices, iterations, jobs, lanes
@@ -305,9 +306,12 @@ class Store:
         job_id: str,
         token: str,
         state: JobState,
-        from_states: Sequence[str] = ACTIVE_STATES,
+        from_states: Sequence[str] = (),
         **values: Any,
     ) -> bool:
+        # Only moves the state machine allows, from states the caller's lease can be in.
+        from_states = from_states or [s for s in ACTIVE_STATES if can_move(JobState(s), state)]
+        assert all(can_move(JobState(old), state) for old in from_states), (from_states, state)
         async with self.engine.begin() as conn:
             result = await conn.execute(
                 jobs.update()

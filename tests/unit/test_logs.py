@@ -42,3 +42,18 @@ def test_level_filters_lines(capsys: pytest.CaptureFixture[str]) -> None:
     log.info("quiet")
     log.warning("loud")
     assert [line["event"] for line in json_lines(capsys.readouterr().err)] == ["loud"]
+
+
+def test_tracebacks_are_structured_and_hold_no_local_variables(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging("info", "json")
+    log = structlog.get_logger("labd.test")
+    password = "local-secret-value"
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        log.exception("it failed")
+    (line,) = json_lines(capsys.readouterr().err)
+    assert line["exception"][0]["exc_value"] == "boom"
+    assert password not in json.dumps(line)

@@ -24,7 +24,11 @@ def test_example_file_is_generated_from_the_models() -> None:
 
 
 def test_example_file_is_valid_and_holds_the_defaults() -> None:
-    assert load_config(EXAMPLE, environ={}).settings == Settings()
+    from labd_host.driver import HostOptions
+
+    settings = load_config(EXAMPLE, environ={}).settings
+    assert settings.drivers == {"host": HostOptions().model_dump()}
+    assert settings.model_copy(update={"drivers": {}}) == Settings()
 
 
 def test_wrong_type_names_file_key_and_value(tmp_path: Path) -> None:

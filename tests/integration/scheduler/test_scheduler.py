@@ -1,0 +1,267 @@
+"""Scheduler, pool and runner together, in-process, on the real store (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labd.config import PoolSettings, SchedulerSettings
+from labd.errors import InvalidSpec
+from labd.events import Event, EventBus
+from labd.model import AdminState, DeviceState, JobState
+from labd.pool import Pool
+from labd.scheduler import JobService, Scheduler
+from labd.store import Store
+from tests.scripted_driver import RecordingPower, ScriptedDriver
+
+FAST = SchedulerSettings(
+    lease_ttl_s=2,
+    heartbeat_s=0.2,
+    retry_backoff_s=0.05,
+    retry_backoff_max_s=0.2,
+    reap_interval_s=0.2,
+)
+
+
+@dataclass
+class Lab:
+    store: Store
+    bus: EventBus
+    driver: ScriptedDriver
+    pool: Pool
+    jobs: JobService
+    scheduler: Scheduler
+    events: list[Event]
+
+    async def submit(self, job_id: str, **params: Any) -> None:
+        spec = {
+            "suite": "s",
+            "test": "t",
+            "scenario": "script",
+            "iterations": 3,
+            "warmup": 1,
+            "params": params,
+            "device": {"platform": "scripted"},
+        }
+        spec.update(params.pop("spec", {}))
+        spec["params"] = params
+        await self.jobs.submit(spec, "test.toml", job_id=job_id, submitter="tests")
+
+    async def wait_state(self, job_id: str, *states: JobState, within: float = 10) -> Any:
+        async with asyncio.timeout(within):
+            while True:
+                job = await self.store.get_job(job_id)
+                if job is not None and job.state in states:
+                    return job
+                await asyncio.sleep(0.02)
+
+
+async def make_lab(store: Store, tmp_path: Path, ids: list[str], **pool: Any) -> Lab:
+    bus = EventBus()
+    driver = ScriptedDriver(ids)
+    power = pool.pop("power", {})
+    pool_settings = PoolSettings(discovery_interval_s=0.1, health_interval_s=0.1, **pool)
+    the_pool = Pool({"scripted": driver}, power, store, bus, pool_settings, "test-host")
+    scheduler: Scheduler
+    jobs = JobService(store, {"scripted": driver}, bus, on_queued=lambda: scheduler.wake())
+    scheduler = Scheduler(store, the_pool, jobs, bus, FAST, "test-host", tmp_path / "jobs")
+    sub = bus.subscribe("recorder")
+    events: list[Event] = []
+
+    async def record() -> None:
+        async for event in sub:
+            events.append(event)
+
+    lab = Lab(store, bus, driver, the_pool, jobs, scheduler, events)
+    lab._recorder = asyncio.get_running_loop().create_task(record())  # type: ignore[attr-defined]
+    await the_pool.start()
+    await scheduler.start()
+    return lab
+
+
+@pytest.fixture
+async def lab(store: Store, tmp_path: Path) -> AsyncIterator[Lab]:
+    the_lab = await make_lab(store, tmp_path, ["d1"])
+    yield the_lab
+    await the_lab.scheduler.stop(1)
+    await the_lab.pool.stop(1)
+    the_lab._recorder.cancel()  # type: ignore[attr-defined]
+
+
+async def test_job_runs_and_keeps_every_raw_value_with_events_in_order(lab: Lab) -> None:
+    await lab.submit("j1", value=10)
+    job = await lab.wait_state("j1", JobState.SUCCEEDED)
+    iterations = await lab.store.iterations("j1")
+    assert [(i.index, i.warmup, i.values["value"]) for i in iterations] == [
+        (0, True, 10),
+        (1, False, 11),
+        (2, False, 12),
+        (3, False, 13),
+    ]
+    assert iterations[0].fingerprint["device"] == "d1"
+    assert iterations[0].fingerprint["stabilisation"] == {"scripted": True}
+    assert job.device_id == "d1" and job.attempts == 1
+    await asyncio.sleep(0.05)
+    kinds = [e.kind for e in lab.events if getattr(e, "job_id", None) == "j1"]
+    assert kinds == ["job_queued", "job_leased", "job_started"] + ["iteration_done"] * 4 + [
+        "job_finished"
+    ]
+
+
+async def test_infrastructure_failure_is_retried_then_succeeds(lab: Lab) -> None:
+    await lab.submit("flaky", infra_failures=1)
+    job = await lab.wait_state("flaky", JobState.SUCCEEDED)
+    assert job.attempts == 2
+    assert any(e.kind == "job_requeued" for e in lab.events)
+
+
+async def test_test_failure_is_recorded_and_not_retried(lab: Lab) -> None:
+    await lab.submit("broken", fail_iteration=2)
+    job = await lab.wait_state("broken", JobState.FAILED)
+    assert job.attempts == 1
+    assert job.error == "1 of 3 measured iterations failed; first: scripted failure"
+    errors = [i.error for i in await lab.store.iterations("broken")]
+    assert errors == ["", "", "scripted failure", ""]
+
+
+async def test_out_of_attempts_fails_and_repeated_failures_quarantine_the_device(
+    store: Store, tmp_path: Path
+) -> None:
+    lab = await make_lab(store, tmp_path, ["d1"], quarantine_after=3)
+    try:
+        await lab.submit("doomed", infra_failures=99, spec={"max_attempts": 3})
+        job = await lab.wait_state("doomed", JobState.FAILED)
+        assert job.attempts == 3 and "no retries left" in job.error
+        device = lab.pool.devices["d1"]
+        assert device.state is DeviceState.QUARANTINED
+        assert "3 infrastructure failures in a row" in device.reason
+        await lab.pool.set_admin("d1", AdminState.ENABLED)
+        assert lab.pool.devices["d1"].state is DeviceState.AVAILABLE
+    finally:
+        await lab.scheduler.stop(1)
+        await lab.pool.stop(1)
+
+
+async def test_job_timeout_gives_timed_out(lab: Lab) -> None:
+    await lab.submit("slow", sleep_s=5, spec={"timeout_s": 0.3})
+    job = await lab.wait_state("slow", JobState.TIMED_OUT)
+    assert "exceeded its 0.3 s" in job.error
+    assert lab.pool.devices["d1"].state is DeviceState.AVAILABLE
+
+
+async def test_cancel_a_running_and_a_queued_job(lab: Lab) -> None:
+    await lab.submit("long", sleep_s=1)
+    await lab.submit("next", sleep_s=1)
+    await lab.wait_state("long", JobState.RUNNING)
+    waiting = await lab.store.get_job("next")
+    assert waiting is not None
+    assert "d1 busy (job long)" in await lab.jobs.why_waiting(waiting)
+    await lab.scheduler.cancel("next")
+    await lab.scheduler.cancel("long")
+    assert (await lab.wait_state("long", JobState.CANCELLED)).error == "cancelled while running"
+    assert (await lab.wait_state("next", JobState.CANCELLED)).error == "cancelled while queued"
+
+
+async def test_a_runner_that_loses_its_lease_stops(lab: Lab) -> None:
+    await lab.submit("stolen", sleep_s=0.3, spec={"iterations": 20})
+    await lab.wait_state("stolen", JobState.RUNNING)
+    # Another host's reaper decided the lease expired and took the job back.
+    await lab.store.expire_leases(now=1e12)
+    await asyncio.sleep(0.6)  # two heartbeats: the first runner must have noticed by now
+    stopped_at = len(await lab.store.iterations("stolen", attempt=1))
+    await asyncio.sleep(0.6)
+    assert len(await lab.store.iterations("stolen", attempt=1)) == stopped_at < 21
+    job = await lab.store.get_job("stolen")
+    assert job is not None and job.attempts == 2  # queued again and leased anew
+
+
+async def test_shutdown_requeues_unfinished_work_without_counting_the_attempt(lab: Lab) -> None:
+    await lab.submit("interrupted", sleep_s=5)
+    await lab.wait_state("interrupted", JobState.RUNNING)
+    await lab.scheduler.stop(grace=0.1)
+    job = await lab.store.get_job("interrupted")
+    assert job is not None and job.state is JobState.QUEUED and job.attempts == 0
+
+
+async def test_submit_refuses_what_no_device_could_ever_run(lab: Lab) -> None:
+    bad = {"suite": "s", "test": "t", "scenario": "script", "device": {"platform": "android"}}
+    with pytest.raises(InvalidSpec) as caught:
+        await lab.jobs.submit(bad, "m.toml")
+    assert caught.value.problems == [
+        "m.toml: device: no device in the lab matches platform=android and runs scenario 'script'"
+    ]
+    with pytest.raises(InvalidSpec) as caught:
+        await lab.jobs.submit({**bad, "scenario": "scirpt"}, "m.toml")
+    assert caught.value.problems == [
+        "m.toml: scenario: unknown scenario 'scirpt' (did you mean 'script'?)"
+    ]
+    with pytest.raises(InvalidSpec) as caught:
+        await lab.jobs.submit({**bad, "params": {"sleep": 1}, "iterations": 0}, "m.toml")
+    assert caught.value.problems == [
+        "m.toml: iterations: input should be greater than or equal to 1, got 0"
+    ]
+    await asyncio.sleep(0.05)  # let the recorder drain the bus
+    assert [e.kind for e in lab.events].count("job_rejected") == 3
+
+
+async def test_drained_device_takes_no_new_job(lab: Lab) -> None:
+    await lab.pool.set_admin("d1", AdminState.DRAINING)
+    await lab.submit("parked")
+    await asyncio.sleep(0.3)
+    assert (await lab.store.get_job("parked")).state is JobState.QUEUED  # type: ignore[union-attr]
+    await lab.pool.set_admin("d1", AdminState.ENABLED)
+    await lab.wait_state("parked", JobState.SUCCEEDED)
+
+
+async def test_hot_plug_devices_appear_and_vanish(lab: Lab) -> None:
+    lab.driver.ids.append("d2")
+    await lab.pool.discover()
+    assert lab.pool.devices["d2"].state is DeviceState.AVAILABLE
+    lab.driver.ids.remove("d2")
+    await lab.pool.discover()
+    assert lab.pool.devices["d2"].state is DeviceState.OFFLINE
+    assert lab.pool.devices["d2"].reason == "vanished"
+
+
+async def test_failing_health_checks_power_cycle_then_quarantine(
+    store: Store, tmp_path: Path
+) -> None:
+    power = RecordingPower()
+    lab = await make_lab(
+        store, tmp_path, ["d1"], power={"d1": power}, power_cycle_after=2, power_off_s=0
+    )
+    try:
+        lab.driver.unhealthy["d1"] = "adb: device offline"
+        for _ in range(3):
+            await lab.pool.check_health()
+        assert power.calls == ["off", "on"]
+        device = lab.pool.devices["d1"]
+        assert device.state is DeviceState.QUARANTINED
+        assert "power cycle did not help" in device.reason
+        assert any(e.kind == "device_power_cycled" for e in lab.events)
+    finally:
+        await lab.scheduler.stop(1)
+        await lab.pool.stop(1)
+
+
+async def test_a_power_cycle_that_cures_brings_the_device_back(
+    store: Store, tmp_path: Path
+) -> None:
+    lab: Lab
+    power = RecordingPower(on_cycle=lambda: lab.driver.unhealthy.clear())
+    lab = await make_lab(
+        store, tmp_path, ["d1"], power={"d1": power}, power_cycle_after=1, power_off_s=0
+    )
+    try:
+        lab.driver.unhealthy["d1"] = "hung"
+        await lab.pool.check_health()
+        await lab.pool.check_health()
+        assert lab.pool.devices["d1"].state is DeviceState.AVAILABLE
+    finally:
+        await lab.scheduler.stop(1)
+        await lab.pool.stop(1)

@@ -1,0 +1,81 @@
+"""A driver for tests whose scenario does what its parameters say: a real implementation of
+the driver interface (not a mock), so the scheduler, pool and runner run unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from labd.errors import InfrastructureError, TestFailure
+from labd.model import Device, Driver, MetricSpec, NoOptions, PowerControl, Scenario
+
+
+class ScriptParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sleep_s: float = 0.0
+    value: float = 1.0
+    infra_failures: int = 0  # the first N attempts fail with an InfrastructureError
+    fail_iteration: int = -1  # this iteration raises TestFailure
+
+
+class ScriptScenario(Scenario):
+    name = "script"
+    Params = ScriptParams
+    default_metrics = (MetricSpec(name="value"),)
+
+    async def setup(self) -> None:
+        p = self.params
+        assert isinstance(p, ScriptParams)
+        if self.ctx.attempt <= p.infra_failures:
+            raise InfrastructureError(f"device fell over (attempt {self.ctx.attempt})")
+        self.ctx.fingerprint["stabilisation"] = {"scripted": True}
+
+    async def run_iteration(self, index: int) -> dict[str, float]:
+        p = self.params
+        assert isinstance(p, ScriptParams)
+        await asyncio.sleep(p.sleep_s)
+        if index == p.fail_iteration:
+            raise TestFailure("scripted failure")
+        return {"value": p.value + index}
+
+
+class ScriptedDriver(Driver):
+    name = "scripted"
+    platform = "scripted"
+
+    def __init__(self, ids: list[str], host: str = "test-host") -> None:
+        super().__init__(NoOptions(), host)
+        self.ids = list(ids)
+        self.unhealthy: dict[str, str] = {}
+
+    async def discover(self) -> list[Device]:
+        return [
+            Device(id=i, driver=self.name, platform=self.platform, host=self.host, tags=["fake"])
+            for i in self.ids
+        ]
+
+    async def health(self, device: Device) -> str | None:
+        return self.unhealthy.get(device.id)
+
+    def scenarios(self) -> Mapping[str, type[Scenario]]:
+        return {"script": ScriptScenario}
+
+
+class RecordingPower(PowerControl):
+    """Power control that records what it was told, and can cure a device when cycled."""
+
+    def __init__(self, on_cycle: object = None) -> None:
+        super().__init__(NoOptions())
+        self.calls: list[str] = []
+        self.on_cycle = on_cycle
+
+    async def on(self) -> None:
+        self.calls.append("on")
+        if callable(self.on_cycle):
+            self.on_cycle()
+
+    async def off(self) -> None:
+        self.calls.append("off")

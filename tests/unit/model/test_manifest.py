@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from labd.errors import InvalidSpec
+from labd.model import JobState, can_move
+from labd.model.manifest import load_manifest
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+
+
+def problems(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    with pytest.raises(InvalidSpec) as caught:
+        load_manifest(path)
+    return caught.value.problems
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_every_example_manifest_is_valid(path: Path) -> None:
+    assert load_manifest(path).suite
+
+
+def test_bad_manifests_are_refused_naming_file_key_and_reason(tmp_path: Path) -> None:
+    base = 'suite = "s"\ntest = "t"\nscenario = "command"\n'
+    assert problems(tmp_path, base + "iterations = 0\n") == [
+        "m.toml: iterations: input should be greater than or equal to 1, got 0"
+    ]
+    assert problems(tmp_path, base + "iteratons = 5\n") == [
+        "m.toml: iteratons: unknown key (did you mean 'iterations'?)"
+    ]
+    assert problems(tmp_path, base + "[device]\nplatfrom = 'x'\n") == [
+        "m.toml: device.platfrom: unknown key (did you mean 'platform'?)"
+    ]
+    (syntax,) = problems(tmp_path, base + "iterations = = 3\n")
+    assert syntax.startswith("m.toml: not valid TOML:") and "line 4" in syntax
+    assert problems(tmp_path, 'test = "t"\nscenario = "c"\n') == ["m.toml: suite: field required"]
+
+
+def test_state_machine_allows_cancel_from_every_live_state_and_nothing_after_the_end() -> None:
+    for state in (JobState.QUEUED, JobState.LEASED, JobState.RUNNING):
+        assert can_move(state, JobState.CANCELLED)
+    for end in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.TIMED_OUT):
+        assert not any(can_move(end, other) for other in JobState)
+    assert not can_move(JobState.QUEUED, JobState.SUCCEEDED)
