@@ -82,6 +82,19 @@ class LabdProcess:
         except ValueError:
             return status, body.decode()
 
+    def post(self, path: str, body: Any = None) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=json.dumps(body or {}).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
     def signal(self, sig: signal.Signals) -> None:
         self.proc.send_signal(sig)
 
