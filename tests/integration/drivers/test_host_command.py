@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from labd_host import HostDriver
-from labd_host.command import CommandParams, CommandScenario
-from labd_host.driver import HostOptions
 
 from labd.errors import TestFailure
 from labd.model import Device, RunContext
+from labd_host import HostDriver
+from labd_host.command import CommandParams, CommandScenario
+from labd_host.driver import HostOptions
 
 DEVICE = Device(id="host-x", driver="host", platform="host")
 

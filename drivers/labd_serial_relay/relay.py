@@ -1,0 +1,77 @@
+"""One relay channel behind a serial port. pyserial blocks, so it runs in a worker thread;
+channels of one board share the port, so commands to a port take turns."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import defaultdict
+
+import serial
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from labd.errors import InfrastructureError
+from labd.model import PowerControl
+
+_port_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+
+class RelayOptions(BaseModel):
+    """Options of one relay channel (`[pool.power.<device>]` with kind = "serial-relay")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    port: str = Field(description="Serial device or pyserial URL, e.g. /dev/labd-relay-A.")
+    baudrate: int = Field(9600, ge=50, le=4_000_000, description="Line speed.")
+    channel: int = Field(1, ge=1, le=64, description="Channel number, for logs.")
+    on: str = Field(description="Bytes that close the relay, as hex: 'A0 01 01 A2'.")
+    off: str = Field(description="Bytes that open the relay, as hex: 'A0 01 00 A1'.")
+    settle_s: float = Field(0.1, ge=0, le=10, description="Pause after a command.")
+    verify_echo: bool = Field(False, description="The board echoes each command: check it.")
+    timeout_s: float = Field(2.0, gt=0, le=30, description="Serial read/write time-out.")
+
+    @field_validator("on", "off")
+    @classmethod
+    def _hex(cls, value: str) -> str:
+        try:
+            if not bytes.fromhex(value):
+                raise ValueError("empty")
+        except ValueError:
+            raise ValueError("not hex bytes like 'A0 01 01 A2'") from None
+        return value
+
+
+class SerialRelay(PowerControl):
+    Options = RelayOptions
+
+    @property
+    def opts(self) -> RelayOptions:
+        assert isinstance(self.options, RelayOptions)
+        return self.options
+
+    async def on(self) -> None:
+        await asyncio.to_thread(self._send, bytes.fromhex(self.opts.on))
+
+    async def off(self) -> None:
+        await asyncio.to_thread(self._send, bytes.fromhex(self.opts.off))
+
+    def _send(self, command: bytes) -> None:
+        o = self.opts
+        with _port_locks[o.port]:
+            try:
+                with serial.serial_for_url(
+                    o.port, baudrate=o.baudrate, timeout=o.timeout_s, write_timeout=o.timeout_s
+                ) as line:
+                    line.write(command)
+                    line.flush()
+                    if o.verify_echo:
+                        echo = line.read(len(command))
+                        if echo != command:
+                            raise InfrastructureError(
+                                f"relay on {o.port} channel {o.channel} answered {echo.hex(' ')!r}"
+                                f" to {command.hex(' ')!r}"
+                            )
+            except serial.SerialException as e:
+                raise InfrastructureError(f"relay on {o.port}: {e}") from e
+        if o.settle_s:
+            threading.Event().wait(o.settle_s)
