@@ -28,6 +28,9 @@ from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.scheduler")
 
+# Devices offered work at once: claims overlap their database round trips.
+DISPATCH_CONCURRENCY = 8
+
 
 class Interrupt(enum.Enum):
     CANCELLED = "cancelled"
@@ -94,11 +97,12 @@ class Scheduler:
 
     async def _dispatch_loop(self) -> None:
         while True:
+            # Cleared before dispatching: a wake-up that comes during the pass is kept.
+            self._wake.clear()
             try:
                 await self.dispatch()
             except Exception:
                 log.exception("dispatch failed; trying again")
-            self._wake.clear()
             try:
                 async with asyncio.timeout(1.0):  # also polls: other hosts queue jobs too
                     await self._wake.wait()
@@ -110,24 +114,31 @@ class Scheduler:
         if not self._accepting:
             return 0
         lanes = await self.store.lanes()
-        started = 0
-        for device in self.pool.available():
+        limit = asyncio.Semaphore(DISPATCH_CONCURRENCY)
+
+        async def offer(device: Device) -> bool:
             keys = [key for key, selector in lanes.items() if selector.matches(device)]
             if not keys:
-                continue
-            try:
-                lease = await self.store.claim_job(
-                    device.id, keys, self.owner, self.settings.lease_ttl_s
-                )
-            except IntegrityError:  # the database still has a job active on it
-                log.warning("device holds an active job in the store; skipped", device=device.id)
-                continue
-            if lease is None:
-                continue
-            await self.pool.acquire(device.id, lease.job.id)
-            self.running[lease.job.id] = self._runs.spawn(lease.job.id, self._run(lease, device))
-            started += 1
-        return started
+                return False
+            async with limit:
+                return await self._claim_for(device, keys)
+
+        claimed = await asyncio.gather(*(offer(d) for d in self.pool.available()))
+        return sum(claimed)
+
+    async def _claim_for(self, device: Device, keys: list[str]) -> bool:
+        try:
+            lease = await self.store.claim_job(
+                device.id, keys, self.owner, self.settings.lease_ttl_s
+            )
+        except IntegrityError:  # the database still has a job active on it
+            log.warning("device holds an active job in the store; skipped", device=device.id)
+            return False
+        if lease is None:
+            return False
+        await self.pool.acquire(device.id, lease.job.id)
+        self.running[lease.job.id] = self._runs.spawn(lease.job.id, self._run(lease, device))
+        return True
 
     async def _reap_loop(self) -> None:
         while True:

@@ -208,41 +208,34 @@ class Store:
     ) -> Lease | None:
         """Lease the best queued job of the given lanes for device_id, or None if none waits."""
         now = time.time()
-        for _ in range(5):  # another host may win the race for the row we picked
-            async with self.engine.begin() as conn:
-                best = await self._peek(conn, lane_keys, now)
-                if best is None:
-                    return None
-                locked = await conn.execute(
-                    sa.select(jobs.c.seq, jobs.c.attempts, jobs.c.max_attempts)
-                    .where(jobs.c.seq == best, jobs.c.state == JobState.QUEUED.value)
-                    .with_for_update(skip_locked=True)
-                )
-                row = locked.first()
-                if row is None:
-                    continue
-                token = uuid.uuid4().hex
+        token = uuid.uuid4().hex
+        async with self.engine.begin() as conn:
+            best = await self._peek(conn, lane_keys, now)
+            if best is None:
+                return None
+            row = (
                 await conn.execute(
                     jobs.update()
-                    .where(jobs.c.seq == best)
+                    .where(jobs.c.seq == best, jobs.c.state == JobState.QUEUED.value)
                     .values(
                         state=JobState.LEASED.value,
                         device_id=device_id,
                         lease_owner=owner,
                         lease_token=token,
                         lease_expires=now + ttl,
-                        attempts=row.attempts + 1,
+                        attempts=jobs.c.attempts + 1,
                     )
+                    .returning(*jobs.c)
                 )
-                job_row = (await conn.execute(sa.select(jobs).where(jobs.c.seq == best))).one()
-                return Lease(_job(job_row), token)
-        return None
+            ).first()
+        return Lease(_job(row), token) if row is not None else None
 
     async def _peek(
         self, conn: AsyncConnection, lane_keys: Sequence[str], now: float
     ) -> int | None:
-        # One index seek per lane (the first entry of ix_jobs_dispatch), then the best of
-        # those: the cost stays flat however long the queue grows.
+        # The head of each lane is the first entry of ix_jobs_dispatch: one index seek per
+        # lane, so the cost stays flat however long the queue grows. Heads another host is
+        # claiming right now are skipped, not waited for; they stay locked until we commit.
         heads = []
         for key in lane_keys:
             row = (
@@ -255,6 +248,7 @@ class Store:
                     )
                     .order_by(jobs.c.priority.desc(), jobs.c.fair_rank, jobs.c.seq)
                     .limit(1)
+                    .with_for_update(skip_locked=True)
                 )
             ).first()
             if row is not None:
