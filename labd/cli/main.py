@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_job_commands(nouns)
     _add_device_commands(nouns)
 
+    _add_stats_commands(nouns)
+
     config = nouns.add_parser("config", help="inspect the configuration")
     config_verbs = config.add_subparsers(dest="verb", metavar="VERB", required=True)
     check = config_verbs.add_parser(
@@ -127,6 +129,45 @@ def _add_device_commands(nouns: Any) -> None:
         cmd.set_defaults(handler=_lazy("labd.cli.devices_cmd:admin"), action=action)
     for cmd in verbs.choices.values():
         cmd.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_stats_commands(nouns: Any) -> None:
+    compare = nouns.add_parser(
+        "compare",
+        help="A/B: does NEW differ from BASE? (exit 1 on a regression)",
+        description="Compare two samples per metric: files (CSV, labd result JSON) or job ids.",
+    )
+    compare.add_argument("base", help="baseline: a file or a job id")
+    compare.add_argument("new", help="candidate: a file or a job id")
+    compare.add_argument(
+        "--effect",
+        type=float,
+        default=0.01,
+        help="smallest relative change that matters (default 0.01 = 1%%)",
+    )
+    compare.add_argument("--alpha", type=float, default=0.05, help="significance (default 0.05)")
+    compare.add_argument(
+        "--method", choices=["auto", "welch", "hodges-lehmann", "bootstrap"], default="auto"
+    )
+    compare.add_argument("--no-fdr", action="store_true", help="no multiple-comparison control")
+    compare.add_argument(
+        "--higher-is-better", action="store_true", help="for metrics without metadata"
+    )
+    compare.add_argument("--metric", action="append", help="only this metric (repeatable)")
+    compare.add_argument("--json", action="store_true", help="print JSON")
+    compare.set_defaults(handler=_lazy("labd.cli.stats_cmd:compare"))
+
+    detect = nouns.add_parser(
+        "detect",
+        help="find changes in histories (exit 1 when any is found)",
+        description="Regression detection over histories: a CSV with series,build,value.",
+    )
+    detect.add_argument("file", help="CSV with the header series,build,value, builds in order")
+    detect.add_argument(
+        "--method", choices=["ets+cusum", "ets", "cusum", "talos"], default="ets+cusum"
+    )
+    detect.add_argument("--json", action="store_true", help="print JSON")
+    detect.set_defaults(handler=_lazy("labd.cli.stats_cmd:detect"))
 
 
 def _version(args: argparse.Namespace) -> int:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,7 @@ class Summary:
     mean: float
     median: float
     stddev: float
+    mad: float  # median absolute deviation, the median's spread
     cov: float  # coefficient of variation: stddev / mean
     min: float
     max: float
@@ -24,7 +25,7 @@ class Summary:
         return asdict(self)
 
 
-def summarize(values: Sequence[float]) -> Summary | None:
+def summarize(values: ArrayLike) -> Summary | None:
     """The summary of finite values, or None when there are none."""
     a = np.asarray(values, dtype=float)
     a = a[np.isfinite(a)]
@@ -37,6 +38,7 @@ def summarize(values: Sequence[float]) -> Summary | None:
         mean=mean,
         median=float(np.median(a)),
         stddev=stddev,
+        mad=float(np.median(np.abs(a - np.median(a)))),
         cov=stddev / abs(mean) if mean else float("nan"),
         min=float(a.min()),
         max=float(a.max()),

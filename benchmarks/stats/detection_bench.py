@@ -1,0 +1,134 @@
+"""Detection quality and speed: every method on labelled histories, on pure noise, on the
+Turing Change Point Dataset, and the default method's speed on 10,000 series of 500 points.
+
+Run: python benchmarks/stats/detection_bench.py [--series 200] [--speed-series 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from generate import generate
+
+from labd.stats.detect import DEFAULT_METHOD, METHODS, detect
+
+TCPD = Path(__file__).parents[3] / "shared" / "data" / "tcpd"
+MARGIN = 5
+
+
+def match(truth: list[int], alerts: list[int], margin: int = MARGIN) -> list[tuple[int, int]]:
+    """One-to-one pairs (true index, alert position) within the margin, closest first."""
+    free = list(range(len(alerts)))
+    pairs = []
+    for tau in truth:
+        near = sorted((abs(alerts[j] - tau), j) for j in free if abs(alerts[j] - tau) <= margin)
+        if near:
+            pairs.append((tau, near[0][1]))
+            free.remove(near[0][1])
+    return pairs
+
+
+def labelled_scores(method: str, series: list) -> dict[str, float]:
+    tp = fp = fn = 0
+    delays = []
+    for s in series:
+        alerts = detect(s.values, method)
+        pairs = match(s.changes, [a.index for a in alerts])
+        tp += len(pairs)
+        fp += len(alerts) - len(pairs)
+        fn += len(s.changes) - len(pairs)
+        delays += [alerts[j].raised_at - tau for tau, j in pairs]
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "delay_median": float(np.median(delays)) if delays else float("nan"),
+        "within_3": float(np.mean(np.array(delays) <= 3)) if delays else 0.0,
+    }
+
+
+def false_alerts_per_1000(method: str, noise: list) -> float:
+    builds = sum(len(s.values) for s in noise)
+    return 1000 * sum(len(detect(s.values, method)) for s in noise) / builds
+
+
+def tcpd_f1(method: str) -> tuple[float, int]:
+    """F1 as the Turing benchmark defines it: margin 5, index 0 always a change point,
+    precision against the union of annotators, recall per annotator averaged."""
+    annotations = json.loads((TCPD / "annotations.json").read_text())
+    scores = []
+    for folder in sorted(p for p in TCPD.iterdir() if p.is_dir()):
+        data = json.loads((folder / f"{folder.name}.json").read_text())
+        if data.get("n_dim", 1) != 1 or folder.name not in annotations:
+            continue
+        raw = data["series"][0]["raw"]
+        values, last = [], None
+        for v in raw:  # missing observations take the previous value: indices stay aligned
+            last = v if v is not None else last
+            values.append(last if last is not None else 0.0)
+        predicted = {0} | {a.index for a in detect(values, method)}
+        truths = [set(cps) | {0} for cps in annotations[folder.name].values()]
+        union = set().union(*truths)
+        precision = len(match(sorted(union), sorted(predicted))) / len(predicted)
+        recall = float(np.mean([len(match(sorted(t), sorted(predicted))) / len(t) for t in truths]))
+        scores.append(2 * precision * recall / (precision + recall) if precision + recall else 0.0)
+    return float(np.mean(scores)), len(scores)
+
+
+def _detect_chunk(chunk: np.ndarray) -> int:
+    return sum(len(detect(row, DEFAULT_METHOD)) for row in chunk)
+
+
+def speed(count: int, length: int) -> float:
+    rng = np.random.default_rng(7)
+    data = 100 + rng.normal(0, 1, (count, length))
+    start = time.perf_counter()
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(_detect_chunk, np.array_split(data, 16)))
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--series", type=int, default=200)
+    parser.add_argument("--speed-series", type=int, default=10_000)
+    args = parser.parse_args()
+    labelled = generate(args.series, seed=2026)
+    noise = generate(args.series // 2, seed=99, n=500, events=False)
+    changes = sum(len(s.changes) for s in labelled)
+    print(f"labelled: {len(labelled)} series, {changes} true changes; noise: {len(noise)} x 500")
+    print(
+        f"{'method':<8} {'precision':>9} {'recall':>7} {'F1':>6} {'delay p50':>9} "
+        f"{'<=3 builds':>10} {'false/1000':>10} {'TCPD F1':>8}"
+    )
+    for method in METHODS:
+        s = labelled_scores(method, labelled)
+        fa = false_alerts_per_1000(method, noise)
+        f1, count = tcpd_f1(method)
+        mark = " (default)" if method == DEFAULT_METHOD else ""
+        print(
+            f"{method:<8} {s['precision']:>9.3f} {s['recall']:>7.3f} {s['f1']:>6.3f} "
+            f"{s['delay_median']:>9.1f} {100 * s['within_3']:>9.0f}% {fa:>10.2f} {f1:>8.3f}{mark}"
+        )
+    print(f"TCPD: {count} univariate series; published defaults: zero 0.669, binseg 0.744")
+    if args.speed_series:
+        seconds = speed(args.speed_series, 500)
+        print(
+            f"speed: {DEFAULT_METHOD} over {args.speed_series} series x 500 points: "
+            f"{seconds:.1f} s on 2 processes"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""`labd compare`, `labd detect` and `labd calibrate`: statistics on files or stored jobs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from labd.errors import EXIT_NEGATIVE, UsageError
+from labd.stats.io import Samples, read_samples, samples_from_results
+
+
+def _samples(arg: str, args: argparse.Namespace) -> Samples:
+    """A file, or else the id of a job the running daemon knows."""
+    path = Path(arg)
+    if path.exists() or path.suffix in (".csv", ".json", ".txt"):
+        return read_samples(path)
+    from labd.cli.client import Client
+    from labd.config import load_config
+
+    client = Client(load_config(args.config).settings.http)
+    return samples_from_results(client.call("GET", f"/jobs/{arg}/results"), f"job {arg}")
+
+
+def compare(args: argparse.Namespace) -> int:
+    from labd.stats.compare import compare as run_compare
+
+    if not 0 < args.effect < 1:
+        raise UsageError(f"--effect must be a fraction between 0 and 1, got {args.effect}")
+    base, new = _samples(args.base, args), _samples(args.new, args)
+    shared = [m for m in base.values if m in new.values]
+    if args.metric:
+        shared = [m for m in shared if m in args.metric]
+    if not shared:
+        raise UsageError(
+            f"no metric in common: base has {sorted(base.values)}, new has {sorted(new.values)}"
+        )
+    direction = {
+        m: args.higher_is_better or base.higher_is_better.get(m, new.higher_is_better.get(m, False))
+        for m in shared
+    }
+    results = run_compare(
+        {m: (base.values[m], new.values[m], direction[m]) for m in shared},
+        effect=args.effect,
+        alpha=args.alpha,
+        fdr=not args.no_fdr,
+        method=args.method,
+    )
+    if args.json:
+        print(json.dumps({"metrics": [r.as_dict() for r in results]}, indent=2))
+    else:
+        _print_comparison(results, args)
+    return EXIT_NEGATIVE if any(r.verdict == "regression" for r in results) else 0
+
+
+def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    colour = {"regression": "red", "improvement": "green", "no change": "cyan"}
+    table = Table(title=f"{args.base} -> {args.new} (effect of interest {100 * args.effect:g}%)")
+    for column in ("metric", "base", "new", "change [95% CI]", "verdict", "method"):
+        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
+    for r in results:
+        change = "-"
+        if r.ratio == r.ratio:  # not NaN
+            change = (
+                f"{100 * (r.ratio - 1):+.2f}% "
+                f"[{100 * (r.ratio_ci_low - 1):+.2f}%, {100 * (r.ratio_ci_high - 1):+.2f}%]"
+            )
+        verdict = f"[{colour.get(r.verdict, 'yellow')}]{r.verdict}[/]"
+        table.add_row(r.metric, _spread(r.base), _spread(r.new), change, verdict, r.method or "-")
+    console = Console(width=max(110, Console().width))
+    console.print(table)
+    for r in results:
+        if r.reason and r.verdict == "inconclusive":
+            console.print(f"[yellow]{r.metric}[/]: {r.reason}")
+        for d in r.diagnostics:
+            console.print(f"[yellow]{r.metric}[/] ({d['sample']}): {d['message']}. {d['hint']}.")
+
+
+def _spread(summary: Any) -> str:
+    if summary is None:
+        return "-"
+    return f"{summary.median:.4g} +- {summary.mad:.2g} n={summary.n}"
+
+
+def detect(args: argparse.Namespace) -> int:
+    from labd.stats.detect import detect as run_detect
+    from labd.stats.io import read_history
+
+    history = read_history(Path(args.file))
+    alerts = []
+    for name, (builds, values) in history.items():
+        for alert in run_detect(values, args.method):
+            alerts.append({"series": name, "build": builds[alert.index], **alert.as_dict()})
+    if args.json:
+        print(json.dumps({"alerts": alerts}, indent=2))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"{args.file}: {len(history)} series, method {args.method}")
+        for column in ("series", "first build", "index", "raised at", "change [95% CI]", "conf."):
+            table.add_column(column)
+        for a in alerts:
+            table.add_row(
+                a["series"],
+                a["build"],
+                str(a["index"]),
+                str(a["raised_at"]),
+                f"{100 * a['magnitude']:+.1f}% [{100 * a['magnitude_low']:+.1f}%, "
+                f"{100 * a['magnitude_high']:+.1f}%]",
+                f"{a['confidence']:.3f}",
+            )
+        Console(width=max(110, Console().width)).print(table if alerts else "no change found")
+    return EXIT_NEGATIVE if alerts else 0

@@ -1,0 +1,253 @@
+"""A/B comparison: is NEW different from BASE by more than the effect that matters?
+
+Each metric gets an interval for the difference and for the ratio of a location measure,
+with the method chosen by the data: Welch's t on means when both samples look normal and
+clean; otherwise the Hodges-Lehmann shift with its Mann-Whitney interval (robust to outliers,
+skew, several modes and warm-up); or a bootstrap of medians on request. The verdict is judged
+against a minimal effect of interest, so "no change" is a claim the interval backs
+(equivalence), not an absence of evidence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from labd.stats.diagnostics import as_array, diagnose, mode_count, tukey_outliers
+from labd.stats.summary import Summary, summarize
+
+Method = Literal["auto", "welch", "hodges-lehmann", "bootstrap"]
+Verdict = Literal["regression", "improvement", "no change", "inconclusive"]
+
+BOOTSTRAP_RESAMPLES = 2000
+
+
+@dataclass
+class Interval:
+    method: str
+    estimate: float  # new - base, in the metric's unit
+    low: float
+    high: float
+    ratio: float  # new / base
+    ratio_low: float
+    ratio_high: float
+    p_value: float
+
+
+@dataclass
+class Comparison:
+    metric: str
+    verdict: Verdict
+    method: str
+    n_base: int
+    n_new: int
+    estimate: float
+    ci_low: float
+    ci_high: float
+    ratio: float
+    ratio_ci_low: float
+    ratio_ci_high: float
+    p_value: float
+    p_adjusted: float
+    higher_is_better: bool
+    effect: float
+    base: Summary | None
+    new: Summary | None
+    reason: str = ""
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k not in ("base", "new")}
+        out["base"] = self.base.as_dict() if self.base else None
+        out["new"] = self.new.as_dict() if self.new else None
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in out.items()
+        }
+
+
+def choose_method(base: NDArray[np.float64], new: NDArray[np.float64]) -> str:
+    """Welch where both samples look normal, unimodal and free of far outliers."""
+    for a in (base, new):
+        if a.size < 8:
+            continue  # too few values to judge: normal theory is the sensible default
+        if stats.shapiro(a).pvalue < 0.01 or mode_count(a) > 1 or tukey_outliers(a, k=3.0):
+            return "hodges-lehmann"
+    return "welch"
+
+
+def welch(base: NDArray[np.float64], new: NDArray[np.float64], alpha: float) -> Interval:
+    mb, mn = base.mean(), new.mean()
+    vb, vn = base.var(ddof=1) / base.size, new.var(ddof=1) / new.size
+    se = math.sqrt(vb + vn)
+    df = (vb + vn) ** 2 / (vb**2 / (base.size - 1) + vn**2 / (new.size - 1))
+    t = stats.t.ppf(1 - alpha / 2, df)
+    diff = mn - mb
+    p = float(2 * stats.t.sf(abs(diff) / se, df))
+    ratio_low, ratio_high = _fieller(mb, mn, vb, vn, t)
+    return Interval("welch", diff, diff - t * se, diff + t * se, mn / mb, ratio_low, ratio_high, p)
+
+
+def _fieller(mb: float, mn: float, vb: float, vn: float, t: float) -> tuple[float, float]:
+    """Fieller's interval for mn / mb of independent means (unbounded when mb is unsure)."""
+    g = t * t * vb / (mb * mb)
+    if g >= 1:
+        return -math.inf, math.inf
+    r = mn / mb
+    half = (t / abs(mb)) * math.sqrt(vn * (1 - g) + r * r * vb)
+    return (r - half) / (1 - g), (r + half) / (1 - g)
+
+
+def hodges_lehmann(base: NDArray[np.float64], new: NDArray[np.float64], alpha: float) -> Interval:
+    m, n = new.size, base.size
+    k = _rank_bound(m, n, alpha)
+    diffs = np.sort(np.subtract.outer(new, base).ravel())
+    p = float(stats.mannwhitneyu(new, base, alternative="two-sided").pvalue)
+    low, high = diffs[k], diffs[m * n - 1 - k]
+    estimate = float(np.median(diffs))
+    if base.min() > 0 and new.min() > 0:
+        # The ratio is the same shift on a log scale: exact for multiplicative changes.
+        logs = np.sort(np.subtract.outer(np.log(new), np.log(base)).ravel())
+        ratio = math.exp(np.median(logs))
+        ratio_low, ratio_high = math.exp(logs[k]), math.exp(logs[m * n - 1 - k])
+    else:
+        scale = abs(float(np.median(base))) or 1.0
+        ratio, ratio_low, ratio_high = 1 + estimate / scale, 1 + low / scale, 1 + high / scale
+    return Interval("hodges-lehmann", estimate, low, high, ratio, ratio_low, ratio_high, p)
+
+
+def _rank_bound(m: int, n: int, alpha: float) -> int:
+    """Order statistic of the pairwise differences bounding the Mann-Whitney interval."""
+    z = stats.norm.ppf(1 - alpha / 2)
+    k = math.floor(m * n / 2 - float(z) * math.sqrt(m * n * (m + n + 1) / 12))
+    return min(max(k, 0), (m * n - 1) // 2)
+
+
+def bootstrap(
+    base: NDArray[np.float64], new: NDArray[np.float64], alpha: float, seed: int = 0
+) -> Interval:
+    rng = np.random.default_rng(seed)
+    mb = np.median(base[rng.integers(0, base.size, (BOOTSTRAP_RESAMPLES, base.size))], axis=1)
+    mn = np.median(new[rng.integers(0, new.size, (BOOTSTRAP_RESAMPLES, new.size))], axis=1)
+    q = [100 * alpha / 2, 100 * (1 - alpha / 2)]
+    low, high = np.percentile(mn - mb, q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio_low, ratio_high = np.percentile(mn / mb, q)
+    p = float(stats.mannwhitneyu(new, base, alternative="two-sided").pvalue)
+    diff = float(np.median(new) - np.median(base))
+    ratio = float(np.median(new) / np.median(base)) if np.median(base) else math.nan
+    return Interval("bootstrap", diff, low, high, ratio, ratio_low, ratio_high, p)
+
+
+def interval(
+    base: ArrayLike, new: ArrayLike, alpha: float = 0.05, method: Method = "auto"
+) -> Interval:
+    """The interval of new relative to base by the given (or the data's) method."""
+    b, n = as_array(base), as_array(new)
+    chosen = choose_method(b, n) if method == "auto" else method
+    if chosen == "welch":
+        return welch(b, n, alpha)
+    if chosen == "bootstrap":
+        return bootstrap(b, n, alpha)
+    return hodges_lehmann(b, n, alpha)
+
+
+def judge(
+    iv: Interval, significant: bool, effect: float, higher_is_better: bool
+) -> tuple[Verdict, str]:
+    """The verdict from the ratio interval against the equivalence band [1-effect, 1+effect]."""
+    low, high = iv.ratio_low, iv.ratio_high
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "inconclusive", "the interval is unbounded: the baseline is too noisy"
+    up, down = low > 1 and high > 1 + effect, high < 1 and low < 1 - effect
+    if significant and (up or down):
+        worse = up != higher_is_better
+        return ("regression" if worse else "improvement"), ""
+    if 1 - effect <= low and high <= 1 + effect:
+        return "no change", f"the interval lies within +-{100 * effect:g}%"
+    return "inconclusive", (
+        f"the interval ({100 * (low - 1):+.2f}% .. {100 * (high - 1):+.2f}%) is wider than "
+        f"+-{100 * effect:g}%: run more iterations or reduce the noise"
+    )
+
+
+def compare(
+    samples: Mapping[str, tuple[ArrayLike, ArrayLike, bool]],
+    effect: float = 0.01,
+    alpha: float = 0.05,
+    fdr: bool = True,
+    method: Method = "auto",
+) -> list[Comparison]:
+    """Compare every metric: {name: (base, new, higher_is_better)}. With `fdr`, significance
+    is judged on Benjamini-Hochberg adjusted p-values across the metrics."""
+    results: list[Comparison] = []
+    testable: list[tuple[Comparison, Interval]] = []
+    for name, (base, new, hib) in samples.items():
+        b, n = as_array(base), as_array(new)
+        result = Comparison(
+            metric=name,
+            verdict="inconclusive",
+            method="",
+            n_base=b.size,
+            n_new=n.size,
+            estimate=math.nan,
+            ci_low=math.nan,
+            ci_high=math.nan,
+            ratio=math.nan,
+            ratio_ci_low=math.nan,
+            ratio_ci_high=math.nan,
+            p_value=math.nan,
+            p_adjusted=math.nan,
+            higher_is_better=hib,
+            effect=effect,
+            base=summarize(b),
+            new=summarize(n),
+            diagnostics=[
+                {"sample": s, **f.as_dict()}
+                for s, a in (("base", b), ("new", n))
+                for f in diagnose(a)
+            ],
+        )
+        results.append(result)
+        if degenerate := _degenerate(b, n, effect, hib, result):
+            result.verdict, result.reason = degenerate
+            continue
+        testable.append((result, interval(b, n, alpha, method)))
+    p_values = [iv.p_value for _, iv in testable]
+    adjusted = stats.false_discovery_control(p_values) if fdr and len(p_values) > 1 else p_values
+    for (result, iv), p_adj in zip(testable, adjusted, strict=True):
+        result.method = iv.method
+        result.estimate, result.ci_low, result.ci_high = iv.estimate, iv.low, iv.high
+        result.ratio, result.ratio_ci_low, result.ratio_ci_high = (
+            iv.ratio,
+            iv.ratio_low,
+            iv.ratio_high,
+        )
+        result.p_value, result.p_adjusted = iv.p_value, float(p_adj)
+        result.verdict, result.reason = judge(iv, p_adj < alpha, effect, result.higher_is_better)
+    return results
+
+
+def _degenerate(
+    b: NDArray[np.float64], n: NDArray[np.float64], effect: float, hib: bool, result: Comparison
+) -> tuple[Verdict, str] | None:
+    if b.size < 2 or n.size < 2:
+        return "inconclusive", f"too few values (base {b.size}, new {n.size}; need 2 or more each)"
+    if np.ptp(b) == 0 and np.ptp(n) == 0:
+        result.method = "exact"
+        result.estimate = result.ci_low = result.ci_high = float(n[0] - b[0])
+        ratio = float(n[0] / b[0]) if b[0] else math.nan
+        result.ratio = result.ratio_ci_low = result.ratio_ci_high = ratio
+        if n[0] == b[0]:
+            return "no change", "zero variance: both samples hold one identical value"
+        if not math.isfinite(ratio) or abs(ratio - 1) <= effect:
+            return "no change", "zero variance: both samples are constant and within the effect"
+        worse = (ratio > 1) != hib
+        return ("regression" if worse else "improvement"), "zero variance: both samples constant"
+    return None

@@ -1,0 +1,145 @@
+"""Reading samples and histories from files, with errors that name the file, line and reason.
+
+Formats:
+- a CSV with one number per line (one metric, called "value");
+- a CSV with a header `metric,value` (several metrics);
+- labd's result JSON (`labd jobs results ID --format json`): measured iterations of the last
+  attempt, warm-up and failed iterations left out, directions from the job's metrics;
+- for histories, a CSV with a header `series,build,value`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labd.errors import UsageError
+
+TIME_METRIC = re.compile(r"(_ms|_s|_us|_ns|_seconds|_time|time)$")
+
+
+class DataError(UsageError):
+    """An input file cannot be used; the message names the file, line and reason."""
+
+
+@dataclass
+class Samples:
+    """Measured values per metric, in iteration order, and which direction is better."""
+
+    values: dict[str, list[float]] = field(default_factory=dict)
+    higher_is_better: dict[str, bool] = field(default_factory=dict)
+
+
+def _number(text: str, where: str, metric: str = "") -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise DataError(f"{where}: not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise DataError(f"{where}: not a finite number: {text!r}")
+    if value < 0 and TIME_METRIC.search(metric):
+        raise DataError(f"{where}: negative duration {value:g} for {metric!r}")
+    return value
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: cannot read: {e}") from e
+
+
+def read_samples(path: Path) -> Samples:
+    """Values per metric from any of the sample formats."""
+    text = _read_text(path)
+    if not text.strip():
+        raise DataError(f"{path.name}: the file is empty")
+    if text.lstrip().startswith("{"):
+        return _from_result_json(text, path.name)
+    rows = [row for row in csv.reader(io.StringIO(text)) if row and any(c.strip() for c in row)]
+    samples = Samples()
+    if [c.strip().lower() for c in rows[0]] == ["metric", "value"]:
+        for line, row in enumerate(rows[1:], start=2):
+            where = f"{path.name}: line {line}"
+            if len(row) != 2:
+                raise DataError(f"{where}: expected 2 columns (metric,value), got {len(row)}")
+            metric = row[0].strip()
+            samples.values.setdefault(metric, []).append(_number(row[1].strip(), where, metric))
+    else:
+        for line, row in enumerate(rows, start=1):
+            if len(row) != 1:
+                raise DataError(f"{path.name}: line {line}: expected one number per line")
+            value = _number(row[0].strip(), f"{path.name}: line {line}")
+            samples.values.setdefault("value", []).append(value)
+    if not samples.values:
+        raise DataError(f"{path.name}: no values")
+    return samples
+
+
+def _from_result_json(text: str, name: str) -> Samples:
+    try:
+        data = json.loads(text)
+        iterations = data["iterations"]
+        job = data["job"]
+        attempt = job["attempts"]
+        metrics = job["spec"].get("metrics", [])
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataError(f"{name}: not a labd result JSON ({type(e).__name__}: {e})") from None
+    samples = Samples()
+    for spec in metrics:
+        samples.higher_is_better[spec["name"]] = bool(spec.get("higher_is_better"))
+    for it in iterations:
+        if it.get("attempt") != attempt or it.get("warmup") or it.get("error"):
+            continue
+        for metric, value in it.get("values", {}).items():
+            where = f"{name}: iteration {it.get('index')}"
+            samples.values.setdefault(metric, []).append(_number(str(value), where, metric))
+    if not samples.values:
+        raise DataError(f"{name}: no measured iteration with values in the last attempt")
+    return samples
+
+
+def samples_from_results(data: dict[str, Any], name: str) -> Samples:
+    """The same as a result JSON file, from the daemon's answer."""
+    return _from_result_json(json.dumps(data), name)
+
+
+def read_history(path: Path) -> dict[str, tuple[list[str], list[float]]]:
+    """Series of (builds, values) from a `series,build,value` CSV, in file order."""
+    text = _read_text(path)
+    rows = [row for row in csv.reader(io.StringIO(text)) if row and any(c.strip() for c in row)]
+    if not rows:
+        raise DataError(f"{path.name}: the file is empty")
+    if [c.strip().lower() for c in rows[0]] != ["series", "build", "value"]:
+        raise DataError(f"{path.name}: line 1: expected the header series,build,value")
+    series: dict[str, tuple[list[str], list[float]]] = defaultdict(lambda: ([], []))
+    for line, row in enumerate(rows[1:], start=2):
+        where = f"{path.name}: line {line}"
+        if len(row) != 3:
+            raise DataError(f"{where}: expected 3 columns (series,build,value), got {len(row)}")
+        name, build, value = (c.strip() for c in row)
+        builds, values = series[name]
+        if builds and _numeric(build) and _numeric(builds[-1]) and float(build) < float(builds[-1]):
+            raise DataError(f"{where}: build {build} comes after {builds[-1]}: sort by build")
+        builds.append(build)
+        values.append(_number(value, where, name))
+    if not series:
+        raise DataError(f"{path.name}: no values")
+    return dict(series)
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,91 @@
+"""A/B verdicts on data with a known truth."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from labd.stats.compare import compare, hodges_lehmann, interval, welch
+
+
+def one(base: object, new: object, **kw: object) -> object:
+    (result,) = compare({"m": (base, new, False)}, **kw)  # type: ignore[arg-type]
+    return result
+
+
+def test_clear_regression_and_improvement_and_direction() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.normal(100, 1, 30)
+    slower = rng.normal(103, 1, 30)
+    assert one(base, slower).verdict == "regression"  # type: ignore[attr-defined]
+    assert one(slower, base).verdict == "improvement"  # type: ignore[attr-defined]
+    (higher,) = compare({"fps": (base, slower, True)})
+    assert higher.verdict == "improvement"
+
+
+def test_no_change_is_backed_by_an_interval_inside_the_effect() -> None:
+    rng = np.random.default_rng(2)
+    r = one(rng.normal(100, 0.5, 50), rng.normal(100, 0.5, 50))
+    assert r.verdict == "no change"  # type: ignore[attr-defined]
+    assert 0.99 <= r.ratio_ci_low <= r.ratio_ci_high <= 1.01  # type: ignore[attr-defined]
+
+
+def test_too_noisy_to_tell_is_inconclusive_not_no_change() -> None:
+    rng = np.random.default_rng(3)
+    r = one(rng.normal(100, 10, 5), rng.normal(100, 10, 5))
+    assert r.verdict == "inconclusive"  # type: ignore[attr-defined]
+    assert "run more iterations" in r.reason  # type: ignore[attr-defined]
+
+
+def test_welch_interval_matches_scipy() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(10, 1, 12), rng.normal(11, 2, 17)
+    iv = welch(a, b, 0.05)
+    ref = stats.ttest_ind(b, a, equal_var=False)
+    assert iv.p_value == pytest.approx(ref.pvalue)
+    ci = ref.confidence_interval(0.95)
+    assert (iv.low, iv.high) == pytest.approx((ci.low, ci.high))
+
+
+def test_hodges_lehmann_shift_and_ratio_of_a_multiplicative_change() -> None:
+    rng = np.random.default_rng(5)
+    base = rng.lognormal(3, 0.3, 40)
+    iv = hodges_lehmann(base, base * 1.05, 0.05)
+    assert iv.ratio == pytest.approx(1.05)
+    assert iv.ratio_low <= 1.05 <= iv.ratio_high
+
+
+def test_heavy_tails_choose_the_robust_method() -> None:
+    rng = np.random.default_rng(6)
+    base = 100 + rng.standard_t(1.5, 40)
+    assert interval(base, base + 5).method == "hodges-lehmann"
+    assert interval(rng.normal(100, 1, 40), rng.normal(100, 1, 40)).method == "welch"
+
+
+def test_bootstrap_on_request() -> None:
+    rng = np.random.default_rng(7)
+    r = one(rng.normal(100, 1, 30), rng.normal(105, 1, 30), method="bootstrap")
+    assert r.method == "bootstrap" and r.verdict == "regression"  # type: ignore[attr-defined]
+
+
+def test_fdr_control_across_metrics_can_be_turned_off() -> None:
+    rng = np.random.default_rng(8)
+    samples = {f"m{i}": (rng.normal(100, 1, 20), rng.normal(100, 1, 20), False) for i in range(10)}
+    samples["real"] = (rng.normal(100, 1, 20), rng.normal(100.9, 1, 20), False)
+    with_fdr = {r.metric: r for r in compare(samples)}
+    without = {r.metric: r for r in compare(samples, fdr=False)}
+    assert with_fdr["real"].p_adjusted >= without["real"].p_adjusted == without["real"].p_value
+
+
+def test_degenerate_inputs_get_a_defined_verdict() -> None:
+    assert one([5.0], [5.0, 6.0]).verdict == "inconclusive"  # type: ignore[attr-defined]
+    same = one([3.0] * 10, [3.0] * 10)
+    assert same.verdict == "no change" and "zero variance" in same.reason  # type: ignore[attr-defined]
+    worse = one([3.0] * 10, [4.0] * 10)
+    assert worse.verdict == "regression"  # type: ignore[attr-defined]
+    row = one([1.0, 1.0, 1.0], [1.0, 2.0, 1.0]).as_dict()  # type: ignore[attr-defined]
+    assert all(v is None or not isinstance(v, float) or math.isfinite(v) for v in row.values())

@@ -1,0 +1,83 @@
+"""Detection on histories with a known truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from labd.stats.detect import METHODS, detect, ets_one_step
+
+
+def history(seed: int = 0, n: int = 120, cov: float = 0.01) -> np.ndarray:
+    return 100 * (1 + np.random.default_rng(seed).normal(0, cov, n))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_clear_step_is_found_once_at_its_first_build(method: str) -> None:
+    x = history(n=150, cov=0.005)
+    x[60:] *= 1.08
+    alerts = detect(x, method)
+    assert len(alerts) == 1
+    (alert,) = alerts
+    assert abs(alert.index - 60) <= 2 and alert.direction == "up"
+    assert alert.magnitude == pytest.approx(0.08, abs=0.02)
+    assert alert.magnitude_low < alert.magnitude < alert.magnitude_high
+    assert alert.raised_at >= alert.index
+
+
+def test_the_default_raises_a_large_step_within_a_build_or_two() -> None:
+    for seed in range(10):
+        x = history(seed)
+        x[50:] *= 0.9
+        changes = [a for a in detect(x) if abs(a.index - 50) <= 1]
+        assert len(changes) == 1, seed
+        assert changes[0].raised_at - changes[0].index <= 2 and changes[0].direction == "down"
+
+
+def test_a_single_build_spike_is_not_a_change_and_does_not_widen_later_intervals() -> None:
+    found = 0
+    for seed in range(20):
+        x = history(seed)
+        x[40] *= 1.5  # a spike, then a modest real change that a widened interval would hide
+        x[80:] *= 1.05
+        indices = [a.index for a in detect(x, "ets")]
+        assert 40 not in indices
+        found += 80 in indices
+    assert found >= 16
+
+
+def test_a_slow_creep_is_found_by_the_change_point_method() -> None:
+    x = history(3, n=200, cov=0.005)
+    x[80:120] *= np.linspace(1, 1.05, 40)
+    x[120:] *= 1.05
+    assert detect(x, "ets") == []  # smoothing follows a creep: this is why CUSUM is there
+    creep = detect(x, "cusum")
+    assert creep and all(80 <= a.index <= 125 and a.direction == "up" for a in creep)
+    assert [a.index for a in detect(x)] == [a.index for a in creep]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_pure_noise_rarely_raises_anything(method: str) -> None:
+    alerts = sum(len(detect(history(seed + 10, n=300), method)) for seed in range(10))
+    assert alerts <= 3  # 3,000 builds; the benchmark measures the rate (under 1 per 1,000)
+
+
+def test_degenerate_histories_raise_nothing() -> None:
+    assert detect([], "ets") == detect([1.0], "ets") == detect([5.0] * 50) == []
+
+
+def test_smoothing_matches_statsmodels() -> None:
+    """Our closed form is the model statsmodels fits; compare the one-step forecasts."""
+    from statsmodels.tsa.holtwinters import SimpleExpSmoothing
+
+    x = history(4, n=60)
+    fit = SimpleExpSmoothing(pd.Series(x), initialization_method="known", initial_level=x[0]).fit(
+        smoothing_level=0.2, optimized=False
+    )
+    assert ets_one_step(x, 0.2, x[0]) == pytest.approx(fit.fittedvalues.to_numpy())
+
+
+def test_unknown_method_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown detection method 'nope'"):
+        detect([1.0, 2.0], "nope")
