@@ -169,6 +169,20 @@ def _add_stats_commands(nouns: Any) -> None:
     detect.add_argument("--json", action="store_true", help="print JSON")
     detect.set_defaults(handler=_lazy("labd.cli.stats_cmd:detect"))
 
+    calibrate = nouns.add_parser(
+        "calibrate",
+        help="iterations needed per component, by simulation from a pilot",
+        description="Power by resampling a pilot: the smallest n that detects the effect.",
+    )
+    calibrate.add_argument("file", help="pilot samples: CSV (metric,value) or labd result JSON")
+    calibrate.add_argument("--effect", type=float, default=0.01, help="default 0.01 (1%%)")
+    calibrate.add_argument(
+        "--detection", type=float, default=0.95, help="target detection rate (default 0.95)"
+    )
+    calibrate.add_argument("--draws", type=int, default=200, help="simulations per size")
+    calibrate.add_argument("--json", action="store_true", help="print JSON")
+    calibrate.set_defaults(handler=_lazy("labd.cli.stats_cmd:calibrate"))
+
 
 def _version(args: argparse.Namespace) -> int:
     if args.json:

@@ -116,3 +116,24 @@ def detect(args: argparse.Namespace) -> int:
             )
         Console(width=max(110, Console().width)).print(table if alerts else "no change found")
     return EXIT_NEGATIVE if alerts else 0
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    from labd.stats.calibrate import calibrate as run_calibrate
+
+    samples = read_samples(Path(args.file))
+    results = [
+        run_calibrate(name, values, effect=args.effect, target=args.detection, draws=args.draws)
+        for name, values in samples.values.items()
+    ]
+    if args.json:
+        print(json.dumps({"components": [r.as_dict() for r in results]}, indent=2))
+        return 0
+    for r in results:
+        needed = str(r.n) if r.n else f"more than {max(r.power)}"
+        print(
+            f"{r.component}: {needed} iterations per side to detect {100 * args.effect:g}% "
+            f"{100 * args.detection:g}% of the time ({r.klass}, CoV {100 * r.cov:.2f}%, "
+            f"{r.method}, pilot of {r.pilot_n})"
+        )
+    return 0

@@ -165,7 +165,12 @@ def judge(
     low, high = iv.ratio_low, iv.ratio_high
     if not (math.isfinite(low) and math.isfinite(high)):
         return "inconclusive", "the interval is unbounded: the baseline is too noisy"
-    up, down = low > 1 and high > 1 + effect, high < 1 and low < 1 - effect
+    # A significant change is reported when it may reach the effect of interest (its
+    # interval goes past it) or its estimate is at least half of it; a smaller one whose
+    # interval stays inside the band is "no change".
+    big = iv.ratio - 1 >= effect / 2, 1 - iv.ratio >= effect / 2
+    up = low > 1 and (high > 1 + effect or big[0])
+    down = high < 1 and (low < 1 - effect or big[1])
     if significant and (up or down):
         worse = up != higher_is_better
         return ("regression" if worse else "improvement"), ""

@@ -20,6 +20,7 @@ After an alert each method starts afresh at the change, so a change is reported 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -46,6 +47,15 @@ class Alert:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@functools.lru_cache(maxsize=4096)
+def _widen(count: int, z: float) -> float:
+    """A normal quantile z as Student's t with the degrees of freedom of `count` values:
+    a scale estimated from few values must not be trusted like a known one."""
+    if count >= 200:
+        return z
+    return float(stats.t.ppf(stats.norm.cdf(z), max(count - 1, 1)))
 
 
 def _robust_level(x: Sequence[float]) -> tuple[float, float]:
@@ -107,7 +117,8 @@ def detect_cusum(
         up_from = down_from = start + warmup
         fired = False
         for t in range(start + warmup, n):
-            z = max(-clip, min(clip, (x[t] - total / count) / sd))
+            widen = _widen(count, 1.96) / 1.96
+            z = max(-clip, min(clip, (x[t] - total / count) / (sd * widen)))
             if up == 0.0:
                 up_from = t
             if down == 0.0:
@@ -124,7 +135,7 @@ def detect_cusum(
                 start, fired = t + 1, True
                 break
             if up == 0.0 and down == 0.0:  # only quiet builds refine the reference
-                total += total / count + z * sd
+                total += total / count + z * sd * widen
                 count += 1
         if not fired:
             break
@@ -155,15 +166,16 @@ def detect_ets(
         for t in range(start + warmup, n):
             error = x[t] - level
             sd = math.sqrt(var)
+            seen = t - start
             # A candidate needs z standard deviations; confirming builds need z_confirm on
             # the same side, against the level from before the candidate, and must sit
             # nearer the candidate than that level (a spike's neighbour does not).
             if candidate:
                 near = abs(x[t] - x[candidate[0]]) < abs(error)
                 same = side == (1 if error > 0 else -1)
-                moved = abs(error) > z_confirm * sd and same and near
+                moved = abs(error) > _widen(seen, z_confirm) * sd and same and near
             else:
-                moved = abs(error) > z * sd
+                moved = abs(error) > _widen(seen, z) * sd
             if moved:
                 side = 1 if error > 0 else -1
                 candidate.append(t)

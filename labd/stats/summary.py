@@ -20,9 +20,24 @@ class Summary:
     min: float
     max: float
     p95: float
+    mean_ci: tuple[float, float]  # 95%, Student t
+    median_ci: tuple[float, float]  # 95%, percentile bootstrap
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def median_ci(a: np.ndarray, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the median (deterministic for a seed)."""
+    if a.size < 2:
+        return float(a[0]), float(a[0])
+    rng = np.random.default_rng(seed)
+    medians = np.median(a[rng.integers(0, a.size, (BOOTSTRAP_RESAMPLES, a.size))], axis=1)
+    low, high = np.percentile(medians, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(low), float(high)
 
 
 def summarize(values: ArrayLike) -> Summary | None:
@@ -43,4 +58,15 @@ def summarize(values: ArrayLike) -> Summary | None:
         min=float(a.min()),
         max=float(a.max()),
         p95=float(np.percentile(a, 95)),
+        mean_ci=_mean_ci(a, mean, stddev),
+        median_ci=median_ci(a),
     )
+
+
+def _mean_ci(a: np.ndarray, mean: float, stddev: float) -> tuple[float, float]:
+    if a.size < 2:
+        return mean, mean
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.975, a.size - 1)) * stddev / np.sqrt(a.size)
+    return mean - half, mean + half

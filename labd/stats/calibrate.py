@@ -1,0 +1,111 @@
+"""How many iterations a component needs: power by simulation from a pilot (seed 001).
+
+For each sample size n, draw two samples of n from the pilot, shift one by the effect, and
+count how often the comparison calls the shift a regression. The smallest n whose detection
+rate reaches the target is the calibrated iteration count.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+from labd.stats.compare import choose_method, hodges_lehmann, welch
+from labd.stats.diagnostics import as_array, mode_count
+
+SIZES = (3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 125, 150, 200)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    component: str
+    n: int | None  # None: the target is not reached even at the largest size
+    power: dict[int, float]  # detection rate per sample size
+    klass: str  # tight normal, wide or near normal, non-normal
+    method: str
+    pilot_n: int
+    cov: float
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["class"] = out.pop("klass")
+        out["power"] = {str(k): v for k, v in self.power.items()}
+        return out
+
+
+def distribution_class(values: ArrayLike, effect: float = 0.01) -> str:
+    """Seed 001's classes: tight normal, wide or near normal, non-normal."""
+    a = as_array(values)
+    normal = a.size < 3 or stats.shapiro(a).pvalue >= 0.01
+    cov = a.std(ddof=1) / abs(a.mean()) if a.mean() else math.inf
+    if not normal and mode_count(a) > 1:
+        return "non-normal"
+    if normal and cov <= effect:
+        return "tight normal"
+    return "wide or near normal" if normal or mode_count(a) == 1 else "non-normal"
+
+
+def power_at(
+    pilot: ArrayLike, n: int, effect: float, alpha: float, method: str, draws: int, seed: int
+) -> float:
+    """Share of simulated A/B runs of n per side in which a shift of `effect` is detected."""
+    a = as_array(pilot)
+    rng = np.random.default_rng(seed)
+    test = welch if method == "welch" else hodges_lehmann
+    detected = 0
+    for _ in range(draws):
+        base = rng.choice(a, n)
+        new = rng.choice(a, n) * (1 + effect)
+        if np.ptp(base) == 0 and np.ptp(new) == 0:
+            detected += new[0] > base[0]
+            continue
+        iv = test(base, new, alpha)
+        detected += iv.p_value < alpha and iv.ratio_low > 1
+    return detected / draws
+
+
+def calibrate(
+    component: str,
+    pilot: ArrayLike,
+    effect: float = 0.01,
+    alpha: float = 0.05,
+    target: float = 0.95,
+    draws: int = 200,
+    seed: int = 0,
+) -> Calibration:
+    """The smallest n in SIZES whose simulated detection rate reaches `target`."""
+    a = as_array(pilot)
+    if a.size < 5:
+        raise ValueError(f"{component}: a pilot needs at least 5 values, got {a.size}")
+    method = choose_method(a, a)
+    power: dict[int, float] = {}
+    chosen = None
+    for n in SIZES:
+        power[n] = power_at(a, n, effect, alpha, method, draws, seed + n)
+        if power[n] >= target:
+            chosen = n
+            break
+    cov = float(a.std(ddof=1) / abs(a.mean())) if a.mean() else math.inf
+    return Calibration(component, chosen, power, distribution_class(a, effect), method, a.size, cov)
+
+
+def enough_iterations(
+    values: ArrayLike, effect: float = 0.01, alpha: float = 0.05, max_n: int = 200
+) -> tuple[bool, str]:
+    """Adaptive stopping: stop once the mean's interval is within half the effect of interest
+    (then a change of `effect` would stand out), or at `max_n` values."""
+    a = as_array(values)
+    if a.size >= max_n:
+        return True, f"reached the maximum of {max_n} iterations"
+    if a.size < 5:
+        return False, "fewer than 5 values"
+    half = stats.t.ppf(1 - alpha / 2, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size)
+    relative = half / abs(a.mean()) if a.mean() else math.inf
+    if relative <= effect / 2:
+        return True, f"interval +-{100 * relative:.2f}% is within half the effect"
+    return False, f"interval +-{100 * relative:.2f}% is wider than +-{50 * effect:g}%"

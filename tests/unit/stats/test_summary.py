@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from labd.stats import summarize
+from labd.stats.aggregate import aggregate
+from labd.stats.diagnostics import diagnose, tukey_outliers, warmup_length
+
+
+def test_summary_figures_and_their_intervals() -> None:
+    rng = np.random.default_rng(0)
+    values = rng.normal(50, 2, 200)
+    s = summarize(values)
+    assert s is not None and s.n == 200
+    assert s.mean == pytest.approx(values.mean()) and s.median == pytest.approx(np.median(values))
+    assert s.mean_ci[0] < 50 < s.mean_ci[1] and s.median_ci[0] < 50 < s.median_ci[1]
+    assert s.cov == pytest.approx(values.std(ddof=1) / values.mean())
+    assert summarize([]) is None and summarize([float("nan")]) is None
+
+
+def test_talos_aggregations_as_seed_001_describes() -> None:
+    suite = {"a": [10, 1, 2, 3], "b": [20, 4, 5, 6], "c": [30, 100, 7, 8]}
+    # new: drop first, median, mean of medians: (2 + 5 + 8) / 3
+    assert aggregate(suite, "talos-new") == pytest.approx(5.0)
+    # old: drop max, median (a: 2, b: 5, c: 8 ... c drops 100 -> median of 30,7,8 = 8),
+    # drop the largest median, mean of the rest: (2 + 5) / 2
+    assert aggregate(suite, "talos-old") == pytest.approx(3.5)
+    with pytest.raises(ValueError, match="unknown aggregation"):
+        aggregate(suite, "nope")
+
+
+def test_outliers_and_warmup_are_reported_never_dropped() -> None:
+    rng = np.random.default_rng(1)
+    values = rng.normal(100, 1, 30)
+    values[:3] += [30, 20, 15]  # warm-up
+    values[20] += 25  # a stray outlier
+    assert warmup_length(values) == 3
+    assert set(tukey_outliers(values)) >= {0, 1, 2, 20}
+    checks = {f.check for f in diagnose(values)}
+    assert {"warmup", "first_run", "outliers", "non_normal"} <= checks
+    assert len(values) == 30
+
+
+def test_trend_and_step_in_iteration_order_are_found() -> None:
+    rng = np.random.default_rng(2)
+    throttled = 100 + np.linspace(0, 10, 40) + rng.normal(0, 1, 40)
+    assert "trend" in {f.check for f in diagnose(throttled)}
+    stepped = np.concatenate([rng.normal(100, 1, 20), rng.normal(106, 1, 20)])
+    step = next(f for f in diagnose(stepped) if f.check == "step")
+    assert step.indices == [20] and step.p_value is not None and step.p_value < 0.01
+    assert diagnose(rng.normal(100, 0.5, 40)) == []
