@@ -58,7 +58,7 @@ def test_a_regression_gates_ci_with_exit_code_1(tmp_path: Path) -> None:
         "metric,value\n"
         + "".join(
             f"load_ms,{v}\nfps,{f}\n"
-            for v, f in zip(rng.normal(100, 1, 30), rng.normal(60, 0.2, 30))
+            for v, f in zip(rng.normal(100, 1, 30), rng.normal(60, 0.2, 30), strict=True)
         ),
     )
     new = write(
@@ -66,7 +66,7 @@ def test_a_regression_gates_ci_with_exit_code_1(tmp_path: Path) -> None:
         "metric,value\n"
         + "".join(
             f"load_ms,{v}\nfps,{f}\n"
-            for v, f in zip(rng.normal(105, 1, 30), rng.normal(60, 0.2, 30))
+            for v, f in zip(rng.normal(105, 1, 30), rng.normal(60, 0.2, 30), strict=True)
         ),
     )
     result = labd("compare", base, new, "--json")
