@@ -92,12 +92,15 @@ class CommandScenario(Scenario):
         return problems
 
     async def setup(self) -> None:
+        await asyncio.to_thread(self._prepare)  # file system and /proc reads: off the loop
+        self._preexec = _child_setup(self.p.cpu, self.p.disable_aslr)
+
+    def _prepare(self) -> None:
         if self.p.tmpfs:
             self.workdir = Path(tempfile.mkdtemp(prefix="labd-", dir=TMPFS_ROOT))
         else:
             self.workdir = Path(self.p.cwd) if self.p.cwd else self.ctx.workdir
             self.workdir.mkdir(parents=True, exist_ok=True)
-        self._preexec = _child_setup(self.p.cpu, self.p.disable_aslr)
         self.ctx.fingerprint.update(
             environment(),
             stabilisation={

@@ -9,6 +9,7 @@ Infrastructure failures are retried with exponential backoff; a test that ran is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 from pathlib import Path
 
@@ -103,11 +104,10 @@ class Scheduler:
                 await self.dispatch()
             except Exception:
                 log.exception("dispatch failed; trying again")
-            try:
-                async with asyncio.timeout(1.0):  # also polls: other hosts queue jobs too
+            # Also poll once a second: other hosts queue jobs in the shared database too.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
                     await self._wake.wait()
-            except TimeoutError:
-                pass
 
     async def dispatch(self) -> int:
         """Lease a job for every free device that has matching work; returns how many."""
