@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import defaultdict
 
 import serial
@@ -73,5 +74,4 @@ class SerialRelay(PowerControl):
                             )
             except serial.SerialException as e:
                 raise InfrastructureError(f"relay on {o.port}: {e}") from e
-        if o.settle_s:
-            threading.Event().wait(o.settle_s)
+        time.sleep(o.settle_s)  # in a worker thread: let the relay contacts settle

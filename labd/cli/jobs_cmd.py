@@ -13,9 +13,10 @@ from typing import Any
 from labd.cli.client import Client
 from labd.config import load_config
 from labd.errors import EXIT_RUNTIME, LabdError
+from labd.model import TERMINAL as TERMINAL_STATES
 from labd.model.manifest import load_manifest
 
-TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
+TERMINAL = {state.value for state in TERMINAL_STATES}
 
 
 def _client(args: argparse.Namespace, wait: float = 0.0) -> Client:

@@ -23,10 +23,6 @@ class JobState(StrEnum):
     def terminal(self) -> bool:
         return self in TERMINAL
 
-    @property
-    def active(self) -> bool:
-        return self in (JobState.LEASED, JobState.RUNNING)
-
 
 TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.TIMED_OUT})
 

@@ -7,7 +7,7 @@ The pool is the one owner of its devices' state. It persists every change to the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
 
@@ -67,8 +67,7 @@ class Pool:
         for control in self.power.values():
             await _quietly(control.close(), "closing power control")
 
-    async def _every(self, interval: float, action: object) -> None:
-        assert callable(action)
+    async def _every(self, interval: float, action: Callable[[], Awaitable[None]]) -> None:
         while True:
             await asyncio.sleep(interval)
             await action()
@@ -251,9 +250,8 @@ class Pool:
         return device
 
 
-async def _quietly(coro: object, what: str) -> None:
+async def _quietly(step: Awaitable[None], what: str) -> None:
     try:
-        assert asyncio.iscoroutine(coro)
-        await coro
+        await step
     except Exception:
         log.exception(f"{what} failed")

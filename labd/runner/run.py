@@ -16,6 +16,9 @@ from labd.store import Store
 
 log = structlog.get_logger("labd.runner")
 
+# The IterationDone event is the stored iteration less its timestamps and fingerprint.
+ITERATION_EVENT_FIELDS = {"job_id", "device_id", "attempt", "index", "warmup", "values", "error"}
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -77,17 +80,7 @@ async def run_job(
             )
             await store.add_iteration(iteration)
             log.debug("iteration done", index=index, warmup=warmup, values=values, error=error)
-            bus.publish(
-                IterationDone(
-                    job_id=job.id,
-                    device_id=device.id,
-                    attempt=job.attempts,
-                    index=index,
-                    warmup=warmup,
-                    values=values,
-                    error=error,
-                )
-            )
+            bus.publish(IterationDone(**iteration.model_dump(include=ITERATION_EVENT_FIELDS)))
     finally:
         try:
             await scenario.teardown()

@@ -43,22 +43,22 @@ class Interval:
 @dataclass
 class Comparison:
     metric: str
-    verdict: Verdict
-    method: str
     n_base: int
     n_new: int
-    estimate: float
-    ci_low: float
-    ci_high: float
-    ratio: float
-    ratio_ci_low: float
-    ratio_ci_high: float
-    p_value: float
-    p_adjusted: float
     higher_is_better: bool
     effect: float
     base: Summary | None
     new: Summary | None
+    verdict: Verdict = "inconclusive"
+    method: str = ""
+    estimate: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    ratio: float = math.nan
+    ratio_ci_low: float = math.nan
+    ratio_ci_high: float = math.nan
+    p_value: float = math.nan
+    p_adjusted: float = math.nan
     reason: str = ""
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
 
@@ -197,18 +197,8 @@ def compare(
         b, n = as_array(base), as_array(new)
         result = Comparison(
             metric=name,
-            verdict="inconclusive",
-            method="",
             n_base=b.size,
             n_new=n.size,
-            estimate=math.nan,
-            ci_low=math.nan,
-            ci_high=math.nan,
-            ratio=math.nan,
-            ratio_ci_low=math.nan,
-            ratio_ci_high=math.nan,
-            p_value=math.nan,
-            p_adjusted=math.nan,
             higher_is_better=hib,
             effect=effect,
             base=summarize(b),

@@ -88,11 +88,19 @@ def read_samples(path: Path) -> Samples:
 def _from_result_json(text: str, name: str) -> Samples:
     try:
         data = json.loads(text)
+    except ValueError as e:
+        raise DataError(f"{name}: not valid JSON: {e}") from None
+    return samples_from_results(data, name)
+
+
+def samples_from_results(data: Any, name: str) -> Samples:
+    """Measured values of the last attempt from a labd result (a file's or the daemon's)."""
+    try:
         iterations = data["iterations"]
         job = data["job"]
         attempt = job["attempts"]
         metrics = job["spec"].get("metrics", [])
-    except (ValueError, KeyError, TypeError) as e:
+    except (KeyError, TypeError) as e:
         raise DataError(f"{name}: not a labd result JSON ({type(e).__name__}: {e})") from None
     samples = Samples()
     for spec in metrics:
@@ -106,11 +114,6 @@ def _from_result_json(text: str, name: str) -> Samples:
     if not samples.values:
         raise DataError(f"{name}: no measured iteration with values in the last attempt")
     return samples
-
-
-def samples_from_results(data: dict[str, Any], name: str) -> Samples:
-    """The same as a result JSON file, from the daemon's answer."""
-    return _from_result_json(json.dumps(data), name)
 
 
 def read_history(path: Path) -> dict[str, tuple[list[str], list[float]]]:

@@ -9,11 +9,8 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-from tests.conftest import LabdProcess
 
 ROOT = Path(__file__).parents[2]
 
@@ -114,6 +111,3 @@ def test_submit_without_a_daemon_says_so(bare_env: dict[str, str], tmp_path: Pat
     result = labd(bare_env, tmp_path, "submit", manifest, "--connect-wait", "0")
     assert result.returncode == 3
     assert "cannot reach the daemon" in result.stderr and "is `labd run` running?" in result.stderr
-
-
-_ = (Any, LabdProcess)
