@@ -17,6 +17,7 @@ class ScriptParams(BaseModel):
 
     sleep_s: float = 0.0
     value: float = 1.0
+    step: float = 1.0  # iteration i returns value + step * i
     infra_failures: int = 0  # the first N attempts fail with an InfrastructureError
     fail_iteration: int = -1  # this iteration raises TestFailure
 
@@ -39,7 +40,7 @@ class ScriptScenario(Scenario):
         await asyncio.sleep(p.sleep_s)
         if index == p.fail_iteration:
             raise TestFailure("scripted failure")
-        return {"value": p.value + index}
+        return {"value": p.value + p.step * index}
 
 
 class ScriptedDriver(Driver):

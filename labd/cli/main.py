@@ -162,7 +162,11 @@ def _add_stats_commands(nouns: Any) -> None:
         help="find changes in histories (exit 1 when any is found)",
         description="Regression detection over histories: a CSV with series,build,value.",
     )
-    detect.add_argument("file", help="CSV with the header series,build,value, builds in order")
+    detect.add_argument(
+        "file", nargs="?", help="CSV with the header series,build,value, builds in order"
+    )
+    detect.add_argument("--suite", help="with --test: the history stored by the daemon")
+    detect.add_argument("--test", help="with --suite: the history stored by the daemon")
     detect.add_argument(
         "--method", choices=["ets+cusum", "ets", "cusum", "talos"], default="ets+cusum"
     )

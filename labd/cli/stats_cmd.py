@@ -90,7 +90,16 @@ def detect(args: argparse.Namespace) -> int:
     from labd.stats.detect import detect as run_detect
     from labd.stats.io import read_history
 
-    history = read_history(Path(args.file))
+    if args.file and (args.suite or args.test):
+        raise UsageError("give a history file or --suite and --test, not both")
+    if args.file:
+        history = read_history(Path(args.file))
+        source = args.file
+    elif args.suite and args.test:
+        history = _stored_history(args)
+        source = f"{args.suite}/{args.test} in the store"
+    else:
+        raise UsageError("give a history file, or --suite and --test for the stored history")
     alerts = []
     for name, (builds, values) in history.items():
         for alert in run_detect(values, args.method):
@@ -101,7 +110,7 @@ def detect(args: argparse.Namespace) -> int:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=f"{args.file}: {len(history)} series, method {args.method}")
+        table = Table(title=f"{source}: {len(history)} series, method {args.method}")
         for column in ("series", "first build", "index", "raised at", "change [95% CI]", "conf."):
             table.add_column(column)
         for a in alerts:
@@ -137,3 +146,16 @@ def calibrate(args: argparse.Namespace) -> int:
             f"{r.method}, pilot of {r.pilot_n})"
         )
     return 0
+
+
+def _stored_history(args: argparse.Namespace) -> dict[str, tuple[list[str], list[float]]]:
+    from urllib.parse import urlencode
+
+    from labd.cli.client import Client
+    from labd.config import load_config
+
+    client = Client(load_config(args.config).settings.http)
+    answer = client.call("GET", "/history?" + urlencode({"suite": args.suite, "test": args.test}))
+    if not answer["series"]:
+        raise UsageError(f"no succeeded job of {args.suite}/{args.test} in the store")
+    return {name: (s["builds"], s["values"]) for name, s in answer["series"].items()}

@@ -6,6 +6,7 @@ It listens on loopback by default: whoever can reach it administers this host.
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 from aiohttp import web
@@ -42,6 +43,31 @@ async def results_view(store: Store, job: Job) -> dict[str, Any]:
     }
 
 
+async def history_view(store: Store, suite: str, test: str) -> dict[str, Any]:
+    """A test's history: per (metric, device class) series, one value per succeeded job (the
+    median of its measured iterations), oldest first; a build is named by its revision."""
+    series: dict[str, dict[str, list[Any]]] = {}
+    for job in await store.finished_jobs(suite, test):
+        measured = [
+            i
+            for i in await store.iterations(job.id, attempt=job.attempts)
+            if not i.warmup and not i.error
+        ]
+        if not measured:
+            continue
+        device_class = measured[0].fingerprint.get("model") or job.device_id
+        build = job.spec.build.revision or job.spec.build.build_id or job.id
+        for metric in sorted({name for i in measured for name in i.values}):
+            values = [i.values[metric] for i in measured if metric in i.values]
+            entry = series.setdefault(
+                f"{suite}/{test}/{metric}/{device_class}", {"builds": [], "values": [], "jobs": []}
+            )
+            entry["builds"].append(build)
+            entry["values"].append(statistics.median(values))
+            entry["jobs"].append(job.id)
+    return {"suite": suite, "test": test, "series": series}
+
+
 class Api:
     def __init__(self, store: Store, jobs: JobService, scheduler: Scheduler, pool: Pool) -> None:
         self.store, self.jobs, self.scheduler, self.pool = store, jobs, scheduler, pool
@@ -53,6 +79,7 @@ class Api:
             web.get("/api/v1/jobs/{id}", self.show_job),
             web.post("/api/v1/jobs/{id}/cancel", self.cancel_job),
             web.get("/api/v1/jobs/{id}/results", self.results),
+            web.get("/api/v1/history", self.history),
             web.get("/api/v1/devices", self.list_devices),
             web.get("/api/v1/devices/{id}", self.show_device),
             web.post("/api/v1/devices/{id}/{action}", self.device_action),
@@ -112,6 +139,12 @@ class Api:
         if job is None:
             return _error(404, [f"no job {request.match_info['id']!r}"])
         return web.json_response(await results_view(self.store, job))
+
+    async def history(self, request: web.Request) -> web.Response:
+        suite, test = request.query.get("suite", ""), request.query.get("test", "")
+        if not suite or not test:
+            return _error(400, ["history needs ?suite=...&test=..."])
+        return web.json_response(await history_view(self.store, suite, test))
 
     async def list_devices(self, _: web.Request) -> web.Response:
         devices = await self.store.list_devices()

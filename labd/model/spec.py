@@ -40,7 +40,19 @@ class TestSpec(BaseModel):
     test: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
     scenario: str = Field(min_length=1, description="Scenario name, provided by a driver.")
     params: dict[str, Any] = Field(default_factory=dict, description="The scenario's parameters.")
-    iterations: int = Field(10, ge=1, le=10_000, description="Measured iterations.")
+    iterations: int = Field(
+        10, ge=1, le=10_000, description="Measured iterations (the most, with stop_when_stable)."
+    )
+    stop_when_stable: bool = Field(
+        False,
+        description=(
+            "Stop early once every metric's interval is within half of stable_effect "
+            "(at least 5 measured iterations)."
+        ),
+    )
+    stable_effect: float = Field(
+        0.01, gt=0, lt=1, description="The relative change the measurement must resolve."
+    )
     warmup: int = Field(1, ge=0, le=1_000, description="Warm-up iterations (kept, flagged).")
     metrics: list[MetricSpec] = Field(
         default_factory=list, description="Metrics to report; empty: the scenario's defaults."

@@ -50,6 +50,7 @@ async def run_job(
     scenario = scenario_cls(params, ctx)
     total = spec.warmup + spec.iterations
     failed: list[str] = []
+    measured: list[dict[str, float]] = []
     await scenario.setup()
     bus.publish(
         JobStarted(job_id=job.id, device_id=device.id, attempt=job.attempts, total_iterations=total)
@@ -79,8 +80,13 @@ async def run_job(
                 fingerprint=dict(ctx.fingerprint),
             )
             await store.add_iteration(iteration)
+            if not warmup and not error:
+                measured.append(values)
             log.debug("iteration done", index=index, warmup=warmup, values=values, error=error)
             bus.publish(IterationDone(**iteration.model_dump(include=ITERATION_EVENT_FIELDS)))
+            if spec.stop_when_stable and _stable(measured, spec.stable_effect):
+                log.info("stopping early: every metric is stable", measured=len(measured))
+                break
     finally:
         try:
             await scenario.teardown()
@@ -92,3 +98,14 @@ async def run_job(
             f"{len(failed)} of {spec.iterations} measured iterations failed; first: {failed[0]}",
         )
     return Outcome(JobState.SUCCEEDED)
+
+
+def _stable(measured: list[dict[str, float]], effect: float) -> bool:
+    """The adaptive stopping rule: every metric's interval within half the effect."""
+    from labd.stats.calibrate import enough_iterations
+
+    names = {name for values in measured for name in values}
+    return bool(names) and all(
+        enough_iterations([v[name] for v in measured if name in v], effect, max_n=10**9)[0]
+        for name in names
+    )

@@ -22,8 +22,28 @@ def _v1_initial(conn: Connection) -> None:
         table.create(conn, checkfirst=True)
 
 
+def _v2_history_columns(conn: Connection) -> None:
+    """jobs.suite and jobs.test, indexed, so a test's history is one index range."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("jobs")}
+    for name in ("suite", "test"):
+        if name not in have:  # a database made by v1 (a fresh one has them already)
+            conn.execute(
+                sa.text(f"ALTER TABLE jobs ADD COLUMN {name} VARCHAR(128) NOT NULL DEFAULT ''")
+            )
+    rows = conn.execute(sa.select(tables.jobs.c.seq, tables.jobs.c.spec)).all()
+    for seq, spec in rows:
+        conn.execute(
+            tables.jobs.update()
+            .where(tables.jobs.c.seq == seq)
+            .values(suite=spec.get("suite", ""), test=spec.get("test", ""))
+        )
+    index = next(i for i in tables.jobs.indexes if i.name == "ix_jobs_history")
+    index.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "jobs, lanes, devices, iterations", _v1_initial),
+    (2, "jobs.suite and jobs.test for histories", _v2_history_columns),
 ]
 
 

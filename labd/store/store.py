@@ -132,6 +132,8 @@ class Store:
                         fair_rank=rank,
                         lane=lane,
                         submitter=submitter,
+                        suite=spec.suite,
+                        test=spec.test,
                         spec=spec.model_dump(mode="json"),
                         spec_hash=digest,
                         attempts=0,
@@ -190,6 +192,17 @@ class Store:
         query = query.order_by(jobs.c.seq.desc() if newest_first else jobs.c.seq)
         async with self.engine.connect() as conn:
             return [_job(row) for row in await conn.execute(query)]
+
+    async def finished_jobs(self, suite: str, test: str, limit: int = 10_000) -> list[Job]:
+        """The test's succeeded jobs, oldest first: the builds of its history."""
+        query = (
+            sa.select(jobs)
+            .where(jobs.c.suite == suite, jobs.c.test == test, jobs.c.state == "succeeded")
+            .order_by(jobs.c.seq.desc())
+            .limit(limit)
+        )
+        async with self.engine.connect() as conn:
+            return [_job(row) for row in reversed((await conn.execute(query)).all())]
 
     async def count_jobs(self) -> dict[str, int]:
         """Jobs per state."""

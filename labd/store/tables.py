@@ -29,6 +29,8 @@ jobs = sa.Table(
     sa.Column("fair_rank", sa.BigInteger, nullable=False),
     sa.Column("lane", sa.String(64), nullable=False),
     sa.Column("submitter", sa.String(128), nullable=False),
+    sa.Column("suite", sa.String(128), nullable=False, server_default=""),  # since v2
+    sa.Column("test", sa.String(128), nullable=False, server_default=""),  # since v2
     sa.Column("spec", sa.JSON, nullable=False),
     sa.Column("spec_hash", sa.String(64), nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False, default=0),
@@ -63,6 +65,7 @@ sa.Index(
     jobs.c.fair_rank,
     jobs.c.seq,
 )
+sa.Index("ix_jobs_history", jobs.c.suite, jobs.c.test, jobs.c.state, jobs.c.seq)
 sa.Index("ix_jobs_submitter", jobs.c.submitter, jobs.c.state, jobs.c.lane, jobs.c.fair_rank)
 
 lanes = sa.Table(

@@ -164,3 +164,25 @@ async def test_ping_reports_a_dead_database(tmp_path: object) -> None:
     assert await store.ping() is None
     await store.close()
     assert time.time() > 0
+
+
+async def test_migration_v2_adds_history_columns_to_a_v1_database(store: Store) -> None:
+    """A store made before v2 gains jobs.suite/test, backfilled from the stored specs."""
+    import sqlalchemy as sa
+
+    await store.submit_job("old", spec(test="legacy"), "ci")
+    async with store.engine.begin() as conn:  # turn the database back into a v1 one
+        await conn.execute(sa.text("DROP INDEX ix_jobs_history"))
+        for column in ("suite", "test"):
+            await conn.execute(sa.text(f"ALTER TABLE jobs DROP COLUMN {column}"))
+        await conn.execute(sa.text("DELETE FROM schema_migrations WHERE version = 2"))
+    url = store.engine.url.render_as_string(hide_password=False)
+    reopened = await Store.open(url)
+    try:
+        lease = await reopened.claim_job("d1", [LANE], "h", 30)
+        assert lease is not None
+        await reopened.mark_running("old", lease.token)
+        await reopened.finish_job("old", lease.token, JobState.SUCCEEDED)
+        assert [j.id for j in await reopened.finished_jobs("s", "legacy")] == ["old"]
+    finally:
+        await reopened.close()
