@@ -41,9 +41,17 @@ def _v2_history_columns(conn: Connection) -> None:
     index.create(conn, checkfirst=True)
 
 
+def _v3_outbox(conn: Connection) -> None:
+    """The outbox table and the per-job event sequence."""
+    if "event_seq" not in {c["name"] for c in sa.inspect(conn).get_columns("jobs")}:
+        conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN event_seq INTEGER NOT NULL DEFAULT 0"))
+    tables.outbox.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "jobs, lanes, devices, iterations", _v1_initial),
     (2, "jobs.suite and jobs.test for histories", _v2_history_columns),
+    (3, "outbox and per-job event sequence numbers", _v3_outbox),
 ]
 
 

@@ -33,8 +33,11 @@ from labd.model import (
     TestSpec,
     can_move,
 )
+from labd.store import outbox as outbox_mod
 from labd.store.migrations import migrate
+from labd.store.outbox import OutboxRow, append_job_event
 from labd.store.tables import ACTIVE_STATES, devices, iterations, jobs, lanes
+from labd.store.tables import outbox as outbox_table
 
 log = structlog.get_logger("labd.store")
 
@@ -76,19 +79,20 @@ def default_sqlite_url(state_dir: Path) -> str:
 class Store:
     """Async access to labd's database. Create with `await Store.open(url)`."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, host: str = "") -> None:
         self.engine = engine
         self.dialect = engine.dialect.name
+        self.host = host  # who delivers the outbox rows this store writes
 
     @classmethod
-    async def open(cls, url: str) -> Store:
+    async def open(cls, url: str, host: str = "") -> Store:
         """Connect, apply pending migrations, and return the store."""
         if url.startswith("sqlite"):
             engine = create_async_engine(url, connect_args={"timeout": 30})
             _configure_sqlite(engine)
         else:
             engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
-        store = cls(engine)
+        store = cls(engine, host)
         try:
             async with engine.begin() as conn:
                 applied = await conn.run_sync(migrate)
@@ -140,6 +144,19 @@ class Store:
                         max_attempts=spec.max_attempts,
                         submitted_at=now,
                     )
+                )
+                await append_job_event(
+                    conn,
+                    self.host,
+                    job_id,
+                    "queued",
+                    "queued",
+                    {
+                        "submitter": submitter,
+                        "suite": spec.suite,
+                        "test": spec.test,
+                        "priority": spec.priority,
+                    },
                 )
         except IntegrityError:
             existing = await self.get_job(job_id)
@@ -241,7 +258,17 @@ class Store:
                     .returning(*jobs.c)
                 )
             ).first()
-        return Lease(_job(row), token) if row is not None else None
+            if row is None:
+                return None
+            await append_job_event(
+                conn,
+                self.host,
+                row.id,
+                "leased",
+                "leased",
+                {"device_id": device_id, "host": owner, "attempt": row.attempts},
+            )
+        return Lease(_job(row), token)
 
     async def _peek(
         self, conn: AsyncConnection, lane_keys: Sequence[str], now: float
@@ -283,13 +310,25 @@ class Store:
 
     async def mark_running(self, job_id: str, token: str) -> bool:
         return await self._move(
-            job_id, token, JobState.RUNNING, started_at=time.time(), from_states=("leased",)
+            job_id,
+            token,
+            JobState.RUNNING,
+            ("running", {}),
+            from_states=("leased",),
+            started_at=time.time(),
         )
 
     async def finish_job(self, job_id: str, token: str, state: JobState, error: str = "") -> bool:
         """Move a held job to a terminal state; False if the lease was lost meanwhile."""
         assert state.terminal
-        return await self._move(job_id, token, state, error=error, finished_at=time.time())
+        return await self._move(
+            job_id,
+            token,
+            state,
+            ("finished", {"error": error}),
+            error=error,
+            finished_at=time.time(),
+        )
 
     async def requeue_job(
         self, job_id: str, token: str, error: str, delay: float = 0.0, refund: bool = False
@@ -300,6 +339,7 @@ class Store:
             job_id,
             token,
             JobState.QUEUED,
+            ("requeued", {"reason": error, "retry_in_s": delay, "attempt_counted": not refund}),
             error=error,
             not_before=time.time() + delay,
             device_id="",
@@ -313,6 +353,7 @@ class Store:
         job_id: str,
         token: str,
         state: JobState,
+        event: tuple[str, dict[str, Any]],
         from_states: Sequence[str] = (),
         **values: Any,
     ) -> bool:
@@ -329,12 +370,15 @@ class Store:
                 )
                 .values(state=state.value, **values)
             )
-        return result.rowcount == 1
+            if result.rowcount != 1:
+                return False
+            await append_job_event(conn, self.host, job_id, event[0], state.value, event[1])
+        return True
 
     async def request_cancel(self, job_id: str) -> Job | None:
         """Cancel a queued job at once; flag an active one for its runner. None if unknown."""
         async with self.engine.begin() as conn:
-            await conn.execute(
+            cancelled = await conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.state == JobState.QUEUED.value)
                 .values(
@@ -344,11 +388,18 @@ class Store:
                     cancel_requested=True,
                 )
             )
-            await conn.execute(
+            flagged = await conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.state.in_(ACTIVE_STATES))
+                .where(jobs.c.cancel_requested.is_(False))
                 .values(cancel_requested=True)
+                .returning(jobs.c.state)
             )
+            if cancelled.rowcount == 1:
+                error = {"error": "cancelled while queued"}
+                await append_job_event(conn, self.host, job_id, "finished", "cancelled", error)
+            elif (state := flagged.scalar()) is not None:
+                await append_job_event(conn, self.host, job_id, "cancel_requested", state, {})
         return await self.get_job(job_id)
 
     async def expire_leases(self, now: float | None = None, owner: str = "") -> list[Job]:
@@ -386,8 +437,33 @@ class Store:
                         **values,
                     )
                 )
+                kind = "requeued" if values["state"] == "queued" else "finished"
+                detail = {"reason" if kind == "requeued" else "error": values["error"]}
+                await append_job_event(conn, self.host, row.id, kind, values["state"], detail)
                 moved.append(row.id)
         return [job for job_id in moved if (job := await self.get_job(job_id))]
+
+    # Outbox ---------------------------------------------------------------------------------
+
+    async def outbox_pending(self, limit: int = 100) -> list[OutboxRow]:
+        """This host's undelivered messages, oldest first."""
+        async with self.engine.connect() as conn:
+            return await outbox_mod.pending(conn, self.host, limit)
+
+    async def outbox_done(self, ids: Sequence[int]) -> None:
+        """Forget delivered messages."""
+        if ids:
+            async with self.engine.begin() as conn:
+                await conn.execute(outbox_table.delete().where(outbox_table.c.id.in_(list(ids))))
+
+    async def outbox_append(self, stream: str, key: str, body: dict[str, Any]) -> None:
+        async with self.engine.begin() as conn:
+            await outbox_mod.append(conn, self.host, stream, key, body)
+
+    async def outbox_depth(self) -> int:
+        async with self.engine.connect() as conn:
+            query = sa.select(sa.func.count()).where(outbox_table.c.host == self.host)
+            return int(await conn.scalar(query) or 0)
 
     # Iterations -----------------------------------------------------------------------------
 
@@ -401,6 +477,10 @@ class Store:
                     record=iteration.model_dump(mode="json"),
                 )
             )
+            data = iteration.model_dump(
+                mode="json", include={"attempt", "index", "warmup", "values", "error", "device_id"}
+            )
+            await append_job_event(conn, self.host, iteration.job_id, "iteration", "running", data)
 
     async def iterations(self, job_id: str, attempt: int | None = None) -> list[Iteration]:
         """Raw iterations of a job (one attempt, or every attempt), in order."""

@@ -42,6 +42,7 @@ jobs = sa.Table(
     sa.Column("lease_expires", sa.Float, nullable=False, default=0.0),
     sa.Column("not_before", sa.Float, nullable=False, default=0.0),
     sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
+    sa.Column("event_seq", sa.Integer, nullable=False, server_default="0"),  # since v3
     sa.Column("submitted_at", sa.Float, nullable=False),
     sa.Column("started_at", sa.Float),
     sa.Column("finished_at", sa.Float),
@@ -93,4 +94,19 @@ iterations = sa.Table(
     sa.Column("attempt", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("record", sa.JSON, nullable=False),  # the Iteration model as JSON
+)
+
+# The transactional outbox: a job's lifecycle events are written in the same transaction as
+# the change they describe, numbered per job, and deleted once a sink has delivered them.
+outbox = sa.Table(
+    "outbox",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column("host", sa.String(256), nullable=False),  # the host that delivers it
+    sa.Column("stream", sa.String(16), nullable=False),  # job, result, alert, error
+    sa.Column("key", sa.String(256), nullable=False),  # the job id (or what the row is about)
+    sa.Column("seq", sa.Integer, nullable=False),  # per job, from 1; 0 outside a job
+    sa.Column("body", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index("ix_outbox_host", "host", "id"),
 )

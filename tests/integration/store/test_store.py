@@ -131,6 +131,7 @@ async def test_retry_backoff_delays_the_next_claim(store: Store) -> None:
 
 
 async def test_iterations_are_kept_raw_per_attempt(store: Store) -> None:
+    await store.submit_job("j", spec(), "ci")
     now = datetime.now(UTC)
     for attempt, idx in [(1, 0), (2, 0), (2, 1)]:
         await store.add_iteration(
@@ -186,3 +187,44 @@ async def test_migration_v2_adds_history_columns_to_a_v1_database(store: Store) 
         assert [j.id for j in await reopened.finished_jobs("s", "legacy")] == ["old"]
     finally:
         await reopened.close()
+
+
+async def test_every_job_change_queues_one_numbered_event_in_its_transaction(
+    store: Store,
+) -> None:
+    store.host = "host-a"
+    await store.submit_job("j", spec(), "ci")
+    lease = await claim(store)
+    assert lease is not None
+    await store.mark_running("j", lease.token)
+    now = datetime.now(UTC)
+    await store.add_iteration(
+        Iteration(
+            job_id="j",
+            attempt=1,
+            index=0,
+            warmup=False,
+            values={"v": 1.0},
+            started_at=now,
+            finished_at=now,
+            device_id="d1",
+        )
+    )
+    assert not await store.finish_job("j", "wrong-token", JobState.SUCCEEDED)  # no event
+    await store.finish_job("j", lease.token, JobState.SUCCEEDED)
+    rows = await store.outbox_pending()
+    assert [(r.seq, r.body["kind"], r.body["state"]) for r in rows] == [
+        (1, "queued", "queued"),
+        (2, "leased", "leased"),
+        (3, "running", "running"),
+        (4, "iteration", "running"),
+        (5, "finished", "succeeded"),
+    ]
+    assert len({r.body["event_id"] for r in rows}) == 5
+    assert rows[3].body["data"]["values"] == {"v": 1.0}
+    store.host = "host-b"
+    assert await store.outbox_pending() == []  # each host delivers its own rows
+    store.host = "host-a"
+    await store.outbox_done([r.id for r in rows[:2]])
+    assert [r.seq for r in await store.outbox_pending()] == [3, 4, 5]
+    assert await store.outbox_depth() == 3

@@ -1,0 +1,82 @@
+"""Writing and draining the outbox. A job event is appended inside the transaction that makes
+the change it reports, so an event exists exactly when its change does, crash or not."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from labd.store.tables import jobs, outbox
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    id: int
+    stream: str
+    key: str
+    seq: int
+    body: dict[str, Any]
+
+
+async def append_job_event(
+    conn: AsyncConnection, host: str, job_id: str, kind: str, state: str, data: dict[str, Any]
+) -> None:
+    """Number the job's next event and queue it, in the caller's transaction."""
+    seq = (
+        await conn.execute(
+            jobs.update()
+            .where(jobs.c.id == job_id)
+            .values(event_seq=jobs.c.event_seq + 1)
+            .returning(jobs.c.event_seq)
+        )
+    ).scalar_one()
+    now = time.time()
+    body = {
+        "schema_version": SCHEMA_VERSION,
+        "event_id": uuid.uuid4().hex,
+        "job_id": job_id,
+        "seq": seq,
+        "kind": kind,
+        "state": state,
+        "time": now,
+        "host": host,
+        "data": data,
+    }
+    await conn.execute(
+        outbox.insert().values(
+            host=host, stream="job", key=job_id, seq=seq, body=body, created_at=now
+        )
+    )
+
+
+async def append(
+    conn: AsyncConnection, host: str, stream: str, key: str, body: dict[str, Any]
+) -> None:
+    """Queue a message outside a job's event sequence (a result, an alert, an error)."""
+    await conn.execute(
+        outbox.insert().values(
+            host=host,
+            stream=stream,
+            key=key,
+            seq=0,
+            body={"schema_version": SCHEMA_VERSION, **body},
+            created_at=time.time(),
+        )
+    )
+
+
+async def pending(conn: AsyncConnection, host: str, limit: int) -> list[OutboxRow]:
+    rows = await conn.execute(
+        sa.select(outbox.c.id, outbox.c.stream, outbox.c.key, outbox.c.seq, outbox.c.body)
+        .where(outbox.c.host == host)
+        .order_by(outbox.c.id)
+        .limit(limit)
+    )
+    return [OutboxRow(r.id, r.stream, r.key, r.seq, r.body) for r in rows]
