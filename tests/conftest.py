@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,8 @@ def labd_config(tmp_path: Path) -> Iterator[Path]:
     """A config file for a private daemon: free port, state in tmp_path, short grace."""
     path = tmp_path / "labd.toml"
     path.write_text(
-        f'[daemon]\nstate_dir = "{tmp_path / "state"}"\nshutdown_grace = 5\n'
+        f'[daemon]\nlab = "t-{uuid.uuid4().hex[:10]}"\n'
+        f'state_dir = "{tmp_path / "state"}"\nshutdown_grace = 5\n'
         '[http]\nport = 0\n[log]\nformat = "json"\n'
     )
     yield path

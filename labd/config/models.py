@@ -155,6 +155,45 @@ class SchedulerSettings(Section):
         return self
 
 
+class MqttSettings(Section):
+    """The MQTT interface: CI submits and follows jobs; labd publishes events and state."""
+
+    enabled: bool = Field(True, description="Bridge the daemon to an MQTT broker.")
+    url: str = Field(
+        "",
+        pattern=r"^$|^mqtts?://[^/\s]+$",
+        description=(
+            "Broker, e.g. mqtt://broker.lab:1883 or mqtts://broker.lab:8883. Empty: use what "
+            "listens on embedded_host:embedded_port, or start an embedded broker there."
+        ),
+    )
+    embedded_host: str = Field("127.0.0.1", description="Where the embedded broker listens.")
+    embedded_port: int = Field(1883, ge=1, le=65535, description="Port of the embedded broker.")
+    prefix: str = Field(
+        "", description="Topic prefix; empty means labd/v1/<lab>.", pattern=r"^[^#+\s]*$"
+    )
+    client_id: str = Field("", description="MQTT client id; empty means labd-<lab>-<host>.")
+    username: str = Field("", description="Username for the broker; empty: anonymous.")
+    password: str = Field("", description="Password for the broker.")
+    tls_ca: str = Field("", description="CA certificate file to verify the broker (mqtts).")
+    tls_cert: str = Field("", description="Client certificate file, for mutual TLS.")
+    tls_key: str = Field("", description="Client key file, for mutual TLS.")
+    admin_users: list[str] = Field(
+        default_factory=list,
+        description="Senders (usernames or client ids) whose device commands are accepted.",
+    )
+    max_payload_bytes: int = Field(
+        262_144, ge=1024, le=16 * 2**20, description="Larger incoming payloads are refused."
+    )
+    submits_per_minute: int = Field(
+        120, ge=1, le=100_000, description="Submissions accepted per sender per minute."
+    )
+    keepalive_s: int = Field(30, ge=5, le=3600, description="MQTT keep-alive.")
+    reconnect_max_s: float = Field(
+        30, ge=1, le=3600, description="Longest wait between reconnection attempts."
+    )
+
+
 class Settings(Section):
     """The whole configuration of one labd host."""
 
@@ -167,6 +206,7 @@ class Settings(Section):
     scheduler: SchedulerSettings = Field(
         default_factory=SchedulerSettings, description="Scheduler."
     )
+    mqtt: MqttSettings = Field(default_factory=MqttSettings, description="MQTT.")
     drivers: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Options per driver plugin, e.g. [drivers.host]; see each driver.",

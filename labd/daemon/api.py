@@ -6,7 +6,6 @@ It listens on loopback by default: whoever can reach it administers this host.
 from __future__ import annotations
 
 import json
-import statistics
 from typing import Any
 
 from aiohttp import web
@@ -14,8 +13,8 @@ from aiohttp import web
 from labd.errors import InvalidSpec
 from labd.model import AdminState, Job, JobState
 from labd.pool import Pool
+from labd.results import history_view, results_view
 from labd.scheduler import JobService, Scheduler
-from labd.stats import summarize
 from labd.store import JobConflict, Store
 
 MAX_BODY = 256 * 1024
@@ -23,49 +22,6 @@ MAX_BODY = 256 * 1024
 
 def job_view(job: Job) -> dict[str, Any]:
     return job.model_dump(mode="json")
-
-
-async def results_view(store: Store, job: Job) -> dict[str, Any]:
-    """Raw values of every attempt, and a summary of the last attempt's measured iterations."""
-    iterations = await store.iterations(job.id)
-    last = [i for i in iterations if i.attempt == job.attempts]
-    measured = [i for i in last if not i.warmup and not i.error]
-    names = sorted({name for i in measured for name in i.values})
-    summary = {}
-    for name in names:
-        stats = summarize([i.values[name] for i in measured if name in i.values])
-        if stats is not None:
-            summary[name] = stats.as_dict()
-    return {
-        "job": job_view(job),
-        "summary": summary,
-        "iterations": [i.model_dump(mode="json") for i in iterations],
-    }
-
-
-async def history_view(store: Store, suite: str, test: str) -> dict[str, Any]:
-    """A test's history: per (metric, device class) series, one value per succeeded job (the
-    median of its measured iterations), oldest first; a build is named by its revision."""
-    series: dict[str, dict[str, list[Any]]] = {}
-    for job in await store.finished_jobs(suite, test):
-        measured = [
-            i
-            for i in await store.iterations(job.id, attempt=job.attempts)
-            if not i.warmup and not i.error
-        ]
-        if not measured:
-            continue
-        device_class = measured[0].fingerprint.get("model") or job.device_id
-        build = job.spec.build.revision or job.spec.build.build_id or job.id
-        for metric in sorted({name for i in measured for name in i.values}):
-            values = [i.values[metric] for i in measured if metric in i.values]
-            entry = series.setdefault(
-                f"{suite}/{test}/{metric}/{device_class}", {"builds": [], "values": [], "jobs": []}
-            )
-            entry["builds"].append(build)
-            entry["values"].append(statistics.median(values))
-            entry["jobs"].append(job.id)
-    return {"suite": suite, "test": test, "series": series}
 
 
 class Api:

@@ -10,6 +10,7 @@ import asyncio
 import signal
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import structlog
 
@@ -22,6 +23,7 @@ from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
 from labd.metrics import DaemonMetrics
+from labd.mqtt import EmbeddedBroker, Inbound, MqttBridge, Topics, listening
 from labd.pool import Pool, load_drivers, load_power
 from labd.scheduler import JobService, Scheduler
 from labd.store import Store, default_sqlite_url
@@ -50,8 +52,8 @@ class StoreComponent:
 
     name = "store"
 
-    def __init__(self, url: str) -> None:
-        self.url = url
+    def __init__(self, url: str, host: str) -> None:
+        self.url, self.host = url, host
         self._store: Store | None = None
 
     @property
@@ -60,7 +62,7 @@ class StoreComponent:
         return self._store
 
     async def start(self) -> None:
-        self._store = await Store.open(self.url)
+        self._store = await Store.open(self.url, self.host)
 
     async def stop(self, grace: float) -> None:
         await self.store.close()
@@ -131,9 +133,9 @@ class Daemon:
         settings = self.settings
         state_dir = settings.daemon.state_path
         await asyncio.to_thread(state_dir.mkdir, parents=True, exist_ok=True)
-        store = StoreComponent(settings.store.url or default_sqlite_url(state_dir))
-        yield store
         host = settings.daemon.host_name
+        store = StoreComponent(settings.store.url or default_sqlite_url(state_dir), host)
+        yield store
         self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)
         yield self.pool
         self.jobs = JobService(
@@ -149,6 +151,9 @@ class Daemon:
             state_dir / "jobs",
         )
         yield self.scheduler
+        if settings.mqtt.enabled:
+            async for component in self._mqtt(store.store):
+                yield component
         if settings.http.enabled:
             from labd.daemon.api import Api
 
@@ -157,6 +162,36 @@ class Daemon:
             )
             self.side_port.add_probe("store", store.store.ping)
             yield self.side_port
+
+    async def _mqtt(self, store: Store) -> AsyncIterator[Component]:
+        """The embedded broker when none is configured or listening, then the bridge."""
+        settings, lab = self.settings.mqtt, self.settings.daemon.lab
+        host = self.settings.daemon.host_name
+        if settings.url:
+            parts = urlsplit(settings.url)
+            address = (
+                parts.hostname or "localhost",
+                parts.port or (8883 if parts.scheme == "mqtts" else 1883),
+            )
+        else:
+            address = (settings.embedded_host, settings.embedded_port)
+            if not await asyncio.to_thread(listening, *address):
+                yield EmbeddedBroker(*address)
+        topics = Topics(settings.prefix or f"labd/v1/{lab}")
+        inbound = Inbound(settings, topics, self.jobs, self.scheduler, self.pool)
+        bridge = MqttBridge(
+            settings,
+            address,
+            topics,
+            host,
+            settings.client_id or f"labd-{lab}-{host}",
+            store,
+            inbound,
+            self.pool,
+            self.bus,
+        )
+        self.side_port.add_probe("broker", bridge.probe)
+        yield bridge
 
     async def _stop_all(self, started: list[Component]) -> None:
         loop = asyncio.get_running_loop()

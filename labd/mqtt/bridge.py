@@ -1,0 +1,270 @@
+"""The bridge between labd and an MQTT broker.
+
+Out: the outbox drained at least once with QoS 1 (job events, then the job's retained state
+and, when it finishes, its result summary), devices' retained state, this host's retained
+status with an "offline" last will. In: submissions, cancellations, device commands (see
+`inbound`). While the broker is away jobs run on, their events wait in the outbox, and the
+bridge reconnects with exponential backoff and jitter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import ssl
+from typing import Literal
+from urllib.parse import urlsplit
+
+import aiomqtt
+import structlog
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from labd import __version__
+from labd.config import MqttSettings
+from labd.events import DeviceChanged, EventBus
+from labd.model import Device
+from labd.mqtt.inbound import Inbound, Reply
+from labd.mqtt.messages import DeviceStateMessage, HostStatus, JobStateMessage, ResultMessage
+from labd.mqtt.topics import Topics
+from labd.pool import Pool
+from labd.results import summary_of
+from labd.store import Store
+from labd.store.outbox import OutboxRow
+from labd.tasks import TaskSet
+
+log = structlog.get_logger("labd.mqtt")
+
+UNSUPPORTED_PROTOCOL = 132  # CONNACK reason code of a broker that speaks MQTT 3.1.1 only
+DRAIN_BATCH = 100
+
+
+class MqttBridge:
+    name = "mqtt"
+
+    def __init__(
+        self,
+        settings: MqttSettings,
+        address: tuple[str, int],
+        topics: Topics,
+        host: str,
+        client_id: str,
+        store: Store,
+        inbound: Inbound,
+        pool: Pool,
+        bus: EventBus,
+    ) -> None:
+        self.settings, self.address, self.topics = settings, address, topics
+        self.host, self.client_id = host, client_id
+        self.store, self.inbound, self.pool, self.bus = store, inbound, pool, bus
+        self.connected = False
+        self.protocol = aiomqtt.ProtocolVersion.V5
+        self.last_error = "not connected yet"
+        self._client: aiomqtt.Client | None = None
+        self._tasks = TaskSet("mqtt")
+        self._wake = asyncio.Event()
+        self._devices = bus.subscribe("mqtt-devices", DeviceChanged)
+        self._activity = bus.subscribe("mqtt-outbox")  # any event may have queued a row
+
+    async def start(self) -> None:
+        self._tasks.spawn("connection", self._connection_loop())
+        self._tasks.spawn("wake", self._wake_on_events())
+
+    async def stop(self, grace: float) -> None:
+        client = self._client
+        if client is not None and self.connected:
+            try:  # a clean goodbye; the last will covers the unclean ones
+                await client.publish(
+                    self.topics.host_status(self.host),
+                    self._status("offline"),
+                    1,
+                    True,
+                    timeout=2,
+                )
+            except aiomqtt.MqttError as e:
+                log.warning("could not publish offline status", error=str(e))
+        await self._tasks.cancel_all()
+        self.bus.unsubscribe(self._devices)
+        self.bus.unsubscribe(self._activity)
+
+    async def probe(self) -> str | None:
+        """For /readyz: None when connected, else why not."""
+        if self.connected:
+            return None
+        host, port = self.address
+        return f"broker {host}:{port} not connected: {self.last_error}"
+
+    # Connection -------------------------------------------------------------------------------
+
+    def _status(self, status: Literal["online", "offline"]) -> bytes:
+        message = HostStatus(host=self.host, status=status, version=__version__)
+        return message.model_dump_json().encode()
+
+    def _client_for(self) -> aiomqtt.Client:
+        s = self.settings
+        tls = None
+        if urlsplit(s.url).scheme == "mqtts" or s.tls_ca or s.tls_cert:
+            tls = aiomqtt.TLSParameters(
+                ca_certs=s.tls_ca or None,
+                certfile=s.tls_cert or None,
+                keyfile=s.tls_key or None,
+                cert_reqs=ssl.CERT_REQUIRED,
+            )
+        will = aiomqtt.Will(self.topics.host_status(self.host), self._status("offline"), 1, True)
+        return aiomqtt.Client(
+            self.address[0],
+            self.address[1],
+            username=s.username or None,
+            password=s.password or None,
+            identifier=self.client_id,
+            protocol=self.protocol,
+            will=will,
+            keepalive=s.keepalive_s,
+            tls_params=tls,
+            timeout=10,
+            # Our subscriptions and unacknowledged QoS 1 messages survive a reconnect.
+            clean_session=False if self.protocol == aiomqtt.ProtocolVersion.V311 else None,
+            clean_start=False if self.protocol == aiomqtt.ProtocolVersion.V5 else 3,
+        )
+
+    async def _connection_loop(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                async with self._client_for() as client:
+                    self._client, self.connected, delay = client, True, 0.5
+                    log.info("mqtt connected", broker=self.address, protocol=self.protocol.name)
+                    await self._session(client)
+            except aiomqtt.MqttCodeError as e:
+                if e.rc == UNSUPPORTED_PROTOCOL and self.protocol == aiomqtt.ProtocolVersion.V5:
+                    log.info("broker speaks MQTT 3.1.1 only; using it")
+                    self.protocol = aiomqtt.ProtocolVersion.V311
+                    continue
+                self._lost(str(e))
+            except aiomqtt.MqttError as e:
+                self._lost(str(e))
+            wait = delay * random.uniform(0.5, 1.5)  # jitter: hosts must not reconnect in step
+            await asyncio.sleep(wait)
+            delay = min(delay * 2, self.settings.reconnect_max_s)
+
+    def _lost(self, error: str) -> None:
+        if self.connected or self.last_error != error:
+            log.warning("mqtt connection lost; reconnecting", broker=self.address, error=error)
+        self.connected, self._client, self.last_error = False, None, error
+
+    async def _session(self, client: aiomqtt.Client) -> None:
+        await client.publish(self.topics.host_status(self.host), self._status("online"), 1, True)
+        for topic in (self.topics.submit, self.topics.cancel_filter, self.topics.command_filter):
+            await client.subscribe(topic, qos=1)
+        for device in list(self.pool.devices.values()):
+            await self._publish_device(client, device)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._read(client), name="mqtt:read")
+                group.create_task(self._drain(client), name="mqtt:drain")
+                group.create_task(self._follow_devices(client), name="mqtt:devices")
+        except* aiomqtt.MqttError as failed:
+            raise failed.exceptions[0] from None
+
+    # In ---------------------------------------------------------------------------------------
+
+    async def _read(self, client: aiomqtt.Client) -> None:
+        async for message in client.messages:
+            props = message.properties
+            response = getattr(props, "ResponseTopic", "") or ""
+            correlation = getattr(props, "CorrelationData", None)
+            payload = message.payload if isinstance(message.payload, bytes) else b""
+            if isinstance(message.payload, str):
+                payload = message.payload.encode()
+            try:
+                replies = await self.inbound.handle(
+                    message.topic.value, payload, response, correlation
+                )
+            except Exception:
+                log.exception("handling an mqtt message failed", topic=message.topic.value)
+                continue
+            for reply in replies:
+                await self._reply(client, reply)
+
+    async def _reply(self, client: aiomqtt.Client, reply: Reply) -> None:
+        properties = None
+        if reply.correlation is not None and self.protocol == aiomqtt.ProtocolVersion.V5:
+            properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+            properties.CorrelationData = reply.correlation
+        await client.publish(
+            reply.topic, reply.message.model_dump_json().encode(), 1, properties=properties
+        )
+
+    # Out --------------------------------------------------------------------------------------
+
+    async def _wake_on_events(self) -> None:
+        async for _ in self._activity:
+            self._wake.set()
+
+    async def _drain(self, client: aiomqtt.Client) -> None:
+        while True:
+            self._wake.clear()
+            rows = await self.store.outbox_pending(DRAIN_BATCH)
+            delivered: list[int] = []
+            try:
+                for row in rows:
+                    await self._deliver(client, row)
+                    delivered.append(row.id)
+            finally:
+                await self.store.outbox_done(delivered)
+            if len(rows) < DRAIN_BATCH:
+                try:  # events wake us at once; the poll catches rows of a restarted daemon
+                    async with asyncio.timeout(0.5):
+                        await self._wake.wait()
+                except TimeoutError:
+                    continue
+
+    async def _deliver(self, client: aiomqtt.Client, row: OutboxRow) -> None:
+        if row.stream != "job":
+            log.warning("outbox row of an unknown stream dropped", stream=row.stream, id=row.id)
+            return
+        body = row.body
+        await client.publish(self.topics.job_events(row.key), json.dumps(body).encode(), 1)
+        state = JobStateMessage(job_id=row.key, state=body["state"], seq=row.seq, time=body["time"])
+        await client.publish(
+            self.topics.job_state(row.key), state.model_dump_json().encode(), 1, True
+        )
+        if body["kind"] == "finished":
+            await self._publish_result(client, row.key)
+
+    async def _publish_result(self, client: aiomqtt.Client, job_id: str) -> None:
+        job = await self.store.get_job(job_id)
+        if job is None:
+            return
+        result = ResultMessage(
+            job_id=job.id,
+            suite=job.spec.suite,
+            test=job.spec.test,
+            state=job.state.value,
+            device_id=job.device_id,
+            build=job.spec.build.model_dump(),
+            summary=await summary_of(self.store, job),
+        )
+        topic = self.topics.results(job.spec.suite, job.spec.test)
+        await client.publish(topic, result.model_dump_json().encode(), 1)
+
+    async def _follow_devices(self, client: aiomqtt.Client) -> None:
+        async for event in self._devices:
+            assert isinstance(event, DeviceChanged)
+            if device := self.pool.devices.get(event.device_id):
+                await self._publish_device(client, device)
+
+    async def _publish_device(self, client: aiomqtt.Client, device: Device) -> None:
+        message = DeviceStateMessage(
+            device_id=device.id,
+            host=device.host,
+            platform=device.platform,
+            model=device.model,
+            state=device.state.value,
+            admin=device.admin.value,
+            reason=device.reason,
+        )
+        await client.publish(
+            self.topics.device_state(device.id), message.model_dump_json().encode(), 1, True
+        )

@@ -1,0 +1,139 @@
+"""Every MQTT payload labd reads or writes, as pydantic models with a schema version.
+`labd schemas export` turns these into JSON Schema and an AsyncAPI document."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labd.model import TestSpec
+
+SCHEMA_VERSION = 1
+ID = r"^[A-Za-z0-9_.:@-]{1,128}$"
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = Field(1, description="Version of this message's schema.")
+
+
+class SubmitRequest(Message):
+    """In, on <prefix>/jobs/submit: run this test. The answer is the job's first event."""
+
+    id: str = Field(
+        "", pattern=r"^$|" + ID, description="Job id; resubmitting the same id is harmless."
+    )
+    sender: str = Field("anonymous", max_length=128, description="Who submits (fair queuing).")
+    spec: TestSpec
+
+
+class CancelRequest(Message):
+    """In, on <prefix>/jobs/<id>/cancel: cancel the job in whatever state it is."""
+
+    sender: str = Field("anonymous", max_length=128)
+
+
+class DeviceCommand(Message):
+    """In, on <prefix>/devices/<id>/command: an administrator's command."""
+
+    action: Literal["drain", "enable", "maintenance"]
+    sender: str = Field(max_length=128, description="Must be one of mqtt.admin_users.")
+
+
+class JobEvent(Message):
+    """Out, QoS 1, on <prefix>/jobs/<id>/events: one lifecycle event. `seq` counts from 1
+    per job without gaps (0 for a rejected submission), so consumers can drop duplicates
+    (same event_id) and notice gaps."""
+
+    event_id: str
+    job_id: str
+    seq: int = Field(ge=0)
+    kind: Literal[
+        "rejected",
+        "queued",
+        "leased",
+        "running",
+        "iteration",
+        "requeued",
+        "cancel_requested",
+        "finished",
+    ]
+    state: str
+    time: float
+    host: str
+    data: dict[str, Any]
+
+
+class JobStateMessage(Message):
+    """Out, retained, on <prefix>/jobs/<id>/state: the job's latest state."""
+
+    job_id: str
+    state: str
+    seq: int
+    time: float
+
+
+class DeviceStateMessage(Message):
+    """Out, retained, on <prefix>/devices/<id>/state."""
+
+    device_id: str
+    host: str
+    platform: str
+    model: str
+    state: str
+    admin: str
+    reason: str
+
+
+class HostStatus(Message):
+    """Out, retained, on <prefix>/hosts/<host>/status; the broker sends "offline" as the
+    last will when labd dies."""
+
+    host: str
+    status: Literal["online", "offline"]
+    version: str = ""
+
+
+class ResultMessage(Message):
+    """Out, on <prefix>/results/<suite>/<test>: the summary of a finished job."""
+
+    job_id: str
+    suite: str
+    test: str
+    state: str
+    device_id: str
+    build: dict[str, str]
+    summary: dict[str, dict[str, Any]]
+
+
+class SubmitAnswer(Message):
+    """Out, on a submission's MQTT 5 response topic, with its correlation data."""
+
+    job_id: str
+    accepted: bool
+    duplicate: bool = False
+    problems: list[str] = Field(default_factory=list)
+
+
+class ErrorMessage(Message):
+    """Out, on <prefix>/errors: input that was refused, and every reason."""
+
+    topic: str
+    problems: list[str]
+    sender: str = ""
+
+
+MESSAGES: dict[str, type[Message]] = {
+    "submit_request": SubmitRequest,
+    "cancel_request": CancelRequest,
+    "device_command": DeviceCommand,
+    "job_event": JobEvent,
+    "job_state": JobStateMessage,
+    "device_state": DeviceStateMessage,
+    "host_status": HostStatus,
+    "result": ResultMessage,
+    "submit_answer": SubmitAnswer,
+    "error": ErrorMessage,
+}

@@ -1,0 +1,160 @@
+"""A private Mosquitto per test (its own port, optionally persistent, TLS or passwords), and
+a real MQTT client that collects what labd publishes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import pytest
+
+from tests.conftest import REQUIRE_SERVICES
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Mosquitto:
+    """mosquitto -c <file>, restartable (for outage tests), on a free port."""
+
+    def __init__(self, workdir: Path, extra: str = "") -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.conf = workdir / "mosquitto.conf"
+        self.conf.write_text(
+            f"listener {self.port} 127.0.0.1\n"
+            f"persistence true\npersistence_location {workdir}/\n{extra}"
+        )
+        if "allow_anonymous" not in extra:
+            self.conf.write_text(self.conf.read_text() + "allow_anonymous true\n")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    def start(self) -> None:
+        log = (self.workdir / "mosquitto.log").open("ab")
+        self.proc = subprocess.Popen(["mosquitto", "-c", str(self.conf)], stderr=log, stdout=log)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(
+            f"mosquitto did not start: {(self.workdir / 'mosquitto.log').read_text()}"
+        )
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def mosquitto_factory(tmp_path: Path) -> Iterator[Any]:
+    if shutil.which("mosquitto") is None:
+        if REQUIRE_SERVICES:
+            pytest.fail("mosquitto is not installed and LABD_REQUIRE_SERVICES=1")
+        pytest.skip("mosquitto is not installed (apt-get install mosquitto)")
+    started: list[Mosquitto] = []
+
+    def start(extra: str = "", name: str = "broker") -> Mosquitto:
+        workdir = tmp_path / name
+        workdir.mkdir()
+        broker = Mosquitto(workdir, extra)
+        started.append(broker)
+        return broker
+
+    yield start
+    for broker in started:
+        broker.stop()
+
+
+def daemon_config(tmp_path: Path, mqtt: str, name: str = "labd", extra: str = "") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(
+        f'[daemon]\nlab = "lab1"\nhost = "{name}"\nstate_dir = "{tmp_path / name}"\n'
+        f'shutdown_grace = 3\n[http]\nport = 0\n[log]\nformat = "json"\n'
+        f"[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
+        f"[mqtt]\n{mqtt}\n{extra}"
+    )
+    return path
+
+
+def spec(iterations: int = 3, seconds: float = 0.01) -> dict[str, Any]:
+    return {
+        "suite": "mq",
+        "test": "sleep",
+        "scenario": "command",
+        "iterations": iterations,
+        "warmup": 0,
+        "params": {"command": ["sleep", str(seconds)]},
+        "device": {"platform": "host"},
+    }
+
+
+class Follower:
+    """A CI-like client: subscribes to a prefix and records every message by topic."""
+
+    def __init__(self, port: int, prefix: str = "labd/v1/lab1", **client: Any) -> None:
+        self.port, self.prefix, self.client_kw = port, prefix, client
+        self.messages: list[tuple[str, Any]] = []
+        self.task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                async with aiomqtt.Client(
+                    "127.0.0.1",
+                    self.port,
+                    identifier="follower",
+                    clean_session=False,
+                    **self.client_kw,
+                ) as client:
+                    await client.subscribe(f"{self.prefix}/#", qos=1)
+                    self.ready.set()
+                    async for message in client.messages:
+                        try:
+                            body = json.loads(message.payload)  # type: ignore[arg-type]
+                        except ValueError:
+                            body = message.payload
+                        self.messages.append((message.topic.value, body))
+            except aiomqtt.MqttError:
+                await asyncio.sleep(0.2)
+
+    async def __aenter__(self) -> Follower:
+        self.task = asyncio.get_running_loop().create_task(self.run())
+        await asyncio.wait_for(self.ready.wait(), 10)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+
+    def on(self, suffix: str) -> list[Any]:
+        return [body for topic, body in self.messages if topic == f"{self.prefix}/{suffix}"]
+
+    async def wait_for(self, predicate: Any, within: float = 60) -> None:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"timed out; messages so far: {self.messages[-10:]}")
+
+
+async def publish(port: int, topic: str, payload: bytes, **client: Any) -> None:
+    async with aiomqtt.Client("127.0.0.1", port, **client) as c:
+        await c.publish(topic, payload, qos=1)

@@ -1,0 +1,140 @@
+"""labd over MQTT against a real Mosquitto: submit, follow, malformed input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from tests.conftest import LabdProcess
+from tests.integration.mqtt.conftest import Follower, daemon_config, publish, spec
+
+PREFIX = "labd/v1/lab1"
+
+
+def events_of(follower: Follower, job_id: str) -> list[dict[str, Any]]:
+    return follower.on(f"jobs/{job_id}/events")
+
+
+def finished(follower: Follower, job_id: str) -> bool:
+    return any(e["kind"] == "finished" for e in events_of(follower, job_id))
+
+
+def assert_complete(events: list[dict[str, Any]]) -> None:
+    """Every sequence number from 1 up, none missing (duplicates are allowed)."""
+    seqs = sorted({e["seq"] for e in events})
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+
+
+async def test_submit_follow_and_result(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    broker = mosquitto_factory()
+    daemon: LabdProcess = start_labd(
+        daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    )
+    daemon.wait_for_log("mqtt connected")
+    assert daemon.get("/readyz")[1]["checks"]["broker"] == "ok"
+    async with Follower(broker.port) as ci:
+        await ci.wait_for(lambda: ci.on("hosts/labd/status"))
+        assert ci.on("hosts/labd/status")[-1]["status"] == "online"
+        # An MQTT 5 client gets its answer on its response topic, with its correlation data.
+        props = Properties(PacketTypes.PUBLISH)
+        props.ResponseTopic = "ci/answers"
+        props.CorrelationData = b"req-1"
+        async with aiomqtt.Client(
+            "127.0.0.1", broker.port, protocol=aiomqtt.ProtocolVersion.V5
+        ) as client:
+            await client.subscribe("ci/answers", qos=1)
+            body = json.dumps({"id": "job-1", "sender": "ci", "spec": spec(3)})
+            await client.publish(f"{PREFIX}/jobs/submit", body, qos=1, properties=props)
+            async with asyncio.timeout(10):
+                async for message in client.messages:
+                    answer = json.loads(message.payload)  # type: ignore[arg-type]
+                    assert message.properties.CorrelationData == b"req-1"  # type: ignore[union-attr]
+                    break
+        assert answer == {
+            "schema_version": 1,
+            "job_id": "job-1",
+            "accepted": True,
+            "duplicate": False,
+            "problems": [],
+        }
+        await ci.wait_for(lambda: finished(ci, "job-1"))
+        events = events_of(ci, "job-1")
+        assert_complete(events)
+        kinds = [e["kind"] for e in sorted(events, key=lambda e: e["seq"])]
+        assert kinds == [
+            "queued",
+            "leased",
+            "running",
+            "iteration",
+            "iteration",
+            "iteration",
+            "finished",
+        ]
+        assert events[-1]["state"] == "succeeded"
+        await ci.wait_for(lambda: ci.on("results/mq/sleep"))
+        (result,) = ci.on("results/mq/sleep")
+        assert result["job_id"] == "job-1" and result["summary"]["wall_time_ms"]["n"] == 3
+        assert ci.on("jobs/job-1/state")[-1]["state"] == "succeeded"
+        devices = [b for t, b in ci.messages if t.startswith(f"{PREFIX}/devices/")]
+        assert devices and devices[-1]["platform"] == "host"
+    assert daemon.stop() == 0
+
+
+async def test_malformed_payloads_are_answered_and_other_jobs_unaffected(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    broker = mosquitto_factory()
+    daemon: LabdProcess = start_labd(
+        daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    )
+    daemon.wait_for_log("mqtt connected")
+    good = json.dumps({"id": "fine", "spec": spec(2)}).encode()
+    bad = {
+        "not JSON": b"{nope",
+        "invalid UTF-8": b"\xff\xfe\xfa",
+        "wrong type": json.dumps({"spec": {**spec(), "iterations": "many"}}).encode(),
+        "missing field": json.dumps({"id": "x1"}).encode(),
+        "unknown field": json.dumps({"spec": spec(), "colour": "red"}).encode(),
+        "10 MB": b'{"spec": "' + b"a" * 10_000_000 + b'"}',
+        "impossible device": json.dumps(
+            {"id": "x2", "spec": {**spec(), "device": {"platform": "android"}}}
+        ).encode(),
+    }
+    async with Follower(broker.port) as ci:
+        for payload in bad.values():
+            await publish(broker.port, f"{PREFIX}/jobs/submit", payload)
+        await publish(broker.port, f"{PREFIX}/jobs/submit", good)
+        await publish(broker.port, f"{PREFIX}/jobs/nope/cancel", b"")
+        await publish(
+            broker.port,
+            f"{PREFIX}/devices/host-labd/command",
+            json.dumps({"action": "drain", "sender": "mallory"}).encode(),
+        )
+        await ci.wait_for(lambda: len(ci.on("errors")) >= len(bad) + 2 and finished(ci, "fine"))
+        problems = [" ".join(e["problems"]) for e in ci.on("errors")]
+        expected = [
+            "payload is not JSON",
+            "payload is not UTF-8",
+            "spec.iterations: input should be a valid integer",
+            "spec: field required",
+            "colour: unknown key",
+            "over the 262144 limit",
+            "no device in the lab matches platform=android",
+            "no job 'nope'",
+            "sender 'mallory' is not an administrator",
+        ]
+        for fragment in expected:
+            assert any(fragment in p for p in problems), (fragment, problems)
+        rejected = events_of(ci, "x2")
+        assert rejected and rejected[0]["kind"] == "rejected" and rejected[0]["seq"] == 0
+        assert events_of(ci, "fine")[-1]["state"] == "succeeded"
+    assert daemon.get("/healthz")[0] == 200
+    assert daemon.stop() == 0
