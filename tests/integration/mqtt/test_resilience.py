@@ -1,0 +1,64 @@
+"""Nothing is lost: a broker that goes away mid-job, a daemon that is SIGKILLed, a last will."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import LabdProcess
+from tests.integration.mqtt.conftest import Follower, daemon_config, publish, spec
+from tests.integration.mqtt.test_bridge import PREFIX, assert_complete, events_of, finished
+
+
+async def test_broker_away_for_10_s_mid_job_loses_no_event(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    broker = mosquitto_factory()
+    daemon: LabdProcess = start_labd(
+        daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"\nreconnect_max_s = 2')
+    )
+    daemon.wait_for_log("mqtt connected")
+    async with Follower(broker.port) as ci:
+        job = json.dumps({"id": "long", "spec": spec(iterations=24, seconds=0.5)}).encode()
+        await publish(broker.port, f"{PREFIX}/jobs/submit", job)
+        await ci.wait_for(lambda: any(e["kind"] == "running" for e in events_of(ci, "long")))
+        broker.stop()
+        await asyncio.sleep(2)
+        status, ready = daemon.get("/readyz")
+        assert status == 503 and "not connected" in ready["checks"]["broker"]
+        await asyncio.sleep(8)
+        broker.start()
+        await ci.wait_for(lambda: finished(ci, "long"), within=90)
+    events = events_of(ci, "long")
+    assert_complete(events)
+    assert [e["kind"] for e in events].count("iteration") >= 24
+    assert events[-1]["state"] == "succeeded"
+    assert daemon.get("/readyz")[0] == 200
+    assert daemon.stop() == 0
+
+
+async def test_sigkilled_daemon_restarts_and_its_outbox_drains(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    broker = mosquitto_factory()
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"\nkeepalive_s = 5')
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+    async with Follower(broker.port) as ci:
+        job = json.dumps({"id": "survivor", "spec": spec(iterations=10, seconds=0.3)}).encode()
+        await publish(broker.port, f"{PREFIX}/jobs/submit", job)
+        await ci.wait_for(lambda: len(events_of(ci, "survivor")) >= 5)
+        daemon.kill()
+        # The broker notices the dead connection and sends labd's last will.
+        await ci.wait_for(lambda: ci.on("hosts/labd/status")[-1]["status"] == "offline", within=20)
+        daemon = start_labd(config)
+        await ci.wait_for(lambda: finished(ci, "survivor"), within=90)
+        await ci.wait_for(lambda: ci.on("hosts/labd/status")[-1]["status"] == "online")
+    events = events_of(ci, "survivor")
+    assert_complete(events)
+    kinds = [e["kind"] for e in sorted(events, key=lambda e: e["seq"])]
+    assert "requeued" in kinds and kinds[-1] == "finished"
+    assert events[-1]["state"] == "succeeded"
+    assert daemon.stop() == 0
