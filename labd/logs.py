@@ -84,9 +84,9 @@ def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[
 def set_level(level: str) -> None:
     """Change the lowest level written (used by SIGHUP reloads)."""
     logging.getLogger().setLevel(level.upper())
-    # Third-party libraries are chatty at debug; keep them at info unless asked for less.
+    # Third-party libraries narrate their internals; only their warnings reach operators.
     for noisy in ("asyncio", "aiosqlite", "amqtt", "transitions"):
-        logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLogger().level))
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 bind_context = structlog.contextvars.bound_contextvars

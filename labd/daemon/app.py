@@ -166,6 +166,7 @@ class Daemon:
     async def _mqtt(self, store: Store) -> AsyncIterator[Component]:
         """The embedded broker when none is configured or listening, then the bridge."""
         settings, lab = self.settings.mqtt, self.settings.daemon.lab
+        mqtt5 = True
         host = self.settings.daemon.host_name
         if settings.url:
             parts = urlsplit(settings.url)
@@ -177,6 +178,7 @@ class Daemon:
             address = (settings.embedded_host, settings.embedded_port)
             if not await asyncio.to_thread(listening, *address):
                 yield EmbeddedBroker(*address)
+                mqtt5 = False  # amqtt speaks 3.1.1 only (and hangs on a v5 CONNECT with a will)
         topics = Topics(settings.prefix or f"labd/v1/{lab}")
         inbound = Inbound(settings, topics, self.jobs, self.scheduler, self.pool)
         bridge = MqttBridge(
@@ -189,6 +191,7 @@ class Daemon:
             inbound,
             self.pool,
             self.bus,
+            mqtt5=mqtt5,
         )
         self.side_port.add_probe("broker", bridge.probe)
         yield bridge

@@ -54,12 +54,13 @@ class MqttBridge:
         inbound: Inbound,
         pool: Pool,
         bus: EventBus,
+        mqtt5: bool = True,
     ) -> None:
         self.settings, self.address, self.topics = settings, address, topics
         self.host, self.client_id = host, client_id
         self.store, self.inbound, self.pool, self.bus = store, inbound, pool, bus
         self.connected = False
-        self.protocol = aiomqtt.ProtocolVersion.V5
+        self.protocol = aiomqtt.ProtocolVersion.V5 if mqtt5 else aiomqtt.ProtocolVersion.V311
         self.last_error = "not connected yet"
         self._client: aiomqtt.Client | None = None
         self._tasks = TaskSet("mqtt")

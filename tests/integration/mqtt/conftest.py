@@ -4,6 +4,7 @@ a real MQTT client that collects what labd publishes."""
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import shutil
 import socket
@@ -33,6 +34,9 @@ class Mosquitto:
         self.workdir = workdir
         self.conf = workdir / "mosquitto.conf"
         self.conf.write_text(
+            # Run as whoever runs the tests: as root mosquitto would otherwise switch to its
+            # own user, which cannot read the test's private directory.
+            f"user {getpass.getuser()}\n"
             f"listener {self.port} 127.0.0.1\n"
             f"persistence true\npersistence_location {workdir}/\n{extra}"
         )

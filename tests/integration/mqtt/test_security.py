@@ -1,0 +1,95 @@
+"""Who may talk to labd: TLS with a private CA, passwords, and the embedded broker's defaults."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import trustme
+
+from tests.conftest import LabdProcess
+from tests.integration.mqtt.conftest import (
+    Follower,
+    daemon_config,
+    free_port,
+    publish,
+    spec,
+)
+from tests.integration.mqtt.test_bridge import PREFIX, finished
+
+
+async def test_tls_with_a_private_ca(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    ca = trustme.CA()
+    server = ca.issue_cert("localhost", "127.0.0.1")
+    ca_file, cert_file, key_file = (tmp_path / n for n in ("ca.pem", "server.pem", "server.key"))
+    ca.cert_pem.write_to_path(str(ca_file))
+    server.cert_chain_pems[0].write_to_path(str(cert_file))
+    server.private_key_pem.write_to_path(str(key_file))
+    broker = mosquitto_factory(f"cafile {ca_file}\ncertfile {cert_file}\nkeyfile {key_file}\n")
+    daemon: LabdProcess = start_labd(
+        daemon_config(tmp_path, f'url = "mqtts://127.0.0.1:{broker.port}"\ntls_ca = "{ca_file}"')
+    )
+    assert daemon.wait_for_log("mqtt connected")["protocol"] == "V5"
+    assert daemon.get("/readyz")[1]["checks"]["broker"] == "ok"
+    assert daemon.stop() == 0
+
+    # Without the CA the broker's certificate is not trusted: labd stays up, not ready.
+    stranger: LabdProcess = start_labd(
+        daemon_config(tmp_path, f'url = "mqtts://127.0.0.1:{broker.port}"', name="stranger")
+    )
+    stranger.wait_for_log("mqtt connection lost; reconnecting")
+    status, ready = stranger.get("/readyz")
+    assert status == 503 and "CERTIFICATE_VERIFY_FAILED" in ready["checks"]["broker"]
+    assert stranger.stop() == 0
+
+
+async def test_anonymous_refused_when_passwords_are_configured(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    passwords = tmp_path / "passwd"
+    passwords.touch()
+    command = ["mosquitto_passwd", "-b", str(passwords), "labd", "s3cret-pw"]
+    await asyncio.to_thread(subprocess.run, command, check=True)
+    broker = mosquitto_factory(f"allow_anonymous false\npassword_file {passwords}\n")
+    anonymous: LabdProcess = start_labd(
+        daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"', name="anon")
+    )
+    anonymous.wait_for_log("mqtt connection lost; reconnecting")
+    assert anonymous.get("/readyz")[0] == 503
+    assert anonymous.stop() == 0
+    daemon: LabdProcess = start_labd(
+        daemon_config(
+            tmp_path,
+            f'url = "mqtt://127.0.0.1:{broker.port}"\nusername = "labd"\npassword = "s3cret-pw"',
+        )
+    )
+    daemon.wait_for_log("mqtt connected")
+    assert "s3cret-pw" not in daemon.raw_log()
+    assert daemon.stop() == 0
+
+
+async def test_embedded_broker_on_a_bare_machine(start_labd: Any, tmp_path: Path) -> None:
+    port = free_port()
+    daemon: LabdProcess = start_labd(daemon_config(tmp_path, f"embedded_port = {port}"))
+    daemon.wait_for_log("embedded mqtt broker listening")
+    assert daemon.wait_for_log("mqtt connected")["protocol"] == "V311"
+    async with Follower(port) as ci:
+        await publish(
+            port, f"{PREFIX}/jobs/submit", json.dumps({"id": "e1", "spec": spec()}).encode()
+        )
+        await ci.wait_for(lambda: finished(ci, "e1"))
+    assert daemon.stop() == 0
+
+
+async def test_a_configured_url_never_starts_a_broker(start_labd: Any, tmp_path: Path) -> None:
+    port = free_port()
+    daemon: LabdProcess = start_labd(daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{port}"'))
+    daemon.wait_for_log("mqtt connection lost; reconnecting")
+    assert "embedded mqtt broker listening" not in daemon.raw_log()
+    assert daemon.get("/readyz")[0] == 503
+    assert daemon.stop() == 0
