@@ -69,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     example = config_verbs.add_parser("example", help="print the commented example configuration")
     example.set_defaults(handler=_lazy("labd.cli.config_cmd:example"))
 
+    schemas = nouns.add_parser("schemas", help="the MQTT messages' JSON Schemas and AsyncAPI")
+    schema_verbs = schemas.add_subparsers(dest="verb", metavar="VERB", required=True)
+    export = schema_verbs.add_parser("export", help="write them (from the models) to a directory")
+    export.add_argument("--out", default="schemas", help="directory (default: schemas)")
+    export.set_defaults(handler=_lazy("labd.cli.schemas_cmd:export"))
+
     version = nouns.add_parser("version", help="print labd's version")
     version.add_argument("--json", action="store_true", help="print JSON")
     version.set_defaults(handler=_version)

@@ -11,6 +11,7 @@ import aiomqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from labd.mqtt.messages import HostStatus, JobEvent, ResultMessage
 from tests.conftest import LabdProcess
 from tests.integration.mqtt.conftest import Follower, daemon_config, publish, spec
 
@@ -68,6 +69,8 @@ async def test_submit_follow_and_result(
         await ci.wait_for(lambda: finished(ci, "job-1"))
         events = events_of(ci, "job-1")
         assert_complete(events)
+        for event in events:  # what goes out is what schemas/ promises
+            JobEvent.model_validate(event)
         kinds = [e["kind"] for e in sorted(events, key=lambda e: e["seq"])]
         assert kinds == [
             "queued",
@@ -81,6 +84,8 @@ async def test_submit_follow_and_result(
         assert events[-1]["state"] == "succeeded"
         await ci.wait_for(lambda: ci.on("results/mq/sleep"))
         (result,) = ci.on("results/mq/sleep")
+        ResultMessage.model_validate(result)
+        HostStatus.model_validate(ci.on("hosts/labd/status")[-1])
         assert result["job_id"] == "job-1" and result["summary"]["wall_time_ms"]["n"] == 3
         assert ci.on("jobs/job-1/state")[-1]["state"] == "succeeded"
         devices = [b for t, b in ci.messages if t.startswith(f"{PREFIX}/devices/")]
