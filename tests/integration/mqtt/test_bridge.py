@@ -143,3 +143,37 @@ async def test_malformed_payloads_are_answered_and_other_jobs_unaffected(
         assert events_of(ci, "fine")[-1]["state"] == "succeeded"
     assert daemon.get("/healthz")[0] == 200
     assert daemon.stop() == 0
+
+
+async def test_the_ci_client_example_follows_a_job_to_its_verdict(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    import sys
+
+    broker = mosquitto_factory()
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+    manifest = tmp_path / "m.toml"
+    manifest.write_text(
+        'suite = "ci"\ntest = "true"\nscenario = "command"\niterations = 2\n[params]\ncommand = ["true"]\n'
+    )
+    example = Path(__file__).parents[3] / "examples" / "ci_client.py"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(example),
+        str(manifest),
+        f"127.0.0.1:{broker.port}",
+        "lab1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert (
+        lines[0].startswith("#1 queued")
+        and lines[-1].startswith("#")
+        and "finished: succeeded" in lines[-1]
+    )
+    assert daemon.stop() == 0

@@ -1,0 +1,38 @@
+"""A CI system submits a job to labd over MQTT and waits for its verdict.
+
+Usage: python examples/ci_client.py examples/host-python-startup.toml [host[:port]] [lab]
+Exits 0 when the job succeeded, 1 otherwise.
+"""
+
+import asyncio
+import json
+import sys
+import tomllib
+import uuid
+
+import aiomqtt
+
+
+async def main(manifest: str, broker: str = "127.0.0.1", lab: str = "default") -> int:
+    prefix, job_id = f"labd/v1/{lab}", f"ci-{uuid.uuid4().hex[:12]}"
+    host, _, port = broker.partition(":")
+    with open(manifest, "rb") as f:
+        spec = tomllib.load(f)
+    async with aiomqtt.Client(host, int(port or 1883), identifier=job_id) as client:
+        await client.subscribe(f"{prefix}/jobs/{job_id}/events", qos=1)
+        request = {"schema_version": 1, "id": job_id, "sender": "ci", "spec": spec}
+        await client.publish(f"{prefix}/jobs/submit", json.dumps(request), qos=1)
+        seen: set[str] = set()  # delivery is at least once: drop duplicates by event id
+        async for message in client.messages:
+            event = json.loads(message.payload)
+            if event["event_id"] in seen:
+                continue
+            seen.add(event["event_id"])
+            print(f"#{event['seq']} {event['kind']}: {event['state']} {event['data']}")
+            if event["kind"] in ("rejected", "finished"):
+                return 0 if event["state"] == "succeeded" else 1
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(*sys.argv[1:])))
