@@ -9,6 +9,7 @@ import json
 import sys
 import tomllib
 import uuid
+from pathlib import Path
 
 import aiomqtt
 
@@ -16,8 +17,7 @@ import aiomqtt
 async def main(manifest: str, broker: str = "127.0.0.1", lab: str = "default") -> int:
     prefix, job_id = f"labd/v1/{lab}", f"ci-{uuid.uuid4().hex[:12]}"
     host, _, port = broker.partition(":")
-    with open(manifest, "rb") as f:
-        spec = tomllib.load(f)
+    spec = tomllib.loads(Path(manifest).read_text())  # small file, read before connecting
     async with aiomqtt.Client(host, int(port or 1883), identifier=job_id) as client:
         await client.subscribe(f"{prefix}/jobs/{job_id}/events", qos=1)
         request = {"schema_version": 1, "id": job_id, "sender": "ci", "spec": spec}

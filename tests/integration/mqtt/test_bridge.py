@@ -156,7 +156,8 @@ async def test_the_ci_client_example_follows_a_job_to_its_verdict(
     daemon.wait_for_log("mqtt connected")
     manifest = tmp_path / "m.toml"
     manifest.write_text(
-        'suite = "ci"\ntest = "true"\nscenario = "command"\niterations = 2\n[params]\ncommand = ["true"]\n'
+        'suite = "ci"\ntest = "true"\nscenario = "command"\niterations = 2\n'
+        '[params]\ncommand = ["true"]\n'
     )
     example = Path(__file__).parents[3] / "examples" / "ci_client.py"
     process = await asyncio.create_subprocess_exec(
