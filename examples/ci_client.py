@@ -14,10 +14,9 @@ from pathlib import Path
 import aiomqtt
 
 
-async def main(manifest: str, broker: str = "127.0.0.1", lab: str = "default") -> int:
+async def main(spec: dict, broker: str = "127.0.0.1", lab: str = "default") -> int:
     prefix, job_id = f"labd/v1/{lab}", f"ci-{uuid.uuid4().hex[:12]}"
     host, _, port = broker.partition(":")
-    spec = tomllib.loads(Path(manifest).read_text())  # small file, read before connecting
     async with aiomqtt.Client(host, int(port or 1883), identifier=job_id) as client:
         await client.subscribe(f"{prefix}/jobs/{job_id}/events", qos=1)
         request = {"schema_version": 1, "id": job_id, "sender": "ci", "spec": spec}
@@ -35,4 +34,5 @@ async def main(manifest: str, broker: str = "127.0.0.1", lab: str = "default") -
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(*sys.argv[1:])))
+    manifest = tomllib.loads(Path(sys.argv[1]).read_text())
+    sys.exit(asyncio.run(main(manifest, *sys.argv[2:])))
