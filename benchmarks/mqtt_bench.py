@@ -1,0 +1,235 @@
+"""MQTT: submit -> accepted latency next to the broker's own round trip, and outbox drain rate.
+
+Starts a private Mosquitto on a free port and a real `labd run` against it (SQLite store), then
+measures, in one run:
+- the broker's publish -> receive round trip (QoS 1, one client, sequential);
+- submit -> accepted: an MQTT 5 submission until its answer on the response topic;
+- events per second drained from the outbox: N queued events delivered after a restart.
+
+Run: python benchmarks/mqtt_bench.py [--submits 300] [--events 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import numpy as np
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from labd.store import Store
+from labd.store.tables import outbox
+
+PREFIX = "labd/v1/bench"
+NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]  # as labd's own client does
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int) -> None:
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def start_daemon(config: Path, log: Path) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "labd", "--config", str(config), "run"],
+        stderr=log.open("ab"),
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text().count('"mqtt connected"') > 0:
+            return process
+        time.sleep(0.05)
+    raise RuntimeError(f"labd did not connect: {log.read_text()[-2000:]}")
+
+
+def percentiles(ms: list[float]) -> tuple[float, float]:
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
+
+
+async def round_trip(port: int, count: int) -> list[float]:
+    samples = []
+    async with aiomqtt.Client(
+        "127.0.0.1", port, protocol=aiomqtt.ProtocolVersion.V5, socket_options=NODELAY
+    ) as c:
+        await c.subscribe("bench/rt", qos=1)
+        for n in range(count):
+            start = time.perf_counter()
+            await c.publish("bench/rt", str(n), qos=1)
+            async for _ in c.messages:
+                break
+            samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def side_port(log: Path) -> int:
+    for line in log.read_text().splitlines():
+        if '"http side port listening"' in line:
+            return int(json.loads(line)["port"])
+    raise RuntimeError("no side port in the log")
+
+
+def api(port: int, method: str, path: str) -> Any:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1{path}", method=method)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+async def submit_latency(port: int, count: int, tag: str) -> list[float]:
+    spec = {
+        "suite": "bench",
+        "test": "true",
+        "scenario": "command",
+        "iterations": 1,
+        "warmup": 0,
+        "params": {"command": ["true"]},
+    }
+    samples = []
+    async with aiomqtt.Client(
+        "127.0.0.1", port, protocol=aiomqtt.ProtocolVersion.V5, socket_options=NODELAY
+    ) as c:
+        await c.subscribe("bench/answers", qos=1)
+        for n in range(count):
+            props = Properties(PacketTypes.PUBLISH)
+            props.ResponseTopic = "bench/answers"
+            props.CorrelationData = str(n).encode()
+            body = json.dumps({"id": f"{tag}-{n}", "sender": "bench", "spec": spec})
+            start = time.perf_counter()
+            await c.publish(f"{PREFIX}/jobs/submit", body, qos=1, properties=props)
+            async for message in c.messages:
+                assert json.loads(message.payload)["accepted"], message.payload  # type: ignore[arg-type]
+                break
+            samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+async def queue_events(db: str, count: int) -> None:
+    store = await Store.open(f"sqlite+aiosqlite:///{db}", host="bench")
+    rows = [
+        {
+            "job_id": f"drain-{n}",
+            "seq": 1,
+            "kind": "queued",
+            "state": "queued",
+            "event_id": f"e{n}",
+            "time": time.time(),
+            "host": "bench",
+            "data": {},
+        }
+        for n in range(count)
+    ]
+    for at in range(0, count, 1000):
+        async with store.engine.begin() as conn:
+            for body in rows[at : at + 1000]:
+                await conn.execute(
+                    outbox.insert().values(
+                        host="bench",
+                        stream="job",
+                        key=body["job_id"],
+                        seq=1,
+                        body=body,
+                        created_at=time.time(),
+                    )
+                )
+    await store.close()
+
+
+async def drain_rate(port: int, config: Path, log: Path, db: str, count: int) -> float:
+    await queue_events(db, count)
+    received = 0
+    async with aiomqtt.Client("127.0.0.1", port, socket_options=NODELAY) as c:
+        await c.subscribe(f"{PREFIX}/jobs/+/events", qos=1)
+        daemon = start_daemon(config, log)
+        first = last = 0.0
+        try:
+            async with asyncio.timeout(300):
+                async for message in c.messages:
+                    if message.topic.value.split("/")[-2].startswith("drain-"):
+                        received += 1
+                        last = time.perf_counter()
+                        first = first or last
+                        if received == count:
+                            break
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(30)
+    return count / (last - first) if last > first else float("nan")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--submits", type=int, default=300)
+    parser.add_argument("--events", type=int, default=5000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        port = free_port()
+        # set_tcp_nodelay: see the README; without it small messages wait for delayed ACKs.
+        (work / "m.conf").write_text(
+            f"listener {port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
+        )
+        broker = subprocess.Popen(
+            ["mosquitto", "-c", str(work / "m.conf")], stderr=subprocess.DEVNULL
+        )
+        try:
+            wait_port(port)
+            config = work / "labd.toml"
+            config.write_text(
+                f'[daemon]\nlab = "bench"\nhost = "bench"\nstate_dir = "{work}"\n[http]\nport = 0\n'
+                f'[log]\nformat = "json"\nlevel = "debug"\n'
+                f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\nsubmits_per_minute = 100000\n'
+            )
+            log = work / "labd.log"
+            daemon = start_daemon(config, log)
+            try:
+                raw = await round_trip(port, args.submits)
+                http = side_port(log)
+                devices = api(http, "GET", "/devices")["devices"]
+                for device in devices:  # a quiet lab: jobs queue, none runs
+                    api(http, "POST", f"/devices/{device['id']}/maintenance")
+                quiet = await submit_latency(port, args.submits, "quiet")
+                for device in devices:  # a busy lab: jobs run back to back meanwhile
+                    api(http, "POST", f"/devices/{device['id']}/enable")
+                busy = await submit_latency(port, args.submits, "busy")
+            finally:
+                daemon.send_signal(signal.SIGTERM)
+                daemon.wait(60)
+            rate = await drain_rate(port, config, log, str(work / "labd.db"), args.events)
+        finally:
+            broker.terminate()
+    (raw50, raw99) = percentiles(raw)
+    print(f"{'measure':<40} {'p50 ms':>8} {'p99 ms':>8} {'p99 / RT p99':>12}")
+    print(f"{'broker round trip (QoS 1)':<40} {raw50:>8.2f} {raw99:>8.2f}")
+    for name, samples in (("quiet lab", quiet), ("busy lab (jobs running)", busy)):
+        p50, p99 = percentiles(samples)
+        label = f"submit -> accepted, {name}"
+        print(f"{label:<40} {p50:>8.2f} {p99:>8.2f} {p99 / raw99:>11.1f}x")
+    print(f"outbox drained: {rate:.0f} events/s ({args.events} events after a restart)")
+    print(f"({args.submits} samples each; SQLite store, synchronous=FULL; target p99 <= 3x RT)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
