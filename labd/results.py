@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 from typing import Any
 
@@ -17,12 +18,17 @@ async def summary_of(store: Store, job: Job) -> dict[str, dict[str, Any]]:
         for i in await store.iterations(job.id, attempt=job.attempts)
         if not i.warmup and not i.error
     ]
-    summary = {}
-    for name in sorted({name for i in measured for name in i.values}):
-        stats = summarize([i.values[name] for i in measured if name in i.values])
-        if stats is not None:
-            summary[name] = stats.as_dict()
-    return summary
+    series = {
+        name: [i.values[name] for i in measured if name in i.values]
+        for name in sorted({name for i in measured for name in i.values})
+    }
+    # numpy/scipy work (and scipy's first import, about a second) stays off the event loop.
+    return await asyncio.to_thread(_summaries, series)
+
+
+def _summaries(series: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    found = {name: summarize(values) for name, values in series.items()}
+    return {name: stats.as_dict() for name, stats in found.items() if stats is not None}
 
 
 async def results_view(store: Store, job: Job) -> dict[str, Any]:

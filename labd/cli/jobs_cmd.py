@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from labd.cli.client import Client
-from labd.config import load_config
+from labd.config import Settings, load_config
 from labd.errors import EXIT_RUNTIME, LabdError
 from labd.model import TERMINAL as TERMINAL_STATES
 from labd.model.manifest import load_manifest
@@ -27,6 +27,9 @@ def submit(args: argparse.Namespace) -> int:
     """Validate a manifest locally, submit it, and optionally follow it to the end."""
     path = Path(args.file)
     spec = load_manifest(path)
+    settings = load_config(args.config).settings
+    if args.via == "mqtt" or (args.via == "auto" and settings.mqtt.enabled):
+        return _submit_over_mqtt(args, settings, spec.model_dump(mode="json"), path.name)
     client = _client(args, wait=args.connect_wait)
     body = {
         "spec": spec.model_dump(mode="json"),
@@ -42,6 +45,63 @@ def submit(args: argparse.Namespace) -> int:
     results = client.call("GET", f"/jobs/{job['id']}/results")
     _print(args, results, lambda: _print_results(results))
     return 0 if job["state"] == "succeeded" else EXIT_RUNTIME
+
+
+def _submit_over_mqtt(
+    args: argparse.Namespace, settings: Settings, spec: dict[str, Any], source: str
+) -> int:
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from labd.cli import mqtt_client
+
+    total = spec["warmup"] + spec["iterations"]
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        transient=True,
+        disable=args.json or not sys.stderr.isatty(),
+    ) as progress:
+        task = progress.add_task("submitting", total=total)
+
+        def show(event: dict[str, Any]) -> None:
+            done = event["data"].get("index", -1) + 1 if event["kind"] == "iteration" else None
+            progress.update(
+                task, description=f"{event['job_id'][:12]} {event['state']}", completed=done
+            )
+
+        outcome = asyncio.run(
+            mqtt_client.submit_and_follow(
+                settings,
+                spec,
+                args.id or "",
+                args.submitter,
+                source,
+                args.wait,
+                args.connect_wait,
+                show,
+            )
+        )
+    events, result = outcome["events"], outcome["result"]
+    if args.json:
+        print(json.dumps(outcome, indent=2))
+    elif not args.wait:
+        print(f"queued {outcome['job_id']}")
+    else:
+        leased = [e for e in events if e["kind"] == "leased"]
+        finished = events[-1]
+        job = {
+            "spec": spec,
+            "state": finished["state"],
+            "error": finished["data"].get("error", ""),
+            "device_id": leased[-1]["data"]["device_id"] if leased else "",
+        }
+        _print_results({"job": job, "summary": (result or {}).get("summary", {})})
+    if not args.wait:
+        return 0
+    return 0 if events[-1]["state"] == "succeeded" else EXIT_RUNTIME
 
 
 def _follow(client: Client, job_id: str, quiet: bool) -> dict[str, Any]:
@@ -123,6 +183,14 @@ def list_jobs(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
+    if args.via == "mqtt":
+        import asyncio
+
+        from labd.cli import mqtt_client
+
+        state = asyncio.run(mqtt_client.job_state(load_config(args.config).settings, args.id))
+        _print(args, {"job": state}, lambda: print(f"{state['job_id']}: {state['state']}"))
+        return 0
     job = _client(args).call("GET", f"/jobs/{args.id}")["job"]
 
     def human() -> None:
@@ -142,6 +210,14 @@ def show(args: argparse.Namespace) -> int:
 
 
 def cancel(args: argparse.Namespace) -> int:
+    if args.via == "mqtt":
+        import asyncio
+
+        from labd.cli import mqtt_client
+
+        asyncio.run(mqtt_client.cancel(load_config(args.config).settings, args.id))
+        print(f"{args.id}: cancel sent (the job's events say when it took effect)")
+        return 0
     job = _client(args).call("POST", f"/jobs/{args.id}/cancel")["job"]
     _print(
         args,

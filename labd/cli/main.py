@@ -94,6 +94,12 @@ def _add_job_commands(nouns: Any) -> None:
         metavar="S",
         help="seconds to wait for a daemon that is still starting (default 15)",
     )
+    submit.add_argument(
+        "--via",
+        choices=["auto", "mqtt", "api"],
+        default="auto",
+        help="MQTT (as CI does; the default when MQTT is enabled) or the local HTTP API",
+    )
     submit.add_argument("--json", action="store_true", help="print JSON")
     submit.set_defaults(handler=_lazy("labd.cli.jobs_cmd:submit"))
 
@@ -113,6 +119,13 @@ def _add_job_commands(nouns: Any) -> None:
         cmd.set_defaults(handler=_lazy(f"labd.cli.jobs_cmd:{target}"))
         if verb == "results":
             cmd.add_argument("--format", choices=["table", "csv", "json"], default="table")
+        if verb in ("show", "cancel"):
+            cmd.add_argument(
+                "--via",
+                choices=["api", "mqtt"],
+                default="api",
+                help="the local HTTP API (default) or MQTT, as CI sees it",
+            )
     for cmd in verbs.choices.values():
         cmd.add_argument("--json", action="store_true", help="print JSON")
 

@@ -160,9 +160,10 @@ class MqttBridge:
         self.connected, self._client, self.last_error = False, None, error
 
     async def _session(self, client: aiomqtt.Client) -> None:
-        await client.publish(self.topics.host_status(self.host), self._status("online"), 1, True)
         for topic in (self.topics.submit, self.topics.cancel_filter, self.topics.command_filter):
             await client.subscribe(topic, qos=1)
+        # Online only once subscribed: a client that sees "online" may submit at once.
+        await client.publish(self.topics.host_status(self.host), self._status("online"), 1, True)
         for device in list(self.pool.devices.values()):
             await self._publish_device(client, device)
         try:
@@ -223,8 +224,13 @@ class MqttBridge:
                 for row in rows:
                     await self._deliver(client, row)
                     delivered.append(row.id)
-            finally:
+            except aiomqtt.MqttError:
+                # Forget what did get through, then let the connection loop reconnect. Not on
+                # cancellation: a write then could leave SQLite's write lock held at shutdown,
+                # and a row delivered twice is allowed (consumers drop it by event_id).
                 await self.store.outbox_done(delivered)
+                raise
+            await self.store.outbox_done(delivered)
             if len(rows) < DRAIN_BATCH:
                 try:  # events wake us at once; the poll catches rows of a restarted daemon
                     async with asyncio.timeout(0.5):

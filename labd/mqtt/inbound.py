@@ -120,9 +120,8 @@ class Inbound:
         request: SubmitRequest = self._parse(topic, payload, SubmitRequest)
         self._rate_limit(request.sender, request.id)
         try:
-            job, created = await self.jobs.submit(
-                request.spec, f"mqtt {request.sender}", request.id, request.sender
-            )
+            source = request.source or f"mqtt {request.sender}"
+            job, created = await self.jobs.submit(request.spec, source, request.id, request.sender)
         except InvalidSpec as e:
             raise Refused(e.problems, request.sender, request.id) from e
         except JobConflict as e:

@@ -26,6 +26,9 @@ class SubmitRequest(Message):
         "", pattern=r"^$|" + ID, description="Job id; resubmitting the same id is harmless."
     )
     sender: str = Field("anonymous", max_length=128, description="Who submits (fair queuing).")
+    source: str = Field(
+        "", max_length=256, description="What to call the spec in errors, e.g. its file name."
+    )
     spec: TestSpec
 
 

@@ -108,6 +108,14 @@ def test_bad_submissions_are_refused_with_the_reason(
 
 def test_submit_without_a_daemon_says_so(bare_env: dict[str, str], tmp_path: Path) -> None:
     manifest = str(ROOT / "examples" / "host-python-startup.toml")
-    result = labd(bare_env, tmp_path, "submit", manifest, "--connect-wait", "0")
+    result = labd(bare_env, tmp_path, "submit", manifest, "--via", "api", "--connect-wait", "0")
     assert result.returncode == 3
     assert "cannot reach the daemon" in result.stderr and "is `labd run` running?" in result.stderr
+    # Over MQTT: a free port stands for a broker that is not there.
+    env = {**bare_env, "LABD_MQTT__EMBEDDED_PORT": str(free_port())}
+    result = labd(env, tmp_path, "submit", manifest, "--via", "mqtt", "--connect-wait", "1")
+    assert result.returncode == 3
+    assert (
+        "cannot reach the MQTT broker" in result.stderr
+        and "is `labd run` running?" in result.stderr
+    )

@@ -178,3 +178,48 @@ async def test_the_ci_client_example_follows_a_job_to_its_verdict(
         and "finished: succeeded" in lines[-1]
     )
     assert daemon.stop() == 0
+
+
+async def test_cli_show_and_cancel_over_mqtt(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    import sys
+
+    broker = mosquitto_factory()
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+
+    async def labd(*args: str) -> tuple[int, str, str]:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "labd",
+            "--config",
+            str(config),
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode is not None
+        return process.returncode, out.decode(), err.decode()
+
+    manifest = tmp_path / "slow.toml"
+    manifest.write_text(
+        'suite = "cli"\ntest = "slow"\nscenario = "command"\niterations = 50\n'
+        '[params]\ncommand = ["sleep", "0.2"]\n'
+    )
+    assert (await labd("submit", str(manifest), "--id", "slow-1"))[:2] == (0, "queued slow-1\n")
+    async with Follower(broker.port) as ci:
+        await ci.wait_for(lambda: any(e["kind"] == "iteration" for e in events_of(ci, "slow-1")))
+        code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
+        assert (code, out) == (0, "slow-1: running\n")
+        assert (await labd("jobs", "cancel", "slow-1", "--via", "mqtt"))[0] == 0
+        await ci.wait_for(lambda: finished(ci, "slow-1"))
+        assert events_of(ci, "slow-1")[-1]["state"] == "cancelled"
+    code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
+    assert (code, out) == (0, "slow-1: cancelled\n")
+    code, _, err = await labd("submit", str(tmp_path / "missing.toml"))
+    assert code == 2 and "missing.toml" in err
+    assert daemon.stop() == 0
