@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import structlog
 
 from labd import __version__
+from labd.analysis import BaselineAnalyst
 from labd.config import LoadedConfig, Settings, load_config
 from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
@@ -151,6 +152,7 @@ class Daemon:
             state_dir / "jobs",
         )
         yield self.scheduler
+        yield BaselineAnalyst(store.store, self.bus)
         if settings.mqtt.enabled:
             async for component in self._mqtt(store.store):
                 yield component

@@ -2,6 +2,7 @@
 
 from labd.events.bus import EventBus, SubscriberStats, Subscription, dispatch
 from labd.events.types import (
+    ChangeFound,
     ConfigRejected,
     ConfigReloaded,
     DaemonStarted,
@@ -19,6 +20,7 @@ from labd.events.types import (
 )
 
 __all__ = [
+    "ChangeFound",
     "ConfigRejected",
     "ConfigReloaded",
     "DaemonStarted",

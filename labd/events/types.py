@@ -140,3 +140,19 @@ class DevicePowerCycled(Event):
 
     device_id: str
     reason: str
+
+
+class ChangeFound(Event):
+    """A finished job differs from its baseline: `verdict` is regression or improvement, with
+    the ratio of the new to the baseline location and its interval."""
+
+    job_id: str
+    baseline_job_id: str
+    suite: str
+    test: str
+    metric: str
+    verdict: str
+    ratio: float
+    ratio_ci_low: float
+    ratio_ci_high: float
+    method: str

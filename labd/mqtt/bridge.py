@@ -239,6 +239,9 @@ class MqttBridge:
                     continue
 
     async def _deliver(self, client: aiomqtt.Client, row: OutboxRow) -> None:
+        if row.stream == "alert":
+            await client.publish(self.topics.alerts, json.dumps(row.body).encode(), 1)
+            return
         if row.stream != "job":
             log.warning("outbox row of an unknown stream dropped", stream=row.stream, id=row.id)
             return

@@ -111,6 +111,24 @@ class ResultMessage(Message):
     summary: dict[str, dict[str, Any]]
 
 
+class AlertMessage(Message):
+    """Out, on <prefix>/alerts: a finished job differs from its baseline (`verdict`:
+    regression or improvement), with the ratio new/baseline and its 95% interval."""
+
+    event_id: str
+    time: str
+    job_id: str
+    baseline_job_id: str
+    suite: str
+    test: str
+    metric: str
+    verdict: Literal["regression", "improvement"]
+    ratio: float
+    ratio_ci_low: float
+    ratio_ci_high: float
+    method: str
+
+
 class SubmitAnswer(Message):
     """Out, on a submission's MQTT 5 response topic, with its correlation data."""
 
@@ -137,6 +155,7 @@ MESSAGES: dict[str, type[Message]] = {
     "device_state": DeviceStateMessage,
     "host_status": HostStatus,
     "result": ResultMessage,
+    "alert": AlertMessage,
     "submit_answer": SubmitAnswer,
     "error": ErrorMessage,
 }

@@ -45,6 +45,7 @@ CHANNELS = [
         "online, or offline (retained; the last will when labd dies).",
     ),
     ("results", "results/{suite}/{test}", "result", "send", "The summary of a finished job."),
+    ("alerts", "alerts", "alert", "send", "A regression or improvement against a baseline."),
     ("errors", "errors", "error", "send", "Refused input, with every reason."),
     (
         "answers",

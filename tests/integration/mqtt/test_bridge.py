@@ -223,3 +223,40 @@ async def test_cli_show_and_cancel_over_mqtt(
     code, _, err = await labd("submit", str(tmp_path / "missing.toml"))
     assert code == 2 and "missing.toml" in err
     assert daemon.stop() == 0
+
+
+async def test_a_regression_against_the_baseline_is_published_as_an_alert(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    from labd.mqtt.messages import AlertMessage
+
+    broker = mosquitto_factory()
+    daemon: LabdProcess = start_labd(
+        daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    )
+    daemon.wait_for_log("mqtt connected")
+    async with Follower(broker.port) as ci:
+        fast = {**spec(6, 0.02), "build": {"revision": "r1"}}
+        slow = {**spec(6, 0.1), "build": {"revision": "r2"}, "baseline": "r1"}
+        await publish(
+            broker.port,
+            f"{PREFIX}/jobs/submit",
+            json.dumps({"id": "r1-run", "spec": fast}).encode(),
+        )
+        await ci.wait_for(lambda: finished(ci, "r1-run"))
+        await publish(
+            broker.port,
+            f"{PREFIX}/jobs/submit",
+            json.dumps({"id": "r2-run", "spec": slow}).encode(),
+        )
+        await ci.wait_for(lambda: any(a["metric"] == "wall_time_ms" for a in ci.on("alerts")))
+    alert = AlertMessage.model_validate(
+        next(a for a in ci.on("alerts") if a["metric"] == "wall_time_ms")
+    )
+    assert (alert.job_id, alert.baseline_job_id, alert.verdict) == (
+        "r2-run",
+        "r1-run",
+        "regression",
+    )
+    assert alert.ratio_ci_low > 2
+    assert daemon.stop() == 0

@@ -278,3 +278,33 @@ async def test_stop_when_stable_ends_a_steady_measurement_early(lab: Lab) -> Non
     assert len([i for i in steady if not i.warmup]) == 5  # the minimum: nothing varies
     drifting = await lab.store.iterations("drifting")
     assert len([i for i in drifting if not i.warmup]) == 12  # never stable: runs to the maximum
+
+
+async def test_a_job_slower_than_its_baseline_raises_an_alert(store: Store, tmp_path: Path) -> None:
+    from labd.analysis import BaselineAnalyst
+
+    lab = await make_lab(store, tmp_path, ["d1"])
+    analyst = BaselineAnalyst(store, lab.bus)
+    await analyst.start()
+    try:
+        await lab.submit("base", value=100, step=0)
+        await lab.wait_state("base", JobState.SUCCEEDED)
+        await lab.submit("slower", value=110, step=0, spec={"baseline": "base"})
+        await lab.submit("same", value=100, step=0, spec={"baseline": "base"})
+        await lab.wait_state("slower", JobState.SUCCEEDED)
+        await lab.wait_state("same", JobState.SUCCEEDED)
+        async with asyncio.timeout(10):
+            while True:
+                if any(e.kind == "change_found" for e in lab.events):
+                    break
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        (change,) = [e for e in lab.events if e.kind == "change_found"]
+        assert (change.job_id, change.metric, change.verdict) == ("slower", "value", "regression")  # type: ignore[attr-defined]
+        assert change.ratio == pytest.approx(1.1)  # type: ignore[attr-defined]
+        alerts = [r for r in await store.outbox_pending(1000) if r.stream == "alert"]
+        assert [a.body["job_id"] for a in alerts] == ["slower"]
+    finally:
+        await analyst.stop(1)
+        await lab.scheduler.stop(1)
+        await lab.pool.stop(1)

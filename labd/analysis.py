@@ -1,0 +1,95 @@
+"""After a job: compare it with its baseline and raise an alert for each metric that changed.
+
+A spec's `baseline` names a job id, or a revision whose latest succeeded run of the same test
+is the baseline. Each regression or improvement becomes a ChangeFound event and an outbox row
+(delivered on <prefix>/alerts). The statistics run in a worker thread, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+
+from labd.events import ChangeFound, EventBus, JobFinished, dispatch
+from labd.model import Job, JobState
+from labd.store import Store
+from labd.tasks import TaskSet
+
+log = structlog.get_logger("labd.analysis")
+
+
+class BaselineAnalyst:
+    name = "analysis"
+
+    def __init__(self, store: Store, bus: EventBus) -> None:
+        self.store, self.bus = store, bus
+        self._finished = bus.subscribe("analysis", JobFinished)
+        self._tasks = TaskSet("analysis")
+
+    async def start(self) -> None:
+        self._tasks.spawn("finished", dispatch(self._finished, self._on_finished))
+
+    async def stop(self, grace: float) -> None:
+        self.bus.unsubscribe(self._finished)
+        await self._tasks.cancel_all(grace)
+
+    async def _on_finished(self, event: Any) -> None:
+        assert isinstance(event, JobFinished)
+        if event.state != JobState.SUCCEEDED.value:
+            return
+        job = await self.store.get_job(event.job_id)
+        if job is None or not job.spec.baseline:
+            return
+        baseline = await self.baseline_of(job)
+        if baseline is None:
+            log.warning("baseline not found", job_id=job.id, baseline=job.spec.baseline)
+            return
+        for change in await self.compare(baseline, job):
+            await self.store.outbox_append("alert", job.id, change.model_dump(mode="json"))
+            self.bus.publish(change)
+            log.info("change found", job_id=job.id, metric=change.metric, verdict=change.verdict)
+
+    async def baseline_of(self, job: Job) -> Job | None:
+        named = await self.store.get_job(job.spec.baseline)
+        if named is not None and named.state is JobState.SUCCEEDED:
+            return named
+        runs = await self.store.finished_jobs(job.spec.suite, job.spec.test)
+        same = [j for j in runs if j.spec.build.revision == job.spec.baseline and j.id != job.id]
+        return same[-1] if same else None
+
+    async def compare(self, baseline: Job, job: Job) -> list[ChangeFound]:
+        base, new = await self._measured(baseline), await self._measured(job)
+        directions = {m.name: m.higher_is_better for m in job.spec.metrics}
+        samples = {
+            name: (base[name], new[name], directions.get(name, False))
+            for name in sorted(base.keys() & new.keys())
+        }
+        from labd.stats.compare import compare
+
+        results = await asyncio.to_thread(compare, samples)
+        return [
+            ChangeFound(
+                job_id=job.id,
+                baseline_job_id=baseline.id,
+                suite=job.spec.suite,
+                test=job.spec.test,
+                metric=r.metric,
+                verdict=r.verdict,
+                ratio=r.ratio,
+                ratio_ci_low=r.ratio_ci_low,
+                ratio_ci_high=r.ratio_ci_high,
+                method=r.method,
+            )
+            for r in results
+            if r.verdict in ("regression", "improvement")
+        ]
+
+    async def _measured(self, job: Job) -> dict[str, list[float]]:
+        values: dict[str, list[float]] = {}
+        for it in await self.store.iterations(job.id, attempt=job.attempts):
+            if not it.warmup and not it.error:
+                for name, value in it.values.items():
+                    values.setdefault(name, []).append(value)
+        return values
