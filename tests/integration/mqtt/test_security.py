@@ -93,3 +93,33 @@ async def test_a_configured_url_never_starts_a_broker(start_labd: Any, tmp_path:
     assert "embedded mqtt broker listening" not in daemon.raw_log()
     assert daemon.get("/readyz")[0] == 503
     assert daemon.stop() == 0
+
+
+async def test_mutual_tls_with_a_client_certificate(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    ca = trustme.CA()
+    server, client = ca.issue_cert("127.0.0.1"), ca.issue_cert("labd-client")
+    paths = {n: tmp_path / n for n in ("ca.pem", "s.pem", "s.key", "c.pem", "c.key")}
+    ca.cert_pem.write_to_path(str(paths["ca.pem"]))
+    server.cert_chain_pems[0].write_to_path(str(paths["s.pem"]))
+    server.private_key_pem.write_to_path(str(paths["s.key"]))
+    client.cert_chain_pems[0].write_to_path(str(paths["c.pem"]))
+    client.private_key_pem.write_to_path(str(paths["c.key"]))
+    broker = mosquitto_factory(
+        f"cafile {paths['ca.pem']}\ncertfile {paths['s.pem']}\nkeyfile {paths['s.key']}\n"
+        "require_certificate true\n"
+    )
+    url = f'url = "mqtts://127.0.0.1:{broker.port}"\ntls_ca = "{paths["ca.pem"]}"'
+    without: LabdProcess = start_labd(daemon_config(tmp_path, url, name="nocert"))
+    without.wait_for_log("mqtt connection lost; reconnecting")
+    assert without.get("/readyz")[0] == 503
+    assert without.stop() == 0
+    daemon: LabdProcess = start_labd(
+        daemon_config(
+            tmp_path, url + f'\ntls_cert = "{paths["c.pem"]}"\ntls_key = "{paths["c.key"]}"'
+        )
+    )
+    daemon.wait_for_log("mqtt connected")
+    assert daemon.get("/readyz")[1]["checks"]["broker"] == "ok"
+    assert daemon.stop() == 0
