@@ -7,10 +7,11 @@ same topics a CI system does, so what it shows is what CI sees.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -61,7 +62,7 @@ async def submit_and_follow(
     seen: set[str] = set()
     result: dict[str, Any] | None = None
     try:
-        async with _client(settings) as client:
+        async with _connected(settings, answer_within) as client:
             await _wait_for_a_host(client, prefix, answer_within)
             events_topic = f"{prefix}/jobs/{job_id}/events"
             await client.subscribe(events_topic, qos=1)
@@ -106,6 +107,27 @@ async def submit_and_follow(
     return {"job_id": job_id, "events": events, "result": result}
 
 
+@contextlib.asynccontextmanager
+async def _connected(settings: Settings, within: float) -> AsyncIterator[aiomqtt.Client]:
+    """A connected client, trying for `within` seconds: on a bare machine the broker is the
+    daemon's embedded one, which may still be starting."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        client = _client(settings)
+        try:
+            await client.__aenter__()
+            break
+        except aiomqtt.MqttError:
+            if loop.time() >= deadline:
+                raise
+            await asyncio.sleep(0.2)
+    try:
+        yield client
+    finally:
+        await client.__aexit__(None, None, None)
+
+
 async def _wait_for_a_host(client: aiomqtt.Client, prefix: str, within: float) -> None:
     """Return once some labd host is online (retained status): a submission published with
     no daemon subscribed would be dropped by the broker."""
@@ -128,7 +150,7 @@ async def job_state(settings: Settings, job_id: str) -> dict[str, Any]:
     """The job's retained state, as the daemon last published it."""
     topic = f"{_prefix(settings)}/jobs/{job_id}/state"
     try:
-        async with _client(settings) as client:
+        async with _connected(settings, 3) as client:
             await client.subscribe(topic, qos=1)
             async with asyncio.timeout(3):
                 async for message in client.messages:
@@ -142,7 +164,7 @@ async def job_state(settings: Settings, job_id: str) -> dict[str, Any]:
 
 async def cancel(settings: Settings, job_id: str) -> None:
     try:
-        async with _client(settings) as client:
+        async with _connected(settings, 3) as client:
             await client.publish(f"{_prefix(settings)}/jobs/{job_id}/cancel", b"", qos=1)
     except aiomqtt.MqttError as e:
         raise LabdError(f"cannot reach the MQTT broker: {e}") from e

@@ -119,3 +119,23 @@ def test_submit_without_a_daemon_says_so(bare_env: dict[str, str], tmp_path: Pat
         "cannot reach the MQTT broker" in result.stderr
         and "is `labd run` running?" in result.stderr
     )
+
+
+def test_a_bare_machine_without_any_broker(bare_env: dict[str, str], tmp_path: Path) -> None:
+    """No broker listens: the daemon starts its embedded one, and a submit started at the
+    same moment as the daemon waits for it rather than failing."""
+    env = {**bare_env, "LABD_MQTT__EMBEDDED_PORT": str(free_port())}
+    manifest = tmp_path / "quick.toml"
+    manifest.write_text(
+        'suite = "bare"\ntest = "true"\nscenario = "command"\niterations = 3\n'
+        '[params]\ncommand = ["true"]\n'
+    )
+    daemon = start_bare_daemon(env, tmp_path)
+    try:
+        result = labd(env, tmp_path, "submit", str(manifest), "--wait")
+        assert result.returncode == 0, result.stderr
+        assert "bare/true on host-" in result.stdout and "succeeded" in result.stdout
+        assert "embedded mqtt broker listening" in (tmp_path / "daemon.log").read_text()
+    finally:
+        daemon.terminate()
+        assert daemon.wait(30) == 0
