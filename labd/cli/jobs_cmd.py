@@ -166,9 +166,21 @@ def _print(args: argparse.Namespace, data: Any, human: Any) -> None:
         human()
 
 
+def _over_mqtt(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, Any]:
+    import asyncio
+
+    from labd.cli import mqtt_client
+
+    return asyncio.run(mqtt_client.query(load_config(args.config).settings, request))
+
+
 def list_jobs(args: argparse.Namespace) -> int:
-    query = "&".join([f"state={s}" for s in args.state] + [f"limit={args.limit}"])
-    jobs = _client(args).call("GET", f"/jobs?{query}")["jobs"]
+    if args.via == "mqtt":
+        request = {"query": "list", "states": args.state, "limit": args.limit}
+        jobs = _over_mqtt(args, request)["jobs"]
+    else:
+        query = "&".join([f"state={s}" for s in args.state] + [f"limit={args.limit}"])
+        jobs = _client(args).call("GET", f"/jobs?{query}")["jobs"]
 
     def human() -> None:
         for job in jobs:
@@ -231,7 +243,10 @@ def cancel(args: argparse.Namespace) -> int:
 
 
 def results(args: argparse.Namespace) -> int:
-    data = _client(args).call("GET", f"/jobs/{args.id}/results")
+    if args.via == "mqtt":
+        data = _over_mqtt(args, {"query": "results", "job_id": args.id})
+    else:
+        data = _client(args).call("GET", f"/jobs/{args.id}/results")
     fmt = "json" if args.json else args.format
     if fmt == "json":
         print(json.dumps(data, indent=2))

@@ -109,6 +109,12 @@ def _add_job_commands(nouns: Any) -> None:
     listing.add_argument("--state", action="append", default=[], help="only this state")
     listing.add_argument("--limit", type=int, default=50)
     listing.set_defaults(handler=_lazy("labd.cli.jobs_cmd:list_jobs"))
+    listing.add_argument(
+        "--via",
+        choices=["api", "mqtt"],
+        default="api",
+        help="the local HTTP API (default) or MQTT, as CI sees it",
+    )
     for verb, helptext, target in (
         ("show", "a job's state, progress and why it waits", "show"),
         ("cancel", "cancel a job in any state", "cancel"),
@@ -119,7 +125,7 @@ def _add_job_commands(nouns: Any) -> None:
         cmd.set_defaults(handler=_lazy(f"labd.cli.jobs_cmd:{target}"))
         if verb == "results":
             cmd.add_argument("--format", choices=["table", "csv", "json"], default="table")
-        if verb in ("show", "cancel"):
+        if verb in ("show", "cancel", "results"):
             cmd.add_argument(
                 "--via",
                 choices=["api", "mqtt"],

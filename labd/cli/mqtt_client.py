@@ -168,3 +168,27 @@ async def cancel(settings: Settings, job_id: str) -> None:
             await client.publish(f"{_prefix(settings)}/jobs/{job_id}/cancel", b"", qos=1)
     except aiomqtt.MqttError as e:
         raise LabdError(f"cannot reach the MQTT broker: {e}") from e
+
+
+async def query(settings: Settings, request: dict[str, Any], within: float = 10) -> dict[str, Any]:
+    """Ask a labd host over MQTT (list, show, results); the answer's data, as the local API's."""
+    prefix = _prefix(settings)
+    reply_to = f"{prefix}/answers/{uuid.uuid4().hex}"
+    try:
+        async with _connected(settings, within) as client:
+            await _wait_for_a_host(client, prefix, within)
+            await client.subscribe(reply_to, qos=1)
+            body = {"schema_version": 1, "reply_to": reply_to, **request}
+            await client.publish(f"{prefix}/jobs/query", json.dumps(body), qos=1)
+            async with asyncio.timeout(within):
+                async for message in client.messages:
+                    if message.topic.value == reply_to:
+                        answer = json.loads(message.payload)
+                        break
+    except TimeoutError:
+        raise LabdError(f"no answer from labd on {prefix} within {within:g} s") from None
+    except aiomqtt.MqttError as e:
+        raise LabdError(f"cannot reach the MQTT broker: {e}") from e
+    if not answer["ok"]:
+        raise UsageError("\n".join(answer["problems"]))
+    return dict(answer["data"])

@@ -160,7 +160,8 @@ class MqttBridge:
         self.connected, self._client, self.last_error = False, None, error
 
     async def _session(self, client: aiomqtt.Client) -> None:
-        for topic in (self.topics.submit, self.topics.cancel_filter, self.topics.command_filter):
+        inputs = (self.topics.submit, self.topics.query, self.topics.cancel_filter)
+        for topic in (*inputs, self.topics.command_filter):
             await client.subscribe(topic, qos=1)
         # Online only once subscribed: a client that sees "online" may submit at once.
         await client.publish(self.topics.host_status(self.host), self._status("online"), 1, True)

@@ -16,18 +16,21 @@ from pydantic import ValidationError
 
 from labd.config import MqttSettings
 from labd.errors import InvalidSpec
-from labd.model import AdminState
+from labd.model import AdminState, JobState
 from labd.mqtt.messages import (
     CancelRequest,
     DeviceCommand,
     ErrorMessage,
     JobEvent,
+    JobQuery,
     Message,
+    QueryAnswer,
     SubmitAnswer,
     SubmitRequest,
 )
 from labd.mqtt.topics import Topics
 from labd.pool import Pool
+from labd.results import results_view
 from labd.scheduler import JobService, Scheduler
 from labd.store import JobConflict
 from labd.validation import describe_errors
@@ -76,6 +79,8 @@ class Inbound:
         try:
             if topic == self.topics.submit:
                 return await self._submit(topic, payload, response_topic, correlation)
+            if topic == self.topics.query:
+                return await self._query(topic, payload)
             if topic.endswith("/cancel"):
                 return await self._cancel(topic, payload)
             if topic.endswith("/command"):
@@ -166,6 +171,28 @@ class Inbound:
                 job_id,
             )
         recent.append(now)
+
+    async def _query(self, topic: str, payload: bytes) -> list[Reply]:
+        query: JobQuery = self._parse(topic, payload, JobQuery)
+        store = self.jobs.store
+        data: dict[str, Any] = {}
+        problems: list[str] = []
+        if query.query == "list":
+            try:
+                states = [JobState(s) for s in query.states]
+            except ValueError as e:
+                problems.append(f"{topic}: states: {e}")
+            else:
+                jobs = await store.list_jobs(states, limit=query.limit)
+                data = {"jobs": [j.model_dump(mode="json") for j in jobs]}
+        elif (job := await store.get_job(query.job_id)) is None:
+            problems.append(f"{topic}: no job {query.job_id!r}")
+        elif query.query == "show":
+            data = {"job": job.model_dump(mode="json")}
+        else:
+            data = await results_view(store, job)
+        answer = QueryAnswer(query=query.query, ok=not problems, data=data, problems=problems)
+        return [Reply(query.reply_to, answer)]
 
     async def _cancel(self, topic: str, payload: bytes) -> list[Reply]:
         request: CancelRequest = self._parse(topic, payload, CancelRequest)

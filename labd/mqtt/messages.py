@@ -45,6 +45,26 @@ class DeviceCommand(Message):
     sender: str = Field(max_length=128, description="Must be one of mqtt.admin_users.")
 
 
+class JobQuery(Message):
+    """In, on <prefix>/jobs/query: list jobs, or one job's state or results. The answer goes
+    to `reply_to` (MQTT 3.1.1 clients too), as the local API's JSON."""
+
+    query: Literal["list", "show", "results"]
+    reply_to: str = Field(min_length=1, max_length=256, pattern=r"^[^#+]+$")
+    job_id: str = Field("", pattern=r"^$|" + ID)
+    states: list[str] = Field(default_factory=list, max_length=7)
+    limit: int = Field(50, ge=1, le=1000)
+
+
+class QueryAnswer(Message):
+    """Out, on a query's reply_to: the answer, or why there is none."""
+
+    query: str
+    ok: bool
+    data: dict[str, Any] = Field(default_factory=dict)
+    problems: list[str] = Field(default_factory=list)
+
+
 class JobEvent(Message):
     """Out, QoS 1, on <prefix>/jobs/<id>/events: one lifecycle event. `seq` counts from 1
     per job without gaps (0 for a rejected submission), so consumers can drop duplicates
@@ -157,5 +177,7 @@ MESSAGES: dict[str, type[Message]] = {
     "result": ResultMessage,
     "alert": AlertMessage,
     "submit_answer": SubmitAnswer,
+    "job_query": JobQuery,
+    "query_answer": QueryAnswer,
     "error": ErrorMessage,
 }

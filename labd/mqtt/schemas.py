@@ -15,6 +15,8 @@ from labd.mqtt.messages import MESSAGES
 CHANNELS = [
     ("submit", "jobs/submit", "submit_request", "receive", "CI submits a job."),
     ("cancel", "jobs/{job_id}/cancel", "cancel_request", "receive", "Cancel a job."),
+    ("query", "jobs/query", "job_query", "receive", "List jobs, or one job's state or results."),
+    ("queryAnswers", "{reply_to}", "query_answer", "send", "The answer to a query."),
     (
         "command",
         "devices/{device_id}/command",
@@ -77,9 +79,9 @@ def asyncapi() -> dict[str, Any]:
             for part in address.split("/")
             if part.startswith("{")
         }
-        full = address if address.startswith("{response") else "labd/v1/{lab}/" + address
+        full = address if address.startswith("{re") else "labd/v1/{lab}/" + address
         parameters = {"lab": {"description": "daemon.lab (or mqtt.prefix)"}, **parameters}
-        if full.startswith("{response"):
+        if full.startswith("{re"):
             parameters.pop("lab")
         channels[channel] = {
             "address": full,

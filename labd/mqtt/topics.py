@@ -14,6 +14,10 @@ class Topics:
         return f"{self.prefix}/jobs/submit"
 
     @property
+    def query(self) -> str:
+        return f"{self.prefix}/jobs/query"
+
+    @property
     def cancel_filter(self) -> str:
         return f"{self.prefix}/jobs/+/cancel"
 

@@ -220,6 +220,13 @@ async def test_cli_show_and_cancel_over_mqtt(
         assert events_of(ci, "slow-1")[-1]["state"] == "cancelled"
     code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
     assert (code, out) == (0, "slow-1: cancelled\n")
+    code, out, _ = await labd("jobs", "list", "--via", "mqtt", "--json")
+    assert code == 0 and [j["id"] for j in json.loads(out)["jobs"]] == ["slow-1"]
+    code, out, _ = await labd("jobs", "results", "slow-1", "--via", "mqtt", "--format", "csv")
+    rows = out.strip().splitlines()
+    assert code == 0 and rows[0].startswith("job_id,attempt") and len(rows) > 1
+    code, _, err = await labd("jobs", "results", "nope", "--via", "mqtt")
+    assert (code, err.strip()) == (2, "labd/v1/lab1/jobs/query: no job 'nope'")
     code, _, err = await labd("submit", str(tmp_path / "missing.toml"))
     assert code == 2 and "missing.toml" in err
     assert daemon.stop() == 0
