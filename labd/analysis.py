@@ -14,6 +14,7 @@ import structlog
 
 from labd.events import ChangeFound, EventBus, JobFinished, dispatch
 from labd.model import Job, JobState
+from labd.results import measured_values
 from labd.store import Store
 from labd.tasks import TaskSet
 
@@ -60,7 +61,8 @@ class BaselineAnalyst:
         return same[-1] if same else None
 
     async def compare(self, baseline: Job, job: Job) -> list[ChangeFound]:
-        base, new = await self._measured(baseline), await self._measured(job)
+        base = await measured_values(self.store, baseline)
+        new = await measured_values(self.store, job)
         directions = {m.name: m.higher_is_better for m in job.spec.metrics}
         samples = {
             name: (base[name], new[name], directions.get(name, False))
@@ -85,11 +87,3 @@ class BaselineAnalyst:
             for r in results
             if r.verdict in ("regression", "improvement")
         ]
-
-    async def _measured(self, job: Job) -> dict[str, list[float]]:
-        values: dict[str, list[float]] = {}
-        for it in await self.store.iterations(job.id, attempt=job.attempts):
-            if not it.warmup and not it.error:
-                for name, value in it.values.items():
-                    values.setdefault(name, []).append(value)
-        return values

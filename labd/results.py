@@ -6,22 +6,30 @@ import asyncio
 import statistics
 from typing import Any
 
-from labd.model import Job
+from labd.model import Iteration, Job
 from labd.stats import summarize
 from labd.store import Store
 
 
+def measured(iterations: list[Iteration]) -> dict[str, list[float]]:
+    """Per metric, in iteration order, the values of the measured iterations (warm-up and
+    failed iterations left out): what every verdict is computed from."""
+    values: dict[str, list[float]] = {}
+    for it in iterations:
+        if not it.warmup and not it.error:
+            for name, value in it.values.items():
+                values.setdefault(name, []).append(value)
+    return dict(sorted(values.items()))
+
+
+async def measured_values(store: Store, job: Job) -> dict[str, list[float]]:
+    """`measured` for the job's last attempt."""
+    return measured(await store.iterations(job.id, attempt=job.attempts))
+
+
 async def summary_of(store: Store, job: Job) -> dict[str, dict[str, Any]]:
-    """Per metric, the summary of the last attempt's measured, successful iterations."""
-    measured = [
-        i
-        for i in await store.iterations(job.id, attempt=job.attempts)
-        if not i.warmup and not i.error
-    ]
-    series = {
-        name: [i.values[name] for i in measured if name in i.values]
-        for name in sorted({name for i in measured for name in i.values})
-    }
+    """Per metric, the summary of the last attempt's measured iterations."""
+    series = await measured_values(store, job)
     # numpy/scipy work (and scipy's first import, about a second) stays off the event loop.
     return await asyncio.to_thread(_summaries, series)
 
@@ -46,21 +54,17 @@ async def history_view(store: Store, suite: str, test: str) -> dict[str, Any]:
     median of its measured iterations), oldest first; a build is named by its revision."""
     series: dict[str, dict[str, list[Any]]] = {}
     for job in await store.finished_jobs(suite, test):
-        measured = [
-            i
-            for i in await store.iterations(job.id, attempt=job.attempts)
-            if not i.warmup and not i.error
-        ]
-        if not measured:
+        iterations = await store.iterations(job.id, attempt=job.attempts)
+        values = measured(iterations)
+        if not values:
             continue
-        device_class = measured[0].fingerprint.get("model") or job.device_id
+        device_class = iterations[0].fingerprint.get("model") or job.device_id
         build = job.spec.build.revision or job.spec.build.build_id or job.id
-        for metric in sorted({name for i in measured for name in i.values}):
-            values = [i.values[metric] for i in measured if metric in i.values]
+        for metric, metric_values in values.items():
             entry = series.setdefault(
                 f"{suite}/{test}/{metric}/{device_class}", {"builds": [], "values": [], "jobs": []}
             )
             entry["builds"].append(build)
-            entry["values"].append(statistics.median(values))
+            entry["values"].append(statistics.median(metric_values))
             entry["jobs"].append(job.id)
     return {"suite": suite, "test": test, "series": series}
