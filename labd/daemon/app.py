@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 import structlog
@@ -46,6 +46,13 @@ class Component(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self, grace: float) -> None: ...
+
+
+@runtime_checkable
+class TakesWork(Protocol):
+    """A component that starts new work by itself (the scheduler leases jobs)."""
+
+    def stop_taking_work(self) -> None: ...
 
 
 class StoreComponent:
@@ -117,6 +124,10 @@ class Daemon:
             self.notifier.ready("serving")
             log.info("labd started", version=__version__, host=host, lab=self.settings.daemon.lab)
             reason = await self._stop_reason
+            # First no new work anywhere, then the components stop one by one.
+            for component in started:
+                if isinstance(component, TakesWork):
+                    component.stop_taking_work()
             grace = self.settings.daemon.shutdown_grace
             log.info("labd stopping", reason=reason, grace_s=grace)
             self.bus.publish(DaemonStopping(host=host, reason=reason))

@@ -80,9 +80,13 @@ class Scheduler:
         self._tasks.spawn("dispatch", self._dispatch_loop())
         self._tasks.spawn("reaper", self._reap_loop())
 
+    def stop_taking_work(self) -> None:
+        """Lease no new job from now on (the daemon calls this as soon as it is told to stop)."""
+        self._accepting = False
+
     async def stop(self, grace: float) -> None:
         """Take no more work; give running jobs `grace` seconds, then requeue what is left."""
-        self._accepting = False
+        self.stop_taking_work()
         await self._tasks.cancel_all()
         if self.running:
             log.info("waiting for running jobs", jobs=sorted(self.running), grace_s=grace)

@@ -81,3 +81,25 @@ def test_speaks_the_systemd_notify_protocol(start_labd: Any, tmp_path: Path) -> 
         raise AssertionError("no STOPPING=1")
     assert daemon.stop() == 0
     server.close()
+
+
+def test_sigterm_takes_no_new_job(start_labd: Any) -> None:
+    """Jobs queued when SIGTERM comes stay queued for the next start; none is leased."""
+    daemon: LabdProcess = start_labd()
+    spec = {
+        "suite": "s",
+        "test": "t",
+        "scenario": "command",
+        "iterations": 2,
+        "warmup": 0,
+        "params": {"command": ["sleep", "0.3"]},
+    }
+    for n in range(5):
+        assert daemon.post("/api/v1/jobs", {"id": f"q{n}", "spec": spec})[0] == 201
+    daemon.wait_for_log("job leased")
+    daemon.signal(signal.SIGTERM)
+    stopping = daemon.wait_for_log("labd stopping")
+    assert daemon.stop() == 0
+    lines = daemon.logs()
+    after = lines[lines.index(stopping) + 1 :]
+    assert not [line for line in after if line["event"] == "job leased"]
