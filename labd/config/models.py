@@ -194,6 +194,21 @@ class MqttSettings(Section):
     )
 
 
+class MetricsSettings(Section):
+    """The Prometheus exporter on the side port's /metrics."""
+
+    snapshot_interval_s: float = Field(
+        5, gt=0, le=3600, description="How often jobs, devices and the outbox are counted."
+    )
+    result_series: list[str] = Field(
+        default_factory=list,
+        description=(
+            'suite/test patterns (fnmatch, e.g. "browser/*") whose latest result per metric '
+            "and device class is exported as a gauge; empty exports none (bounded labels)."
+        ),
+    )
+
+
 class Settings(Section):
     """The whole configuration of one labd host."""
 
@@ -207,6 +222,7 @@ class Settings(Section):
         default_factory=SchedulerSettings, description="Scheduler."
     )
     mqtt: MqttSettings = Field(default_factory=MqttSettings, description="MQTT.")
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings, description="Metrics.")
     drivers: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Options per driver plugin, e.g. [drivers.host]; see each driver.",

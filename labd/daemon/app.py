@@ -24,6 +24,7 @@ from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
 from labd.metrics import DaemonMetrics
+from labd.metrics.lab import LabMetrics
 from labd.mqtt import EmbeddedBroker, Inbound, MqttBridge, Topics, listening
 from labd.pool import Pool, load_drivers, load_power
 from labd.scheduler import JobService, Scheduler
@@ -88,6 +89,7 @@ class Daemon:
         self.notifier = SystemdNotifier()
         self.tasks = TaskSet("daemon")
         self._stop_reason: asyncio.Future[str] | None = None
+        self._bridge: MqttBridge | None = None
         # Plugins are loaded before anything starts, so a bad [drivers] section stops us early.
         source = loaded.path.name if loaded.path else "defaults"
         host = settings.daemon.host_name
@@ -167,6 +169,10 @@ class Daemon:
         if settings.mqtt.enabled:
             async for component in self._mqtt(store.store):
                 yield component
+        probe = self._bridge.probe if self._bridge is not None else None
+        yield LabMetrics(
+            self.metrics.registry, self.bus, store.store, self.pool, settings.metrics, probe
+        )
         if settings.http.enabled:
             from labd.daemon.api import Api
 
@@ -207,6 +213,7 @@ class Daemon:
             mqtt5=mqtt5,
         )
         self.side_port.add_probe("broker", bridge.probe)
+        self._bridge = bridge
         yield bridge
 
     async def _stop_all(self, started: list[Component]) -> None:

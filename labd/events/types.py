@@ -102,6 +102,7 @@ class IterationDone(Event):
     warmup: bool
     values: dict[str, float]
     error: str
+    duration_s: float = 0.0
 
 
 class JobRequeued(Event):
@@ -133,6 +134,15 @@ class DeviceChanged(Event):
     state: str
     admin: str
     reason: str
+
+
+class HealthCheckFailed(Event):
+    """A device failed its periodic health check (`failures` in a row)."""
+
+    device_id: str
+    platform: str
+    reason: str
+    failures: int
 
 
 class DevicePowerCycled(Event):

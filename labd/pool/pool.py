@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import structlog
 
 from labd.config import PoolSettings
-from labd.events import DeviceChanged, DevicePowerCycled, EventBus
+from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckFailed
 from labd.model import AdminState, Device, DeviceState, Driver, PowerControl
 from labd.store import Store
 from labd.tasks import TaskSet
@@ -138,6 +138,11 @@ class Pool:
         failures = self._health_failures.get(device.id, 0) + 1
         self._health_failures[device.id] = failures
         log.warning("device unhealthy", device=device.id, reason=reason, failures=failures)
+        self.bus.publish(
+            HealthCheckFailed(
+                device_id=device.id, platform=device.platform, reason=reason, failures=failures
+            )
+        )
         after = self.settings.power_cycle_after
         control = self.power.get(device.id)
         if failures == after and control is not None:

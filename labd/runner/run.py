@@ -83,7 +83,9 @@ async def run_job(
             if not warmup and not error:
                 measured.append(values)
             log.debug("iteration done", index=index, warmup=warmup, values=values, error=error)
-            bus.publish(IterationDone(**iteration.model_dump(include=ITERATION_EVENT_FIELDS)))
+            duration = (iteration.finished_at - iteration.started_at).total_seconds()
+            fields = iteration.model_dump(include=ITERATION_EVENT_FIELDS)
+            bus.publish(IterationDone(**fields, duration_s=duration))
             if spec.stop_when_stable and _stable(measured, spec.stable_effect):
                 log.info("stopping early: every metric is stable", measured=len(measured))
                 break

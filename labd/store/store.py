@@ -221,6 +221,16 @@ class Store:
         async with self.engine.connect() as conn:
             return [_job(row) for row in reversed((await conn.execute(query)).all())]
 
+    async def queue_by_priority(self) -> list[tuple[int, int, float]]:
+        """(priority, queued jobs, oldest submission time) per priority that has any."""
+        query = (
+            sa.select(jobs.c.priority, sa.func.count(), sa.func.min(jobs.c.submitted_at))
+            .where(jobs.c.state == JobState.QUEUED.value)
+            .group_by(jobs.c.priority)
+        )
+        async with self.engine.connect() as conn:
+            return [(p, int(n), float(t)) for p, n, t in await conn.execute(query)]
+
     async def count_jobs(self) -> dict[str, int]:
         """Jobs per state."""
         query = sa.select(jobs.c.state, sa.func.count()).group_by(jobs.c.state)

@@ -1,0 +1,247 @@
+"""The lab's metrics: counters and histograms fed by events as they happen, and gauges from a
+snapshot of the store and the pool taken every few seconds (scrapes never touch the database,
+and the numbers stay true across restarts because the store is the truth).
+
+Names follow Prometheus conventions: base units in the name, `_total` on counters, labels with
+bounded values (states, platforms, priority classes; result series only when allow-listed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import statistics
+import time
+from collections import Counter as Tally
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from labd.config import MetricsSettings
+from labd.events import (
+    ChangeFound,
+    DeviceChanged,
+    DevicePowerCycled,
+    Event,
+    EventBus,
+    HealthCheckFailed,
+    IterationDone,
+    JobFinished,
+    JobLeased,
+    dispatch,
+)
+from labd.pool import Pool
+from labd.results import measured
+from labd.store import Store
+from labd.tasks import TaskSet
+
+log = structlog.get_logger("labd.metrics")
+
+JOB_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400)
+ITERATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+
+
+def priority_class(priority: int) -> str:
+    return "high" if priority > 0 else "low" if priority < 0 else "normal"
+
+
+class SnapshotCollector(Collector):
+    """Renders the latest snapshot (plain data, replaced whole: safe to read from a thread)."""
+
+    def __init__(self) -> None:
+        self.snapshot: dict[str, Any] = {}
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        snap = self.snapshot
+        if not snap:
+            return
+        jobs = GaugeMetricFamily("labd_jobs", "Jobs in the store by state.", labels=["state"])
+        for state, count in sorted(snap["jobs"].items()):
+            jobs.add_metric([state], count)
+        depth = GaugeMetricFamily(
+            "labd_queue_depth", "Queued jobs by priority class.", labels=["priority"]
+        )
+        oldest = GaugeMetricFamily(
+            "labd_queue_oldest_wait_seconds",
+            "How long the oldest queued job has waited, by priority class.",
+            labels=["priority"],
+        )
+        for cls, (count, wait) in sorted(snap["queue"].items()):
+            depth.add_metric([cls], count)
+            oldest.add_metric([cls], wait)
+        devices = GaugeMetricFamily(
+            "labd_devices",
+            "This host's devices by state and platform.",
+            labels=["state", "platform"],
+        )
+        for (state, platform), count in sorted(snap["devices"].items()):
+            devices.add_metric([state, platform], count)
+        connected = GaugeMetricFamily(
+            "labd_mqtt_connected", "1 while the MQTT bridge is connected to its broker."
+        )
+        connected.add_metric([], snap["mqtt_connected"])
+        backlog = GaugeMetricFamily(
+            "labd_outbox_backlog", "Messages waiting in this host's outbox."
+        )
+        backlog.add_metric([], snap["outbox"])
+        yield from (jobs, depth, oldest, devices, connected, backlog)
+
+
+class LabMetrics:
+    """A component: subscribes to events and refreshes the snapshot."""
+
+    name = "metrics"
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        bus: EventBus,
+        store: Store,
+        pool: Pool,
+        settings: MetricsSettings,
+        mqtt_probe: Callable[[], Awaitable[str | None]] | None = None,
+    ) -> None:
+        self.bus, self.store, self.pool, self.settings = bus, store, pool, settings
+        self.mqtt_probe = mqtt_probe
+        r = registry
+        self.jobs_finished = Counter(
+            "labd_jobs_finished", "Jobs that reached an end, by state.", ["state"], registry=r
+        )
+        self.job_duration = Histogram(
+            "labd_job_duration_seconds",
+            "From lease to the end of a job, by its end state.",
+            ["state"],
+            buckets=JOB_BUCKETS,
+            registry=r,
+        )
+        self.job_wait = Histogram(
+            "labd_job_wait_seconds",
+            "From submission to lease, by priority class.",
+            ["priority"],
+            buckets=JOB_BUCKETS,
+            registry=r,
+        )
+        self.iterations = Counter(
+            "labd_iterations", "Iterations run, by result (ok, failed).", ["result"], registry=r
+        )
+        self.iteration_duration = Histogram(
+            "labd_iteration_duration_seconds",
+            "Duration of one iteration.",
+            buckets=ITERATION_BUCKETS,
+            registry=r,
+        )
+        self.health_failures = Counter(
+            "labd_health_check_failures",
+            "Failed device health checks, by platform.",
+            ["platform"],
+            registry=r,
+        )
+        self.power_cycles = Counter(
+            "labd_power_cycles", "Devices power-cycled after failing health checks.", registry=r
+        )
+        self.quarantines = Counter(
+            "labd_quarantines",
+            "Devices put into quarantine, by platform.",
+            ["platform"],
+            registry=r,
+        )
+        self.changes = Counter(
+            "labd_changes_found",
+            "Metrics of finished jobs that differ from their baseline, by verdict.",
+            ["verdict"],
+            registry=r,
+        )
+        self.latest = Gauge(
+            "labd_latest_result",
+            "Median of the latest succeeded job's measured iterations (allow-listed series).",
+            ["suite", "test", "metric", "device_class"],
+            registry=r,
+        )
+        self.snapshot = SnapshotCollector()
+        r.register(self.snapshot)
+        self._leased_at: dict[str, float] = {}
+        self._events = bus.subscribe("metrics")
+        self._tasks = TaskSet("metrics")
+
+    async def start(self) -> None:
+        await self.refresh()
+        self._tasks.spawn("events", dispatch(self._events, self.on_event))
+        self._tasks.spawn("snapshot", self._refresh_loop())
+
+    async def stop(self, grace: float) -> None:
+        self.bus.unsubscribe(self._events)
+        await self._tasks.cancel_all()
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.snapshot_interval_s)
+            try:
+                await self.refresh()
+            except Exception as e:  # the store may be away for a moment; gauges keep the last
+                log.warning("metrics snapshot failed", error=repr(e))
+
+    async def refresh(self) -> None:
+        """Count jobs, the queue, devices, the outbox and the broker link now."""
+        now = time.time()
+        queue: dict[str, tuple[int, float]] = {}
+        for priority, count, oldest in await self.store.queue_by_priority():
+            cls = priority_class(priority)
+            known = queue.get(cls, (0, 0.0))
+            queue[cls] = (known[0] + count, max(known[1], now - oldest))
+        devices = Tally((d.state.value, d.platform) for d in list(self.pool.devices.values()))
+        connected = 0
+        if self.mqtt_probe is not None:
+            connected = int(await self.mqtt_probe() is None)
+        self.snapshot.snapshot = {
+            "jobs": await self.store.count_jobs(),
+            "queue": queue,
+            "devices": dict(devices),
+            "mqtt_connected": connected,
+            "outbox": await self.store.outbox_depth(),
+        }
+
+    async def on_event(self, event: Event) -> None:
+        if isinstance(event, JobLeased):
+            self._leased_at[event.job_id] = event.time.timestamp()
+            job = await self.store.get_job(event.job_id)
+            if job is not None:
+                wait = event.time.timestamp() - job.submitted_at.timestamp()
+                self.job_wait.labels(priority_class(job.spec.priority)).observe(max(wait, 0))
+        elif isinstance(event, JobFinished):
+            self.jobs_finished.labels(event.state).inc()
+            if (leased := self._leased_at.pop(event.job_id, None)) is not None:
+                duration = event.time.timestamp() - leased
+                self.job_duration.labels(event.state).observe(duration)
+            if event.state == "succeeded" and self._exported(event.suite, event.test):
+                await self._latest(event)
+        elif isinstance(event, IterationDone):
+            self.iterations.labels("failed" if event.error else "ok").inc()
+            self.iteration_duration.observe(event.duration_s)
+        elif isinstance(event, HealthCheckFailed):
+            self.health_failures.labels(event.platform).inc()
+        elif isinstance(event, DevicePowerCycled):
+            self.power_cycles.inc()
+        elif isinstance(event, DeviceChanged) and event.state == "quarantined":
+            self.quarantines.labels(event.platform).inc()
+        elif isinstance(event, ChangeFound):
+            self.changes.labels(event.verdict).inc()
+
+    def _exported(self, suite: str, test: str) -> bool:
+        name = f"{suite}/{test}"
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.settings.result_series)
+
+    async def _latest(self, event: JobFinished) -> None:
+        job = await self.store.get_job(event.job_id)
+        if job is None:
+            return
+        iterations = await self.store.iterations(job.id, attempt=job.attempts)
+        if not iterations:
+            return
+        device_class = str(iterations[0].fingerprint.get("model") or job.device_id)
+        for metric, values in measured(iterations).items():
+            labels = (job.spec.suite, job.spec.test, metric, device_class)
+            self.latest.labels(*labels).set(statistics.median(values))
