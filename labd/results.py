@@ -68,3 +68,34 @@ async def history_view(store: Store, suite: str, test: str) -> dict[str, Any]:
             entry["values"].append(statistics.median(metric_values))
             entry["jobs"].append(job.id)
     return {"suite": suite, "test": test, "series": series}
+
+
+def perfherder(results: dict[str, Any]) -> dict[str, Any]:
+    """Perfherder's PERFHERDER_DATA for one job's results (as `results_view` gives them):
+    one suite per job, one subtest per metric with its median and every replicate."""
+    job = results["job"]
+    spec = job["spec"]
+    units = {m["name"]: m for m in spec.get("metrics", [])}
+    replicates: dict[str, list[float]] = {}
+    for it in results["iterations"]:
+        if it["attempt"] == job["attempts"] and not it["warmup"] and not it["error"]:
+            for name, value in it["values"].items():
+                replicates.setdefault(name, []).append(value)
+    subtests = [
+        {
+            "name": name,
+            "value": statistics.median(values),
+            "replicates": values,
+            "unit": units.get(name, {}).get("unit", ""),
+            "lowerIsBetter": not units.get(name, {}).get("higher_is_better", False),
+        }
+        for name, values in sorted(replicates.items())
+    ]
+    suite: dict[str, Any] = {
+        "name": f"{spec['suite']}.{spec['test']}",
+        "subtests": subtests,
+        "extraOptions": [o for o in (job.get("device_id"), spec["build"].get("revision")) if o],
+    }
+    if subtests and all(s["value"] > 0 for s in subtests):
+        suite["value"] = statistics.geometric_mean(s["value"] for s in subtests)
+    return {"framework": {"name": "labd"}, "suites": [suite]}

@@ -267,6 +267,10 @@ def results(args: argparse.Namespace) -> int:
                         it["error"],
                     ]
                 )
+    elif fmt == "perfherder":
+        from labd.results import perfherder
+
+        print("PERFHERDER_DATA: " + json.dumps(perfherder(data)))
     elif fmt == "table":
         _print_results(data)
     else:

@@ -124,7 +124,9 @@ def _add_job_commands(nouns: Any) -> None:
         cmd.add_argument("id", help="job id")
         cmd.set_defaults(handler=_lazy(f"labd.cli.jobs_cmd:{target}"))
         if verb == "results":
-            cmd.add_argument("--format", choices=["table", "csv", "json"], default="table")
+            cmd.add_argument(
+                "--format", choices=["table", "csv", "json", "perfherder"], default="table"
+            )
         if verb in ("show", "cancel", "results"):
             cmd.add_argument(
                 "--via",
