@@ -192,6 +192,7 @@ class Scheduler:
         try:
             if not await self.store.mark_running(job.id, token):
                 return ""
+            log.info("job running", iterations=job.spec.warmup + job.spec.iterations)
             params = self.jobs.params_of(job.spec, driver)
             workdir = self.workdir / job.id
             async with asyncio.timeout(job.spec.timeout_s):

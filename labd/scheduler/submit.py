@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import structlog
 from pydantic import BaseModel, ValidationError
 
 from labd.errors import InvalidSpec
@@ -18,6 +19,8 @@ from labd.model import Device, DeviceState, Driver, Job, TestSpec
 from labd.model.manifest import parse_spec
 from labd.store import Store
 from labd.validation import describe_errors, did_you_mean
+
+log = structlog.get_logger("labd.scheduler")
 
 
 class JobService:
@@ -44,10 +47,19 @@ class JobService:
             spec = data if isinstance(data, TestSpec) else parse_spec(data, source)
             await self.check(spec, source)
         except InvalidSpec as e:
+            log.info("job rejected", job_id=job_id, source=source, problems=e.problems)
             self.bus.publish(JobRejected(job_id=job_id, source=source, problems=e.problems))
             raise
         job, created = await self.store.submit_job(job_id, spec, submitter or "anonymous")
         if created:
+            log.info(
+                "job queued",
+                job_id=job.id,
+                suite=spec.suite,
+                test=spec.test,
+                submitter=job.submitter,
+                priority=spec.priority,
+            )
             self.bus.publish(
                 JobQueued(
                     job_id=job.id,
