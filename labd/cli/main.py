@@ -200,6 +200,15 @@ def _add_stats_commands(nouns: Any) -> None:
     detect.add_argument("--json", action="store_true", help="print JSON")
     detect.set_defaults(handler=_lazy("labd.cli.stats_cmd:detect"))
 
+    report = nouns.add_parser(
+        "report", help="an HTML report of a job, or of two compared, with its history"
+    )
+    report.add_argument("job", help="the job (the baseline when a second is given)")
+    report.add_argument("job2", nargs="?", help="a job to compare with the first")
+    report.add_argument("-o", "--output", default="report.html", help="file to write")
+    report.add_argument("--effect", type=float, default=0.01, help="effect of interest")
+    report.set_defaults(handler=_lazy("labd.cli.report_cmd:report"))
+
     calibrate = nouns.add_parser(
         "calibrate",
         help="iterations needed per component, by simulation from a pilot",

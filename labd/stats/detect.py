@@ -256,3 +256,24 @@ def detect(x: Sequence[float], method: str = DEFAULT_METHOD, **options: Any) -> 
         "talos": detect_talos,
     }
     return methods[method](values, **options)
+
+
+def prediction_band(
+    x: Sequence[float], alpha: float = 0.2, z: float = 3.5, warmup: int = 10
+) -> tuple[list[float], list[float]]:
+    """The exponential-smoothing prediction interval before each build (NaN while warming
+    up), for plots: values outside it are what `ets` treats as candidates."""
+    n = len(x)
+    low, high = [math.nan] * n, [math.nan] * n
+    if n <= warmup:
+        return low, high
+    level, sd = _robust_level(x[:warmup])
+    var = sd * sd
+    for t in range(warmup, n):
+        width = _widen(t, z) * math.sqrt(var)
+        low[t], high[t] = level - width, level + width
+        error = x[t] - level
+        if abs(error) <= width:  # outliers do not widen the band (the seed's Figure 5b)
+            level += alpha * error
+            var += 0.05 * (min(error * error, 16 * var) - var)
+    return low, high
