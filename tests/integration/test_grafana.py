@@ -60,3 +60,29 @@ def test_every_dashboard_query_is_valid_promql(tmp_path: Path) -> None:
     path.write_text(json.dumps({"groups": [{"name": "dashboard", "rules": rules}]}))
     check = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_alerting_rules_are_valid_and_name_exported_metrics(start_labd: Any) -> None:
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from tests.conftest import REQUIRE_SERVICES
+
+    rules = DASHBOARD.parents[1] / "prometheus-rules.yml"
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if REQUIRE_SERVICES:
+            pytest.fail("promtool is missing (apt-get install prometheus)")
+        pytest.skip("promtool is missing (apt-get install prometheus)")
+    check = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True)
+    assert check.returncode == 0 and "SUCCESS: 6 rules found" in check.stdout, (
+        check.stdout + check.stderr
+    )
+    daemon: LabdProcess = start_labd()
+    families = exported_families(daemon.get("/metrics")[1])
+    assert daemon.stop() == 0
+    for name in set(re.findall(r"\blabd_[a-z_]+\b", rules.read_text())):
+        base = next((name[: -len(s)] for s in SUFFIXES if name.endswith(s)), name)
+        assert name in families or base in families, f"{name} is not exported by labd"
