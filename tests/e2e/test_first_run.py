@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ def bare_env(tmp_path: Path) -> dict[str, str]:
     """A user's environment: no config file anywhere, state in a fresh directory."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABD_")}
     env["LABD_DAEMON__STATE_DIR"] = str(tmp_path / "state")
+    # Its own lab (topics and MQTT client id) on a shared broker; every other default stays.
+    env["LABD_DAEMON__LAB"] = f"e2e-{uuid.uuid4().hex[:10]}"
     env["LABD_HTTP__PORT"] = str(free_port())
     return env
 

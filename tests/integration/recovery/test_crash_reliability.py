@@ -5,12 +5,15 @@ from __future__ import annotations
 import itertools
 import random
 import time
+import uuid
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import LabdProcess
+
+LAB = f"rec-{uuid.uuid4().hex[:10]}"  # its own topics on a shared broker
 
 JOBS = 200
 TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
@@ -19,7 +22,8 @@ TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "labd.toml"
     path.write_text(
-        f'[daemon]\nhost = "crashy"\nstate_dir = "{tmp_path / "state"}"\nshutdown_grace = 2\n'
+        f'[daemon]\nlab = "{LAB}"\n'
+        f'host = "crashy"\nstate_dir = "{tmp_path / "state"}"\nshutdown_grace = 2\n'
         '[http]\nport = 0\n[log]\nformat = "json"\n'
         "[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
         '[drivers.host]\nid = "slot"\nslots = 4\n'

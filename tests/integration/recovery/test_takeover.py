@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import signal
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import LabdProcess
 
+LAB = f"rec-{uuid.uuid4().hex[:10]}"  # its own topics on a shared broker
+
 
 def config(tmp_path: Path, name: str, url: str) -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(
-        f'[daemon]\nhost = "{name}"\nstate_dir = "{tmp_path / name}"\nshutdown_grace = 2\n'
+        f'[daemon]\nlab = "{LAB}"\n'
+        f'host = "{name}"\nstate_dir = "{tmp_path / name}"\nshutdown_grace = 2\n'
         f'[http]\nport = 0\n[log]\nformat = "json"\n[store]\nurl = "{url}"\n'
         "[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
         f'[drivers.host]\nid = "dev-{name}"\n'
