@@ -33,7 +33,7 @@ from labd.model import Device, DeviceSelector, Driver, NoOptions, Scenario, Test
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.store import Store, lane_key
-from labd.store.store import spec_hash
+from labd.store.base import spec_hash
 from labd.store.tables import jobs
 from labd.store.tables import lanes as lanes_table
 

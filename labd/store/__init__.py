@@ -1,12 +1,6 @@
 """Persistence of jobs, devices and raw results (SQLite by default, PostgreSQL for a lab)."""
 
-from labd.store.store import (
-    JobConflict,
-    Lease,
-    Store,
-    StoreError,
-    default_sqlite_url,
-    lane_key,
-)
+from labd.store.base import JobConflict, Lease, StoreError, lane_key
+from labd.store.store import Store, default_sqlite_url
 
 __all__ = ["JobConflict", "Lease", "Store", "StoreError", "default_sqlite_url", "lane_key"]

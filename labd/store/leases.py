@@ -1,0 +1,238 @@
+"""Leases: claiming work (FOR UPDATE SKIP LOCKED), heartbeats, state moves, expiry."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from labd.model import (
+    Job,
+    JobState,
+    can_move,
+)
+from labd.store.base import (
+    Lease,
+    row_to_job,
+)
+from labd.store.outbox import append_job_event
+from labd.store.queue import JobQueue
+from labd.store.tables import ACTIVE_STATES, jobs
+
+
+class Leases(JobQueue):
+    """Moving leased jobs on; builds on the queue (it reads jobs back)."""
+
+    async def claim_job(
+        self, device_id: str, lane_keys: Sequence[str], owner: str, ttl: float
+    ) -> Lease | None:
+        """Lease the best queued job of the given lanes for device_id, or None if none waits."""
+        now = time.time()
+        token = uuid.uuid4().hex
+        async with self.engine.begin() as conn:
+            best = await self._peek(conn, lane_keys, now)
+            if best is None:
+                return None
+            row = (
+                await conn.execute(
+                    jobs.update()
+                    .where(jobs.c.seq == best, jobs.c.state == JobState.QUEUED.value)
+                    .values(
+                        state=JobState.LEASED.value,
+                        device_id=device_id,
+                        lease_owner=owner,
+                        lease_token=token,
+                        lease_expires=now + ttl,
+                        attempts=jobs.c.attempts + 1,
+                    )
+                    .returning(*jobs.c)
+                )
+            ).first()
+            if row is None:
+                return None
+            await append_job_event(
+                conn,
+                self.host,
+                row.id,
+                "leased",
+                "leased",
+                {"device_id": device_id, "host": owner, "attempt": row.attempts},
+            )
+        return Lease(row_to_job(row), token)
+
+    async def _peek(
+        self, conn: AsyncConnection, lane_keys: Sequence[str], now: float
+    ) -> int | None:
+        # The head of each lane is the first entry of ix_jobs_dispatch: one index seek per
+        # lane, so the cost stays flat however long the queue grows. Heads another host is
+        # claiming right now are skipped, not waited for; they stay locked until we commit.
+        heads = []
+        for key in lane_keys:
+            row = (
+                await conn.execute(
+                    sa.select(jobs.c.seq, jobs.c.priority, jobs.c.fair_rank)
+                    .where(
+                        jobs.c.state == JobState.QUEUED.value,
+                        jobs.c.lane == key,
+                        jobs.c.not_before <= now,
+                    )
+                    .order_by(jobs.c.priority.desc(), jobs.c.fair_rank, jobs.c.seq)
+                    .limit(1)
+                    .with_for_update(skip_locked=True)
+                )
+            ).first()
+            if row is not None:
+                heads.append((-row.priority, row.fair_rank, row.seq))
+        return min(heads)[2] if heads else None
+
+    async def heartbeat(self, job_id: str, token: str, ttl: float) -> tuple[bool, bool]:
+        """Extend a lease. Returns (still_held, cancel_requested)."""
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.lease_token == token)
+                .where(jobs.c.state.in_(ACTIVE_STATES))
+                .values(lease_expires=time.time() + ttl)
+                .returning(jobs.c.cancel_requested)
+            )
+            row = result.first()
+        return (row is not None, bool(row.cancel_requested) if row else False)
+
+    async def mark_running(self, job_id: str, token: str) -> bool:
+        return await self._move(
+            job_id,
+            token,
+            JobState.RUNNING,
+            ("running", {}),
+            from_states=("leased",),
+            started_at=time.time(),
+        )
+
+    async def finish_job(self, job_id: str, token: str, state: JobState, error: str = "") -> bool:
+        """Move a held job to a terminal state; False if the lease was lost meanwhile."""
+        assert state.terminal
+        return await self._move(
+            job_id,
+            token,
+            state,
+            ("finished", {"error": error}),
+            error=error,
+            finished_at=time.time(),
+        )
+
+    async def requeue_job(
+        self, job_id: str, token: str, error: str, delay: float = 0.0, refund: bool = False
+    ) -> bool:
+        """Put a held job back in the queue (after `delay` s); `refund` forgives the attempt."""
+        extra: dict[str, Any] = {"attempts": jobs.c.attempts - 1} if refund else {}
+        return await self._move(
+            job_id,
+            token,
+            JobState.QUEUED,
+            ("requeued", {"reason": error, "retry_in_s": delay, "attempt_counted": not refund}),
+            error=error,
+            not_before=time.time() + delay,
+            device_id="",
+            lease_owner="",
+            lease_token="",
+            **extra,
+        )
+
+    async def _move(
+        self,
+        job_id: str,
+        token: str,
+        state: JobState,
+        event: tuple[str, dict[str, Any]],
+        from_states: Sequence[str] = (),
+        **values: Any,
+    ) -> bool:
+        # Only moves the state machine allows, from states the caller's lease can be in.
+        from_states = from_states or [s for s in ACTIVE_STATES if can_move(JobState(s), state)]
+        assert all(can_move(JobState(old), state) for old in from_states), (from_states, state)
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                jobs.update()
+                .where(
+                    jobs.c.id == job_id,
+                    jobs.c.lease_token == token,
+                    jobs.c.state.in_(from_states),
+                )
+                .values(state=state.value, **values)
+            )
+            if result.rowcount != 1:
+                return False
+            await append_job_event(conn, self.host, job_id, event[0], state.value, event[1])
+        return True
+
+    async def request_cancel(self, job_id: str) -> Job | None:
+        """Cancel a queued job at once; flag an active one for its runner. None if unknown."""
+        async with self.engine.begin() as conn:
+            cancelled = await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.state == JobState.QUEUED.value)
+                .values(
+                    state=JobState.CANCELLED.value,
+                    finished_at=time.time(),
+                    error="cancelled while queued",
+                    cancel_requested=True,
+                )
+            )
+            flagged = await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.state.in_(ACTIVE_STATES))
+                .where(jobs.c.cancel_requested.is_(False))
+                .values(cancel_requested=True)
+                .returning(jobs.c.state)
+            )
+            if cancelled.rowcount == 1:
+                error = {"error": "cancelled while queued"}
+                await append_job_event(conn, self.host, job_id, "finished", "cancelled", error)
+            elif (state := flagged.scalar()) is not None:
+                await append_job_event(conn, self.host, job_id, "cancel_requested", state, {})
+        return await self.get_job(job_id)
+
+    async def expire_leases(self, now: float | None = None, owner: str = "") -> list[Job]:
+        """Requeue (or fail, when out of attempts) every job whose lease ran out, or, with
+        `owner`, every lease that owner holds (a restarted host's leases are all dead)."""
+        now = time.time() if now is None else now
+        moved = []
+        query = sa.select(jobs).where(jobs.c.state.in_(ACTIVE_STATES))
+        if owner:
+            query = query.where(jobs.c.lease_owner == owner)
+        else:
+            query = query.where(jobs.c.lease_expires < now)
+        async with self.engine.begin() as conn:
+            rows = (await conn.execute(query.with_for_update(skip_locked=True))).all()
+            for row in rows:
+                held_by = f"lease held by {row.lease_owner} expired"
+                if row.cancel_requested:
+                    values = {"state": "cancelled", "error": f"{held_by}; cancelled"}
+                elif row.attempts >= row.max_attempts:
+                    values = {
+                        "state": "failed",
+                        "error": f"{held_by} on attempt {row.attempts}; no attempts left",
+                    }
+                else:
+                    values = {"state": "queued", "error": f"{held_by}; requeued"}
+                finished = now if values["state"] != "queued" else None
+                await conn.execute(
+                    jobs.update()
+                    .where(jobs.c.seq == row.seq)
+                    .values(
+                        device_id="",
+                        lease_owner="",
+                        lease_token="",
+                        finished_at=finished,
+                        **values,
+                    )
+                )
+                kind = "requeued" if values["state"] == "queued" else "finished"
+                detail = {"reason" if kind == "requeued" else "error": values["error"]}
+                await append_job_event(conn, self.host, row.id, kind, values["state"], detail)
+                moved.append(row.id)
+        return [job for job_id in moved if (job := await self.get_job(job_id))]

@@ -1,0 +1,164 @@
+"""Submitting and finding jobs: idempotent submission, fair ranks, lanes, listings."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from labd.model import (
+    DeviceSelector,
+    Job,
+    JobState,
+    TestSpec,
+)
+from labd.store.base import (
+    JobConflict,
+    StoreBase,
+    lane_key,
+    row_to_job,
+    spec_hash,
+)
+from labd.store.outbox import append_job_event
+from labd.store.tables import ACTIVE_STATES, jobs, lanes
+
+
+class JobQueue(StoreBase):
+    """Submitting jobs and reading them back."""
+
+    async def submit_job(
+        self, job_id: str, spec: TestSpec, submitter: str, now: float | None = None
+    ) -> tuple[Job, bool]:
+        """Persist a queued job; returns (job, created). Submitting the same id and spec again
+        returns the existing job; the same id with another spec raises JobConflict."""
+        now = time.time() if now is None else now
+        digest, lane = spec_hash(spec), lane_key(spec.device)
+        try:
+            async with self.engine.begin() as conn:
+                await self._ensure_lane(conn, lane, spec.device)
+                rank = await self._fair_rank(conn, submitter, lane, spec.priority)
+                await conn.execute(
+                    jobs.insert().values(
+                        id=job_id,
+                        state=JobState.QUEUED.value,
+                        priority=spec.priority,
+                        fair_rank=rank,
+                        lane=lane,
+                        submitter=submitter,
+                        suite=spec.suite,
+                        test=spec.test,
+                        spec=spec.model_dump(mode="json"),
+                        spec_hash=digest,
+                        attempts=0,
+                        max_attempts=spec.max_attempts,
+                        submitted_at=now,
+                    )
+                )
+                await append_job_event(
+                    conn,
+                    self.host,
+                    job_id,
+                    "queued",
+                    "queued",
+                    {
+                        "submitter": submitter,
+                        "suite": spec.suite,
+                        "test": spec.test,
+                        "priority": spec.priority,
+                    },
+                )
+        except IntegrityError:
+            existing = await self.get_job(job_id)
+            if existing is None:
+                raise
+            if spec_hash(existing.spec) != digest:
+                raise JobConflict(
+                    f"job id {job_id!r} was already submitted with a different spec"
+                ) from None
+            return existing, False
+        job = await self.get_job(job_id)
+        assert job is not None
+        return job, True
+
+    async def _ensure_lane(self, conn: AsyncConnection, key: str, selector: DeviceSelector) -> None:
+        found = await conn.scalar(sa.select(lanes.c.key).where(lanes.c.key == key))
+        if found is None:
+            await conn.execute(lanes.insert().values(key=key, selector=selector.model_dump()))
+
+    async def _fair_rank(
+        self, conn: AsyncConnection, submitter: str, lane: str, priority: int
+    ) -> int:
+        # Start-time fair queuing: a new job ranks after its submitter's waiting jobs, but
+        # never before the lane's current head, so a newcomer interleaves with a big batch.
+        queued = (jobs.c.state == JobState.QUEUED.value) & (jobs.c.lane == lane)
+        own_last = await conn.scalar(
+            sa.select(sa.func.max(jobs.c.fair_rank)).where(
+                queued, jobs.c.submitter == submitter, jobs.c.priority == priority
+            )
+        )
+        head = await conn.scalar(
+            sa.select(jobs.c.fair_rank)
+            .where(queued, jobs.c.priority == priority)
+            .order_by(jobs.c.fair_rank)
+            .limit(1)
+        )
+        return max((own_last or 0) + 1, head or 0)
+
+    async def get_job(self, job_id: str) -> Job | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(sa.select(jobs).where(jobs.c.id == job_id))).first()
+        return row_to_job(row) if row else None
+
+    async def list_jobs(
+        self, states: Sequence[JobState] = (), limit: int = 100, newest_first: bool = True
+    ) -> list[Job]:
+        query = sa.select(jobs).limit(limit)
+        if states:
+            query = query.where(jobs.c.state.in_([s.value for s in states]))
+        query = query.order_by(jobs.c.seq.desc() if newest_first else jobs.c.seq)
+        async with self.engine.connect() as conn:
+            return [row_to_job(row) for row in await conn.execute(query)]
+
+    async def finished_jobs(self, suite: str, test: str, limit: int = 10_000) -> list[Job]:
+        """The test's succeeded jobs, oldest first: the builds of its history."""
+        query = (
+            sa.select(jobs)
+            .where(jobs.c.suite == suite, jobs.c.test == test, jobs.c.state == "succeeded")
+            .order_by(jobs.c.seq.desc())
+            .limit(limit)
+        )
+        async with self.engine.connect() as conn:
+            return [row_to_job(row) for row in reversed((await conn.execute(query)).all())]
+
+    async def queue_by_priority(self) -> list[tuple[int, int, float]]:
+        """(priority, queued jobs, oldest submission time) per priority that has any."""
+        query = (
+            sa.select(jobs.c.priority, sa.func.count(), sa.func.min(jobs.c.submitted_at))
+            .where(jobs.c.state == JobState.QUEUED.value)
+            .group_by(jobs.c.priority)
+        )
+        async with self.engine.connect() as conn:
+            return [(p, int(n), float(t)) for p, n, t in await conn.execute(query)]
+
+    async def count_jobs(self) -> dict[str, int]:
+        """Jobs per state."""
+        query = sa.select(jobs.c.state, sa.func.count()).group_by(jobs.c.state)
+        async with self.engine.connect() as conn:
+            return {state: count for state, count in await conn.execute(query)}
+
+    async def lanes(self) -> dict[str, DeviceSelector]:
+        """Every selector jobs were ever submitted with, by lane key."""
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(sa.select(lanes.c.key, lanes.c.selector))
+            return {key: DeviceSelector.model_validate(sel) for key, sel in rows}
+
+    async def active_job_on(self, device_id: str) -> str | None:
+        async with self.engine.connect() as conn:
+            return await conn.scalar(
+                sa.select(jobs.c.id).where(
+                    jobs.c.device_id == device_id, jobs.c.state.in_(ACTIVE_STATES)
+                )
+            )

@@ -1,0 +1,122 @@
+"""Raw iterations, devices and the outbox."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from labd.model import (
+    AdminState,
+    Device,
+    Iteration,
+)
+from labd.store import outbox as outbox_mod
+from labd.store.base import (
+    StoreBase,
+)
+from labd.store.outbox import OutboxRow, append_job_event
+from labd.store.tables import devices, iterations
+from labd.store.tables import outbox as outbox_table
+
+
+class Records(StoreBase):
+    """The outbox, raw iterations and devices."""
+
+    # Outbox ---------------------------------------------------------------------------------
+
+    async def outbox_pending(self, limit: int = 100) -> list[OutboxRow]:
+        """This host's undelivered messages, oldest first."""
+        async with self.engine.connect() as conn:
+            return await outbox_mod.pending(conn, self.host, limit)
+
+    async def outbox_done(self, ids: Sequence[int]) -> None:
+        """Forget delivered messages."""
+        if ids:
+            async with self.engine.begin() as conn:
+                await conn.execute(outbox_table.delete().where(outbox_table.c.id.in_(list(ids))))
+
+    async def outbox_append(self, stream: str, key: str, body: dict[str, Any]) -> None:
+        async with self.engine.begin() as conn:
+            await outbox_mod.append(conn, self.host, stream, key, body)
+
+    async def outbox_depth(self) -> int:
+        async with self.engine.connect() as conn:
+            query = sa.select(sa.func.count()).where(outbox_table.c.host == self.host)
+            return int(await conn.scalar(query) or 0)
+
+    # Iterations -----------------------------------------------------------------------------
+
+    async def add_iteration(self, iteration: Iteration) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                iterations.insert().values(
+                    job_id=iteration.job_id,
+                    attempt=iteration.attempt,
+                    idx=iteration.index,
+                    record=iteration.model_dump(mode="json"),
+                )
+            )
+            data = iteration.model_dump(
+                mode="json", include={"attempt", "index", "warmup", "values", "error", "device_id"}
+            )
+            await append_job_event(conn, self.host, iteration.job_id, "iteration", "running", data)
+
+    async def iterations(self, job_id: str, attempt: int | None = None) -> list[Iteration]:
+        """Raw iterations of a job (one attempt, or every attempt), in order."""
+        query = sa.select(iterations.c.record).where(iterations.c.job_id == job_id)
+        if attempt is not None:
+            query = query.where(iterations.c.attempt == attempt)
+        query = query.order_by(iterations.c.attempt, iterations.c.idx)
+        async with self.engine.connect() as conn:
+            return [Iteration.model_validate(r) for r in await conn.scalars(query)]
+
+    # Devices --------------------------------------------------------------------------------
+
+    async def upsert_device(self, device: Device) -> Device:
+        """Record a device as seen now; the stored admin state wins over the given one."""
+        async with self.engine.begin() as conn:
+            admin = await conn.scalar(sa.select(devices.c.admin).where(devices.c.id == device.id))
+            if admin is not None:
+                device = device.model_copy(update={"admin": AdminState(admin)})
+            values = {
+                "host": device.host,
+                "record": device.model_dump(mode="json"),
+                "state": device.state.value,
+                "admin": device.admin.value,
+                "updated_at": time.time(),
+            }
+            if admin is None:
+                await conn.execute(devices.insert().values(id=device.id, **values))
+            else:
+                await conn.execute(
+                    devices.update().where(devices.c.id == device.id).values(**values)
+                )
+        return device
+
+    async def set_admin(self, device_id: str, admin: AdminState) -> Device | None:
+        async with self.engine.begin() as conn:
+            record = await conn.scalar(sa.select(devices.c.record).where(devices.c.id == device_id))
+            if record is None:
+                return None
+            device = Device.model_validate(record).model_copy(update={"admin": admin})
+            await conn.execute(
+                devices.update()
+                .where(devices.c.id == device_id)
+                .values(admin=admin.value, record=device.model_dump(mode="json"))
+            )
+        return device
+
+    async def list_devices(self, host: str | None = None) -> list[Device]:
+        query = sa.select(devices.c.record).order_by(devices.c.id)
+        if host is not None:
+            query = query.where(devices.c.host == host)
+        async with self.engine.connect() as conn:
+            return [Device.model_validate(r) for r in await conn.scalars(query)]
+
+    async def get_device(self, device_id: str) -> Device | None:
+        async with self.engine.connect() as conn:
+            record = await conn.scalar(sa.select(devices.c.record).where(devices.c.id == device_id))
+        return Device.model_validate(record) if record is not None else None
