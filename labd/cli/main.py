@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device_commands(nouns)
 
     _add_stats_commands(nouns)
+    _add_capture_commands(nouns)
 
     config = nouns.add_parser("config", help="inspect the configuration")
     config_verbs = config.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -222,6 +223,49 @@ def _add_stats_commands(nouns: Any) -> None:
     calibrate.add_argument("--draws", type=int, default=200, help="simulations per size")
     calibrate.add_argument("--json", action="store_true", help="print JSON")
     calibrate.set_defaults(handler=_lazy("labd.cli.stats_cmd:calibrate"))
+
+
+def _add_capture_commands(nouns: Any) -> None:
+    analyze = nouns.add_parser(
+        "analyze",
+        help="visual metrics of a recording between a green and a red screen",
+        description="Speed Index, visual completeness, unique-frame rate and more, from pixels.",
+    )
+    analyze.add_argument("video", help="a recording: any video file OpenCV reads")
+    analyze.add_argument("--json", action="store_true", help="print JSON")
+    analyze.add_argument(
+        "--start-color", default="green", help="name or #RRGGBB (orange: browsertime's)"
+    )
+    analyze.add_argument("--end-color", default="red", help="name or #RRGGBB")
+    analyze.add_argument(
+        "--tolerance", type=int, default=100, help="sync colour tolerance, sum over RGB"
+    )
+    analyze.add_argument("--progress", choices=["histogram", "pixel"], default="histogram")
+    analyze.add_argument("--heatmap", metavar="OUT.png", help="write the heat map of changes")
+    analyze.add_argument(
+        "--video-out", metavar="OUT.webm", help="write the analysed span (VP8 WebM)"
+    )
+    analyze.add_argument("--progress-out", metavar="OUT.json", help="write the per-frame progress")
+    analyze.add_argument("--timestamps", metavar="FILE", help="per-frame times in ms, one per line")
+    analyze.add_argument("--checkerboard", metavar="C1,C2,SIZE", help="measure checkerboarding")
+    analyze.add_argument("--tearing-colors", metavar="C1,C2,...", help="detect tearing")
+    analyze.set_defaults(handler=_lazy("labd.cli.capture_cmd:analyze"))
+
+    capture = nouns.add_parser(
+        "capture",
+        help="record frames from a live source into a spool file",
+        description="Record from an X11 display, a V4L2 device or an Android screen.",
+    )
+    source = capture.add_mutually_exclusive_group(required=True)
+    source.add_argument("--x11", metavar="DISPLAY[+X,Y,WxH]", help="grab an X11 display or region")
+    source.add_argument(
+        "--v4l2", metavar="DEVICE", help="a capture card or camera, e.g. /dev/video0"
+    )
+    source.add_argument("--adb", metavar="SERIAL", help="an Android screen (screenrecord)")
+    capture.add_argument("-o", "--output", required=True, help="spool video (.avi)")
+    capture.add_argument("--seconds", type=float, default=10.0, help="how long (default 10)")
+    capture.add_argument("--fps", type=float, default=60.0, help="frames per second asked for")
+    capture.set_defaults(handler=_lazy("labd.cli.capture_cmd:capture"))
 
 
 def _version(args: argparse.Namespace) -> int:

@@ -1,0 +1,280 @@
+"""Live frame sources, recorded in a process of their own into a spool file.
+
+A source yields (time in ms, BGR frame). The recorder process grabs on one thread and encodes
+on another, with a bounded queue between them: when encoding falls behind, frames are dropped
+and counted, never silently, and the daemon's loop is never stalled by a capture. The spool is
+Motion-JPEG (11 ms to encode a busy 1080p frame here, where lossless FFV1 takes 60), with the
+capture times beside it, one per line, so the analysis uses real times, not the nominal rate.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Literal
+
+import cv2
+import numpy as np
+from numpy.typing import NDArray
+
+from labd.capture.errors import CaptureError
+
+Image = NDArray[np.uint8]
+
+
+class LiveSource(ABC):
+    dropped = 0  # frames the source itself knows it missed
+
+    @abstractmethod
+    def read(self) -> tuple[float, Image] | None:
+        """The next frame, or None when the source has ended."""
+
+    def close(self) -> None:
+        """Release the device."""
+
+
+class Paced(LiveSource):
+    """Sources polled at a fixed rate (screen grabs): a missed tick is a dropped frame."""
+
+    def __init__(self, fps: float) -> None:
+        self.interval = 1.0 / fps
+        self.next_tick = time.monotonic()
+
+    def wait_tick(self) -> None:
+        now = time.monotonic()
+        if now < self.next_tick:
+            time.sleep(self.next_tick - now)
+        else:
+            missed = int((now - self.next_tick) / self.interval)
+            self.dropped += missed
+            self.next_tick += missed * self.interval
+        self.next_tick += self.interval
+
+
+class X11Grab(Paced):
+    """An X11 display or a region of it, through mss (XCB shared memory when available)."""
+
+    def __init__(self, display: str, region: tuple[int, int, int, int] | None, fps: float) -> None:
+        super().__init__(fps)
+        import mss
+
+        try:
+            self.screen = mss.MSS(display=display)
+        except Exception as e:  # mss raises its own ScreenShotError and OS errors
+            raise CaptureError(f"X11 display {display!r}: cannot open it ({e})") from e
+        monitor = self.screen.monitors[0]
+        if region is None:
+            region = (monitor["left"], monitor["top"], monitor["width"], monitor["height"])
+        x, y, w, h = region
+        self.region = {"left": x, "top": y, "width": w, "height": h}
+
+    def read(self) -> tuple[float, Image] | None:
+        self.wait_tick()
+        shot = self.screen.grab(self.region)
+        t = time.monotonic() * 1000.0
+        return t, np.asarray(cv2.cvtColor(np.asarray(shot), cv2.COLOR_BGRA2BGR), dtype=np.uint8)
+
+    def close(self) -> None:
+        self.screen.close()
+
+
+class OpenCvDevice(LiveSource):
+    """An HDMI/DVI capture card or camera through V4L2 (/dev/videoN), or any URL or file
+    OpenCV opens (a file stands in for a card in tests)."""
+
+    def __init__(self, device: str, fps: float) -> None:
+        backend = cv2.CAP_V4L2 if device.startswith("/dev/video") else cv2.CAP_ANY
+        self.capture = cv2.VideoCapture(device, backend)
+        if not self.capture.isOpened():
+            raise CaptureError(f"capture device {device!r}: cannot open it")
+        self.capture.set(cv2.CAP_PROP_FPS, fps)
+
+    def read(self) -> tuple[float, Image] | None:
+        ok, frame = self.capture.read()
+        if not ok:
+            return None
+        return time.monotonic() * 1000.0, np.asarray(frame, dtype=np.uint8)
+
+    def close(self) -> None:
+        self.capture.release()
+
+
+class H264Stream(LiveSource):
+    """An H.264 elementary stream from a command, decoded as it streams by ffmpeg: Android's
+    `adb exec-out screenrecord --output-format=h264 -`."""
+
+    def __init__(self, command: list[str], size: tuple[int, int]) -> None:
+        ffmpeg = shutil.which("ffmpeg")
+        if ffmpeg is None:
+            raise CaptureError("an H.264 screen stream needs ffmpeg (Debian package ffmpeg)")
+        self.size = size
+        self.producer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        decode = [ffmpeg, "-loglevel", "error", "-f", "h264", "-i", "pipe:0"]
+        decode += ["-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
+        self.decoder = subprocess.Popen(decode, stdin=self.producer.stdout, stdout=subprocess.PIPE)
+        assert self.producer.stdout is not None
+        self.producer.stdout.close()  # the decoder owns it now
+
+    def read(self) -> tuple[float, Image] | None:
+        w, h = self.size
+        assert self.decoder.stdout is not None
+        data = self.decoder.stdout.read(w * h * 3)
+        if len(data) < w * h * 3:
+            return None
+        return time.monotonic() * 1000.0, np.frombuffer(data, np.uint8).reshape(h, w, 3)
+
+    def close(self) -> None:
+        for process in (self.producer, self.decoder):
+            process.kill()
+            process.wait()
+
+
+def screenrecord_command(serial: str, size: tuple[int, int], adb: str = "adb") -> list[str]:
+    """Each argument is its own word: the serial never meets a shell."""
+    return [
+        adb, "-s", serial, "exec-out", "screenrecord", "--output-format=h264",
+        f"--size={size[0]}x{size[1]}", "-",
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What to open, in a form a child process can receive."""
+
+    kind: Literal["x11", "device", "h264"]
+    target: str = ""  # DISPLAY, device path, or the serial for h264 via adb
+    region: tuple[int, int, int, int] | None = None
+    size: tuple[int, int] = (1080, 1920)
+    command: tuple[str, ...] = ()  # h264: the stream's producer
+    fps: float = 60.0
+
+    def open(self) -> LiveSource:
+        if self.kind == "x11":
+            return X11Grab(self.target, self.region, self.fps)
+        if self.kind == "device":
+            return OpenCvDevice(self.target, self.fps)
+        return H264Stream(
+            list(self.command) or screenrecord_command(self.target, self.size), self.size
+        )
+
+
+@dataclass(frozen=True)
+class Spool:
+    """A finished recording: the video, its frame times and what was lost."""
+
+    path: Path
+    timestamps: list[float]
+    frames: int
+    dropped: int
+    error: str = ""
+
+    @classmethod
+    def load(cls, path: Path) -> Spool:
+        info = json.loads(path.with_suffix(".json").read_text())
+        times = [float(line) for line in path.with_suffix(".times").read_text().split()]
+        return cls(path, times, info["frames"], info["dropped"], info.get("error", ""))
+
+
+def _record(spec: SourceSpec, path: Path, stop: Event, seconds: float, buffer: int) -> None:
+    """The recorder process: grab thread -> bounded queue -> encoder (this thread)."""
+    frames: queue.Queue[tuple[float, Image] | None] = queue.Queue(maxsize=buffer)
+    counts = {"frames": 0, "dropped": 0}
+    error = ""
+    try:
+        source = spec.open()
+    except CaptureError as e:
+        _write_info(path, counts, str(e))
+        return
+    deadline = time.monotonic() + seconds
+
+    def grab() -> None:
+        try:
+            while not stop.is_set() and time.monotonic() < deadline:
+                item = source.read()
+                if item is None:
+                    break
+                try:
+                    frames.put_nowait(item)
+                except queue.Full:
+                    counts["dropped"] += 1
+        finally:
+            frames.put(None)
+
+    grabber = threading.Thread(target=grab, daemon=True)
+    grabber.start()
+    writer: cv2.VideoWriter | None = None
+    with path.with_suffix(".times").open("w") as times:
+        while (item := frames.get()) is not None:
+            t, frame = item
+            if writer is None:
+                size = (frame.shape[1], frame.shape[0])
+                writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), spec.fps, size)
+                writer.set(cv2.VIDEOWRITER_PROP_QUALITY, 95)
+            writer.write(frame)
+            times.write(f"{t:.3f}\n")
+            counts["frames"] += 1
+    grabber.join()
+    if writer is not None:
+        writer.release()
+    counts["dropped"] += source.dropped
+    source.close()
+    if counts["frames"] == 0:
+        error = "the source gave no frame"
+    _write_info(path, counts, error)
+
+
+def _write_info(path: Path, counts: dict[str, int], error: str) -> None:
+    path.with_suffix(".json").write_text(json.dumps({**counts, "error": error}))
+    path.with_suffix(".times").touch()
+
+
+class Recorder:
+    """Records a live source in a child process until stopped (or `seconds` pass)."""
+
+    def __init__(
+        self, spec: SourceSpec, path: Path, seconds: float = 600.0, buffer: int = 120
+    ) -> None:
+        context = multiprocessing.get_context("spawn")  # no inherited threads or event loop
+        self.path = path
+        self.stop_event = context.Event()
+        self.process = context.Process(
+            target=_record,
+            args=(spec, path, self.stop_event, seconds, buffer),
+            name="labd-capture",
+            daemon=True,
+        )
+
+    def start(self) -> None:
+        self.process.start()
+
+    def stop(self, timeout: float = 30.0) -> Spool:
+        self.stop_event.set()
+        self.process.join(timeout)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+            raise CaptureError(f"{self.path}: the capture process did not stop in {timeout:.0f} s")
+        if not self.path.with_suffix(".json").exists():
+            raise CaptureError(
+                f"{self.path}: the capture process died (exit code {self.process.exitcode})"
+            )
+        spool = Spool.load(self.path)
+        if spool.error:
+            raise CaptureError(f"{self.path}: {spool.error}")
+        return spool
+
+
+def spool_summary(spool: Spool) -> dict[str, object]:
+    summary = asdict(spool)
+    summary["path"] = str(spool.path)
+    del summary["timestamps"]
+    return summary

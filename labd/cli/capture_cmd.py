@@ -1,0 +1,130 @@
+"""`labd analyze VIDEO` and `labd capture`: visual metrics from a recording, and recordings
+from live sources."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from pathlib import Path
+
+from labd.errors import UsageError
+
+
+def _colors(text: str, what: str) -> list[tuple[int, int, int]]:
+    from labd.capture.colors import parse_color
+
+    colors = [parse_color(part) for part in text.split(",") if part.strip()]
+    if not colors:
+        raise UsageError(f"{what}: no colour given")
+    return colors
+
+
+def analyze(args: argparse.Namespace) -> int:
+    from labd.capture import AnalysisOptions, Artifacts, Checkerboard, VideoFile, analyze
+    from labd.capture.colors import parse_color
+
+    checkerboard = None
+    if args.checkerboard:
+        *colors, size = args.checkerboard.split(",")
+        if len(colors) != 2 or not size.isdigit():
+            raise UsageError(f"--checkerboard {args.checkerboard!r}: expected C1,C2,SIZE")
+        c1, c2 = _colors(",".join(colors), "--checkerboard")
+        checkerboard = Checkerboard(colors=(c1, c2), square=int(size))
+    options = AnalysisOptions(
+        start_color=parse_color(args.start_color),
+        end_color=parse_color(args.end_color),
+        tolerance=args.tolerance,
+        progress=args.progress,
+        checkerboard=checkerboard,
+        tearing_colors=_colors(args.tearing_colors, "--tearing-colors")
+        if args.tearing_colors
+        else [],
+    )
+    if args.video_out and not args.video_out.endswith(".webm"):
+        raise UsageError(
+            f"--video-out {args.video_out}: write a .webm (VP8); this OpenCV cannot encode H.264"
+        )
+    timestamps = None
+    if args.timestamps:
+        try:
+            timestamps = [float(x) for x in Path(args.timestamps).read_text().split()]
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--timestamps {args.timestamps}: {e}") from e
+    artifacts = Artifacts(
+        video=Path(args.video_out) if args.video_out else None,
+        heatmap=Path(args.heatmap) if args.heatmap else None,
+        progress=Path(args.progress_out) if args.progress_out else None,
+    )
+    result = analyze(VideoFile(Path(args.video), timestamps), options, artifacts)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+        return 0
+    rows = [
+        ("frames", f"{result.start_frame} .. {result.end_frame} at {result.fps_capture:.1f} fps"),
+        ("dropped frames", str(result.dropped_frames)),
+        ("sync confidence", f"{result.sync_confidence:.3f}"),
+        (
+            "content area",
+            f"{result.content_area.w}x{result.content_area.h}+{result.content_area.x}+{result.content_area.y}",
+        ),
+        ("unique frames", f"{result.unique_frames} ({result.unique_fps:.1f}/s)"),
+        ("first visual change", _ms(result.first_visual_change_ms)),
+        ("visually complete", _ms(result.visually_complete_ms)),
+        ("last visual change", _ms(result.last_visual_change_ms)),
+        ("speed index", f"{result.speed_index:.0f}"),
+    ]
+    if result.checkerboard_percent is not None:
+        rows.append(("checkerboard", f"{result.checkerboard_percent:.2f}%"))
+    if result.torn_frames is not None:
+        rows.append(("torn frames", str(len(result.torn_frames))))
+    rows += [(name, path) for name, path in result.artifacts.items()]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    return 0
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} ms"
+
+
+def capture(args: argparse.Namespace) -> int:
+    from labd.capture.live import Recorder, SourceSpec, spool_summary
+
+    if args.x11:
+        display, _, region = args.x11.partition("+")
+        spec = SourceSpec("x11", display, _region(region) if region else None, fps=args.fps)
+    elif args.v4l2:
+        spec = SourceSpec("device", args.v4l2, fps=args.fps)
+    else:
+        import adbutils
+
+        device = adbutils.adb.device(serial=args.adb)
+        width, height = device.window_size()
+        spec = SourceSpec("h264", args.adb, size=(width, height), fps=args.fps,
+                          command=tuple(_adb_command(args.adb, (width, height))))  # fmt: skip
+    recorder = Recorder(spec, Path(args.output), seconds=args.seconds)
+    recorder.start()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends the recording early
+        recorder.process.join(args.seconds + 10)
+    print(json.dumps(spool_summary(recorder.stop())))
+    return 0
+
+
+def _adb_command(serial: str, size: tuple[int, int]) -> list[str]:
+    import adbutils
+
+    from labd.capture.live import screenrecord_command
+
+    return screenrecord_command(serial, size, adbutils.adb_path())
+
+
+def _region(text: str) -> tuple[int, int, int, int]:
+    """X,Y,WxH"""
+    try:
+        x, y, size = text.split(",")
+        w, h = size.lower().split("x")
+        return int(x), int(y), int(w), int(h)
+    except ValueError:
+        raise UsageError(f"--x11 region {text!r}: expected X,Y,WxH") from None
