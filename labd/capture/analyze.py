@@ -136,6 +136,7 @@ class _Pass1:
         self.video_path = video
         self.video: VideoArtifact | None = None
         self.green: tuple[int, Image, SyncMatch] | None = None
+        self.green_first: int | None = None
         self.red_first: int | None = None
         self.previous: Image | None = None
         self.unique_checks: list[float] = []
@@ -175,6 +176,8 @@ class _Pass1:
                 return
         match = find_sync(image, o.start_color, o.tolerance, o.min_sync_area)
         if match is not None and match.confidence >= o.sync_threshold:
+            if self.green_first is None:
+                self.green_first = index
             if self.green is None or match.rect.area >= self.green[2].rect.area:
                 self.green = (index, image.copy(), match)
         elif self.green is None and self.red_first is None:
@@ -207,9 +210,8 @@ class _Pass1:
             is_new = visual.changed_values(content, self.previous, o.pixel_threshold) > limit
             if is_new:
                 assert scan.heat is not None
-                cv2.accumulate(
-                    visual.changed_mask(content, self.previous, o.pixel_threshold), scan.heat
-                )
+                changed = visual.changed_mask(content, self.previous, o.pixel_threshold)
+                np.add(scan.heat, 1.0, out=scan.heat, where=changed > 0)
         if is_new:
             scan.unique.append(index)
             scan.final_image = content
@@ -240,13 +242,13 @@ class _Pass1:
         scan = self.scan
         stopped = f"the recording stops at frame {len(scan.times) - 1} ({_span(scan.times)})"
         if scan.area is None:
-            if self.green is not None:
-                raise SyncError(f"{name}: the green (start) screen never ends; {stopped}")
-            if self.red_first is not None:
+            if self.green is not None and self.red_first is not None:
                 raise SyncError(
                     f"{name}: a red (end) screen at frame {self.red_first} comes before "
-                    "any green (start) screen"
+                    f"the green (start) screen at frame {self.green_first}"
                 )
+            if self.green is not None:
+                raise SyncError(f"{name}: the green (start) screen never ends; {stopped}")
             raise SyncError(f"{name}: no green (start) screen found in {len(scan.times)} frames")
         if scan.end < 0:
             raise SyncError(

@@ -1,0 +1,142 @@
+"""Visual metrics against recordings whose ground truth is known exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from labd.capture import AnalysisOptions, Artifacts, Checkerboard, FrameList, analyze
+from labd.capture.colors import PRESETS
+from labd.capture.synthetic import Block, PageLoad
+
+
+def test_staircase_page_load_matches_ground_truth() -> None:
+    page = PageLoad.staircase(steps=5, spacing=6)
+    result = analyze(FrameList(page.timed_frames()))
+    assert result.start_frame == page.start_frame
+    assert result.end_frame == page.end_frame
+    assert result.first_visual_change_ms == pytest.approx(page.first_visual_change_ms())
+    assert result.visually_complete_ms == pytest.approx(page.visually_complete_ms())
+    assert result.last_visual_change_ms == pytest.approx(page.visually_complete_ms())
+    assert result.speed_index == pytest.approx(page.speed_index(), abs=0.01)
+    # The start frame and one per block are the only distinct frames.
+    assert result.unique_frames == 1 + len(page.blocks)
+    assert result.unique_fps == pytest.approx(6 / (page.length / page.fps))
+    # The chrome strip above is not part of the content area.
+    assert (result.content_area.y, result.content_area.h) == (
+        page.chrome,
+        page.height - page.chrome,
+    )
+    assert result.sync_confidence == 1.0
+    assert result.dropped_frames == 0 and not result.variable_frame_rate
+
+
+def test_progress_per_frame_is_the_drawn_share_of_the_page() -> None:
+    page = PageLoad.staircase(steps=4, spacing=5)
+    for method in ("histogram", "pixel"):
+        result = analyze(FrameList(page.timed_frames()), AnalysisOptions(progress=method))
+        measured = [f.progress for f in result.frames]
+        if method == "histogram":
+            assert measured == pytest.approx(page.progress(), abs=1e-9)
+        else:
+            # Pixel-exact progress counts pixels of the whole content area, so it is the
+            # drawn share of the blocks' pixels as well.
+            assert measured == pytest.approx(page.progress(), abs=1e-9)
+        assert result.speed_index == pytest.approx(page.speed_index(), abs=0.01)
+
+
+def test_visual_complete_levels_follow_the_progress_curve() -> None:
+    # One block of 80% of the drawn area at frame 3, the rest at frame 20.
+    page = PageLoad(
+        blocks=[Block(3, 0, 0, 400, 200, (200, 30, 40)), Block(20, 0, 300, 200, 100, (30, 90, 200))]
+    )
+    result = analyze(FrameList(page.timed_frames()))
+    frame_ms = 1000 / page.fps
+    assert result.visual_complete_85_ms == pytest.approx(20 * frame_ms)
+    assert result.first_visual_change_ms == pytest.approx(3 * frame_ms)
+    assert result.visually_complete_ms == pytest.approx(20 * frame_ms)
+    # Histogram progress: 80000 of 100000 pixels drawn from frame 3 to 20.
+    assert result.speed_index == pytest.approx(3 * frame_ms + 17 * frame_ms * 0.2, abs=0.01)
+
+
+def test_animation_counts_every_frame_as_unique() -> None:
+    page = PageLoad.staircase(animate=True)
+    result = analyze(FrameList(page.timed_frames()))
+    assert result.unique_frames == page.length
+    assert result.unique_fps == pytest.approx(page.fps)
+
+
+def test_times_are_taken_from_timestamps_not_the_frame_count() -> None:
+    """Variable frame rate: a screen recorder sends frames only when something changes."""
+    page = PageLoad.staircase(steps=3, spacing=10)
+    frames = page.timed_frames()
+    # Keep the sync frames and only the frames where something changed, at their own times.
+    keep = [
+        0,
+        1,
+        page.start_frame,
+        *(page.start_frame + b.at_frame for b in page.blocks),
+        page.end_frame,
+    ]
+    sparse = [frames[i] for i in keep]
+    result = analyze(FrameList(sparse))
+    assert result.variable_frame_rate
+    assert result.dropped_frames == 0
+    assert result.visually_complete_ms == pytest.approx(page.visually_complete_ms())
+    assert result.speed_index == pytest.approx(page.speed_index(), abs=0.01)
+
+
+def test_dropped_frames_are_counted_from_gaps_in_a_constant_rate() -> None:
+    page = PageLoad.staircase()
+    frames = page.timed_frames()
+    missing = {25, 26, 40}
+    result = analyze(FrameList([f for i, f in enumerate(frames) if i not in missing]))
+    assert result.dropped_frames == 3
+    assert not result.variable_frame_rate
+
+
+def test_heat_map_is_hot_where_pixels_change(tmp_path: Path) -> None:
+    page = PageLoad(
+        blocks=[Block(5, 100, 100, 50, 50, (0, 0, 0)), Block(9, 100, 100, 20, 20, (200, 30, 40))]
+    )
+    result = analyze(
+        FrameList(page.timed_frames()), artifacts=Artifacts(heatmap=tmp_path / "heat.png")
+    )
+    heat = cv2.imread(result.artifacts["heatmap"])
+    assert heat.shape[:2] == (page.height - page.chrome, page.width)
+    scale = cv2.applyColorMap(np.array([[0, 127, 255]], np.uint8), cv2.COLORMAP_JET)[0]
+    assert (heat[100:120, 100:120] == scale[2]).all()  # changed twice: the hottest
+    assert (heat[130:150, 130:150] == scale[1]).all()  # changed once
+    assert (heat[200:, :] == scale[0]).all()  # never changed
+
+
+def test_checkerboard_share_is_measured() -> None:
+    page = PageLoad(blocks=[Block(2, 0, 0, 320, 440, (20, 150, 60))])
+    frames = page.timed_frames()
+    board = np.indices((440, 320)).sum(axis=0) // 16 % 2  # 16 px squares
+    for _t, image in frames[page.start_frame + 10 : page.start_frame + 40]:
+        checker = np.where(board[..., None] == 1, 192, 255).astype(np.uint8)
+        image[page.chrome :, 320:] = checker
+    options = AnalysisOptions(
+        checkerboard=Checkerboard(colors=((255, 255, 255), (192, 192, 192)), square=16)
+    )
+    result = analyze(FrameList(frames), options)
+    # Half the content area is checkerboard in 30 of the 60 frames: 25%.
+    assert result.checkerboard_percent == pytest.approx(25.0, abs=1.5)
+
+
+def test_tearing_is_found_with_disjoint_colour_frames() -> None:
+    page = PageLoad(length=20)
+    frames = page.timed_frames()
+    colors = [PRESETS["blue"], PRESETS["magenta"]]
+    for k, (_t, image) in enumerate(frames[page.start_frame : page.end_frame]):
+        content = image[page.chrome :]
+        content[:] = colors[k % 2][::-1]
+        if k == 7:  # the top half of one frame, the bottom of the next
+            content[: content.shape[0] // 2] = colors[0][::-1]
+            content[content.shape[0] // 2 :] = colors[1][::-1]
+    result = analyze(FrameList(frames), AnalysisOptions(tearing_colors=colors))
+    assert result.torn_frames == [page.start_frame + 7]
