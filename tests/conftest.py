@@ -189,3 +189,38 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     opened = await Store.open(url)
     yield opened
     await opened.close()
+
+
+def need_program(name: str) -> str:
+    """The program's path; skip (or fail when LABD_REQUIRE_SERVICES=1) when it is missing."""
+    import shutil
+
+    path = shutil.which(name)
+    if path is not None:
+        return path
+    reason = f"{name} is not installed"
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{reason} and LABD_REQUIRE_SERVICES=1")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def xvfb() -> Iterator[str]:
+    """A private Xvfb display (640x480, 24 bit); yields its name, e.g. ':57'."""
+    program = need_program("Xvfb")
+    read_end, write_end = os.pipe()
+    # -displayfd: Xvfb picks a free display and writes its number when it is ready.
+    process = subprocess.Popen(
+        [program, "-displayfd", str(write_end), "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+        pass_fds=(write_end,),
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(write_end)
+    with os.fdopen(read_end) as ready:
+        number = ready.readline().strip()
+    try:
+        assert number, "Xvfb did not start"
+        yield f":{number}"
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -184,7 +184,9 @@ class Spool:
         return cls(path, times, info["frames"], info["dropped"], info.get("error", ""))
 
 
-def _record(spec: SourceSpec, path: Path, stop: Event, seconds: float, buffer: int) -> None:
+def _record(
+    spec: SourceSpec, path: Path, ready: Event, stop: Event, seconds: float, buffer: int
+) -> None:
     """The recorder process: grab thread -> bounded queue -> encoder (this thread)."""
     frames: queue.Queue[tuple[float, Image] | None] = queue.Queue(maxsize=buffer)
     counts = {"frames": 0, "dropped": 0}
@@ -194,6 +196,8 @@ def _record(spec: SourceSpec, path: Path, stop: Event, seconds: float, buffer: i
     except CaptureError as e:
         _write_info(path, counts, str(e))
         return
+    finally:
+        ready.set()
     deadline = time.monotonic() + seconds
 
     def grab() -> None:
@@ -245,16 +249,27 @@ class Recorder:
     ) -> None:
         context = multiprocessing.get_context("spawn")  # no inherited threads or event loop
         self.path = path
+        self.ready = context.Event()
         self.stop_event = context.Event()
         self.process = context.Process(
             target=_record,
-            args=(spec, path, self.stop_event, seconds, buffer),
+            args=(spec, path, self.ready, self.stop_event, seconds, buffer),
             name="labd-capture",
             daemon=True,
         )
 
-    def start(self) -> None:
+    def start(self, timeout: float = 30.0) -> None:
+        """Start, and return once the source is open (its errors come from `stop`)."""
         self.process.start()
+        deadline = time.monotonic() + timeout
+        while not self.ready.wait(0.05):
+            if not self.process.is_alive() or time.monotonic() > deadline:
+                break
+
+    def stop_when_done(self, timeout: float) -> Spool:
+        """Let a finite source (a file, a stream) run to its end, then collect the spool."""
+        self.process.join(timeout)
+        return self.stop()
 
     def stop(self, timeout: float = 30.0) -> Spool:
         self.stop_event.set()

@@ -1,0 +1,85 @@
+"""`labd analyze` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import pytest
+
+from labd.capture.synthetic import PageLoad
+
+REQUIRED = {
+    "start_frame", "end_frame", "fps_capture", "unique_fps", "first_visual_change_ms",
+    "last_visual_change_ms", "visually_complete_ms", "speed_index", "dropped_frames",
+    "sync_confidence",
+}  # fmt: skip
+
+
+def labd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "labd", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def page_video(tmp_path_factory: pytest.TempPathFactory) -> tuple[PageLoad, Path]:
+    page = PageLoad.staircase()
+    return page, page.write(tmp_path_factory.mktemp("video") / "page.mkv")
+
+
+def test_json_output_and_artifacts(page_video: tuple[PageLoad, Path], tmp_path: Path) -> None:
+    page, video = page_video
+    out = labd(
+        "analyze", str(video), "--json",
+        "--video-out", str(tmp_path / "span.webm"),
+        "--heatmap", str(tmp_path / "heat.png"),
+        "--progress-out", str(tmp_path / "progress.json"),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""  # no codec chatter for operators
+    result = json.loads(out.stdout)
+    assert result.keys() >= REQUIRED
+    assert result["start_frame"] == page.start_frame
+    assert result["speed_index"] == pytest.approx(page.speed_index(), rel=0.01)
+    # The video holds the analysed span, in a codec browsers play.
+    playback = cv2.VideoCapture(result["artifacts"]["video"])
+    fourcc = int(playback.get(cv2.CAP_PROP_FOURCC)).to_bytes(4, "little").decode()
+    frames = 0
+    while playback.read()[0]:
+        frames += 1
+    assert fourcc.upper() == "VP80"
+    assert frames == page.length
+    assert cv2.imread(result["artifacts"]["heatmap"]).shape[:2] == (440, 640)
+    progress = json.loads(Path(result["artifacts"]["progress"]).read_text())["frames"]
+    assert [f["progress"] for f in progress] == pytest.approx(page.progress())
+
+
+def test_table_output(page_video: tuple[PageLoad, Path]) -> None:
+    out = labd("analyze", str(page_video[1]))
+    assert out.returncode == 0
+    assert "visually complete    433 ms" in out.stdout
+    assert "speed index          300" in out.stdout
+
+
+def test_bad_input_exits_2_with_the_reason(
+    tmp_path: Path, page_video: tuple[PageLoad, Path]
+) -> None:
+    (tmp_path / "zero.mp4").write_bytes(b"")
+    cases = [
+        (["analyze", str(tmp_path / "zero.mp4")], "zero.mp4: the file is empty"),
+        (
+            ["analyze", str(page_video[1]), "--start-color", "red", "--end-color", "green"],
+            "comes before",
+        ),
+        (["analyze", str(page_video[1]), "--start-color", "teal-ish"], "colour 'teal-ish'"),
+        (["analyze", str(page_video[1]), "--video-out", "x.mp4"], "write a .webm"),
+    ]
+    for args, message in cases:
+        out = labd(*args)
+        assert out.returncode == 2, (args, out.stderr)
+        assert message in out.stderr
+        assert "Traceback" not in out.stderr
