@@ -69,14 +69,15 @@ def test_bad_input_exits_2_with_the_reason(
     tmp_path: Path, page_video: tuple[PageLoad, Path]
 ) -> None:
     (tmp_path / "zero.mp4").write_bytes(b"")
+    video = str(page_video[1])
     cases = [
         (["analyze", str(tmp_path / "zero.mp4")], "zero.mp4: the file is empty"),
         (
-            ["analyze", str(page_video[1]), "--start-color", "red", "--end-color", "green"],
+            ["analyze", video, "--start-color", "red", "--end-color", "green"],
             "comes before",
         ),
-        (["analyze", str(page_video[1]), "--start-color", "teal-ish"], "colour 'teal-ish'"),
-        (["analyze", str(page_video[1]), "--video-out", "x.mp4"], "write a .webm"),
+        (["analyze", video, "--start-color", "teal-ish"], "colour 'teal-ish'"),
+        (["analyze", video, "--video-out", "x.mp4"], "write a .webm"),
     ]
     for args, message in cases:
         out = labd(*args)
