@@ -9,6 +9,8 @@ Memory stays bounded: a few frames and per-frame numbers, whatever the length.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -22,16 +24,10 @@ from labd.capture import visual
 from labd.capture.artifacts import VideoArtifact, write_heatmap, write_json
 from labd.capture.colors import PRESETS, RGB
 from labd.capture.errors import SyncError
+from labd.capture.parallel import ordered_map
 from labd.capture.sources import Recording
-from labd.capture.sync import (
-    Rect,
-    SyncMatch,
-    exact_block,
-    find_sync,
-    fraction_matching,
-    scan_step,
-    subsample,
-)
+from labd.capture.sync import Rect, SyncMatch, exact_block, find_sync, fraction_matching, scan_step
+from labd.capture.visual import subsample
 
 Image = NDArray[np.uint8]
 
@@ -129,7 +125,16 @@ class _Scan:
     torn: list[int] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _FrameChange:
+    changed: float  # share of pixels that differ from the previous frame
+    checkerboard: float | None
+    torn: bool
+
+
 class _Pass1:
+    """Sync screens and content area in frame order; per-frame comparisons on every core."""
+
     def __init__(self, options: AnalysisOptions, video: Path | None) -> None:
         self.o = options
         self.scan = _Scan()
@@ -138,32 +143,46 @@ class _Pass1:
         self.green: tuple[int, Image, SyncMatch] | None = None
         self.green_first: int | None = None
         self.red_first: int | None = None
-        self.previous: Image | None = None
-        self.unique_checks: list[float] = []
         self.references: list[Image] = []
+        self.checkerboard = 0.0  # of the latest new frame: repeated frames show the same
+        # Each worker thread counts changes into a heat map of its own; summed at the end.
+        self.heat_maps: list[NDArray[np.float32]] = []
+        self.worker = threading.local()
 
-    def feed(self, index: int, t: float, image: Image) -> bool:
-        """Take one frame; False once the red screen is reached."""
-        self.scan.times.append(t)
-        if self.scan.area is None:
-            self._before_content(index, image)
+    def run(self, recording: Recording) -> _Scan:
+        try:
+            pairs = self._content_frames(recording)
+            for (index, content, _previous), change in ordered_map(self._compare, pairs):
+                self._take(index, content, change)
+        finally:
+            if self.video is not None:
+                self.video.close()
+        if self.heat_maps:
+            self.scan.heat = np.sum(self.heat_maps, axis=0, dtype=np.float32)
+        return self._checked(recording.name)
+
+    def _content_frames(self, recording: Recording) -> Iterator[tuple[int, Image, Image | None]]:
+        """(index, content, previous content) from the first frame after the green screen up
+        to the red one."""
+        previous: Image | None = None
+        for index, t, image in recording.frames():
+            assert image is not None
+            self.scan.times.append(t)
             if self.scan.area is None:
-                return True
-        area = self.scan.area
-        assert area is not None
-        content = area.crop(image)
-        step = scan_step(content.shape[1])
-        if (
-            fraction_matching(subsample(content, step), self.o.end_color, self.o.tolerance)
-            >= self.o.sync_threshold
-        ):
-            self.scan.end = index
-            self.scan.end_confidence = fraction_matching(
-                content, self.o.end_color, self.o.tolerance
-            )
-            return False
-        self._content(index, content)
-        return True
+                self._before_content(index, image)
+                if self.scan.area is None:
+                    continue
+            content = self.scan.area.crop(image)
+            step = scan_step(content.shape[1])
+            red = fraction_matching(subsample(content, step), self.o.end_color, self.o.tolerance)
+            if red >= self.o.sync_threshold:
+                self.scan.end = index
+                self.scan.end_confidence = fraction_matching(
+                    content, self.o.end_color, self.o.tolerance
+                )
+                return
+            yield index, content, previous
+            previous = content
 
     def _before_content(self, index: int, image: Image) -> None:
         o = self.o
@@ -194,51 +213,67 @@ class _Pass1:
         self.scan.start_match = match
         self.scan.start = index
         self.green = None
-        if o.checkerboard is not None or o.tearing_colors:
-            like = np.zeros((match.rect.h, match.rect.w, 3), np.uint8)
-            self.references = [visual.solid(rgb, like) for rgb in o.tearing_colors]
+        like = np.zeros((match.rect.h, match.rect.w, 3), np.uint8)
+        self.references = [visual.solid(rgb, like) for rgb in o.tearing_colors]
 
-    def _content(self, index: int, content: Image) -> None:
+    def _compare(self, item: tuple[int, Image, Image | None]) -> _FrameChange:
+        """Runs on a worker thread: everything about one frame that needs only it and the
+        frame before it."""
+        _, content, previous = item
         o = self.o
-        scan = self.scan
-        if self.previous is None:
-            scan.start_image = content.copy()
-            scan.heat = np.zeros(content.shape[:2], np.float32)
-            is_new = True
+        if previous is None:  # the first frame after the green screen is new by definition
+            changed, mask = 1.0, None
         else:
-            limit = o.min_changed * content.size
-            is_new = visual.changed_values(content, self.previous, o.pixel_threshold) > limit
-            if is_new:
-                assert scan.heat is not None
-                changed = visual.changed_mask(content, self.previous, o.pixel_threshold)
-                np.add(scan.heat, 1.0, out=scan.heat, where=changed > 0)
-        if is_new:
+            mask = visual.changed_mask(content, previous, o.pixel_threshold, self._scratch())
+            changed = visual.share_changed(mask)
+        if changed <= o.min_changed:
+            return _FrameChange(changed, None, False)
+        if mask is not None:
+            heat = getattr(self.worker, "heat", None)
+            if heat is None:
+                heat = self.worker.heat = np.zeros(mask.shape, np.float32)
+                self.heat_maps.append(heat)  # list.append is atomic
+            cv2.accumulate(mask, heat)
+        board = None
+        if o.checkerboard is not None:
+            spec = o.checkerboard
+            board = visual.checkerboard_fraction(content, spec.colors, spec.square, o.tolerance)
+        torn = (
+            bool(self.references)
+            and len(visual.tearing_images(content, self.references, o.pixel_threshold, 0.01)) > 1
+        )
+        return _FrameChange(changed, board, torn)
+
+    def _scratch(self) -> visual.Scratch:
+        scratch: visual.Scratch | None = getattr(self.worker, "scratch", None)
+        if scratch is None:
+            scratch = self.worker.scratch = visual.Scratch()
+        return scratch
+
+    def _take(self, index: int, content: Image, change: _FrameChange) -> None:
+        """In frame order: the running state."""
+        scan = self.scan
+        if scan.start_image is None:
+            scan.start_image = content
+            scan.heat = np.zeros(content.shape[:2], np.float32)
+        if change.changed > self.o.min_changed:
             scan.unique.append(index)
             scan.final_image = content
-            if o.checkerboard is not None:
-                board = o.checkerboard
-                self.unique_checks = [
-                    visual.checkerboard_fraction(content, board.colors, board.square, o.tolerance)
-                ]
-            if (
-                self.references
-                and len(visual.tearing_images(content, self.references, o.pixel_threshold, 0.01))
-                > 1
-            ):
+            if change.torn:
                 scan.torn.append(index)
-        scan.checkerboard.extend(self.unique_checks)
-        self.previous = content
+            if change.checkerboard is not None:
+                self.checkerboard = change.checkerboard
+        if self.o.checkerboard is not None:
+            scan.checkerboard.append(self.checkerboard)
         if self.video_path is not None:
             if self.video is None:
-                fps = _fps(scan.times)
+                size = (content.shape[1], content.shape[0])
                 self.video = VideoArtifact(
-                    self.video_path, fps, (content.shape[1], content.shape[0]), o.video_max_width
+                    self.video_path, _fps(scan.times), size, self.o.video_max_width
                 )
             self.video.write(content)
 
-    def finish(self, name: str) -> _Scan:
-        if self.video is not None:
-            self.video.close()
+    def _checked(self, name: str) -> _Scan:
         scan = self.scan
         stopped = f"the recording stops at frame {len(scan.times) - 1} ({_span(scan.times)})"
         if scan.area is None:
@@ -269,17 +304,7 @@ def analyze(
     """Visual metrics of a recording; raises SyncError when it cannot be trusted at all."""
     options = options or AnalysisOptions()
     artifacts = artifacts or Artifacts()
-    first = _Pass1(options, artifacts.video)
-    try:
-        for index, t, image in recording.frames():
-            assert image is not None
-            if not first.feed(index, t, image):
-                break
-    finally:
-        if first.video is not None and first.scan.end < 0:
-            first.video.close()
-            first.video = None
-    scan = first.finish(recording.name)
+    scan = _Pass1(options, artifacts.video).run(recording)
     frames = _progress(recording, scan, options)
     result = _metrics(recording.name, scan, frames, options)
     if artifacts.heatmap is not None and scan.heat is not None:
@@ -293,35 +318,55 @@ def analyze(
 
 
 def _progress(recording: Recording, scan: _Scan, options: AnalysisOptions) -> list[FrameProgress]:
-    """Pass 2: each changed frame against the first and the last."""
+    """Pass 2: each new frame against the last one (on every core), repeats carried over."""
     assert scan.area is not None and scan.start_image is not None and scan.final_image is not None
-    unique = set(scan.unique)
+    area = scan.area
+    threshold = options.pixel_threshold
     final = scan.final_image
-    start_hist = visual.histogram(scan.start_image, options.ignore_white)
-    final_hist = visual.histogram(final, options.ignore_white)
-    start_similar = visual.similarity(scan.start_image, final, options.pixel_threshold)
+    final_sampled = visual.sampled(final)
+    final_kept = visual.not_white(final_sampled) if options.ignore_white else None
+
+    worker = threading.local()
+
+    def measure(image: Image) -> tuple[float, float]:
+        """(similarity to the last frame, histogram distance from it). The load histogram
+        is measured on the sampled frame, unless progress is to be pixel-exact."""
+        if not hasattr(worker, "scratch"):
+            worker.scratch = visual.Scratch()
+        if options.progress == "pixel":
+            return visual.similarity(image, final, threshold, worker.scratch), 0.0
+        small = visual.sampled(image)
+        changed = visual.changed_mask(small, final_sampled, threshold, worker.scratch)
+        distance = visual.histogram_distance(small, final_sampled, changed, final_kept)
+        return 1.0 - visual.share_changed(changed), distance
+
+    start_similar, start_distance = measure(scan.start_image)
+    unique = set(scan.unique)
+
+    def span() -> Iterator[tuple[int, float, Image | None]]:
+        for index, t, image in recording.frames(lambda i: i in unique):
+            if index >= scan.end:
+                return
+            if index >= scan.start:
+                yield index, t, None if image is None else area.crop(image)
+
     frames: list[FrameProgress] = []
     t0 = scan.times[scan.start]
     progress = similar = 0.0
-    for index, t, image in recording.frames(lambda i: i in unique):
-        if index < scan.start:
-            continue
-        if index >= scan.end:
-            break
-        if image is not None:
-            content = scan.area.crop(image)
-            similar = visual.similarity(content, final, options.pixel_threshold)
+    for (index, t, _image), measured in ordered_map(
+        lambda item: None if item[2] is None else measure(item[2]), span()
+    ):
+        if measured is not None:
+            similar, distance = measured
             if options.progress == "pixel":
                 progress = visual.pixel_progress(similar, start_similar)
             else:
-                progress = visual.histogram_progress(
-                    visual.histogram(content, options.ignore_white), start_hist, final_hist
-                )
+                progress = visual.histogram_progress(distance, start_distance)
         frames.append(
             FrameProgress(
                 index=index,
                 t_ms=t - t0,
-                unique=image is not None,
+                unique=measured is not None,
                 progress=progress,
                 similarity=similar,
             )

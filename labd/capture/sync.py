@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from labd.capture.colors import RGB, to_bgr
+from labd.capture.visual import subsample
 
 Image = NDArray[np.uint8]
 
@@ -50,10 +51,6 @@ class SyncMatch:
 
 def scan_step(width: int) -> int:
     return max(1, width // SCAN_WIDTH)
-
-
-def subsample(image: Image, step: int) -> Image:
-    return image[::step, ::step] if step > 1 else image
 
 
 def color_mask(image: Image, rgb: RGB, tolerance: int) -> NDArray[np.bool_]:
