@@ -3,7 +3,8 @@
 Videos are generated with exact ground truth (labd.capture.synthetic), encoded to H.264 by
 ffmpeg (x264, crf 18), and analysed by `labd.capture.analyze` and by browsertime's
 `visualmetrics-portable.py`, fetched with `npm pack browsertime` into a temporary directory
-and run there from its own virtual environment (numpy, Pillow, OpenCV, pyssim: what its dependency check asks for), never vendored.
+and run there from its own virtual environment (numpy, Pillow, OpenCV, pyssim: what its
+dependency check asks for), never vendored.
 
 Conventions made equal: both videos start with browsertime's orange lead-in (time zero is the
 first frame after it); browsertime's copy has no red tail (it has no end marker and would count
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -127,21 +127,48 @@ def run_reference(script: Path, video: Path) -> tuple[dict[str, float], float]:
     return json.loads(out.stdout), seconds
 
 
+def peak_rss(video: Path) -> tuple[float, float, float]:
+    """(peak RSS in MB, seconds, Speed Index) of an analysis in a process of its own."""
+    code = (
+        "import resource, sys, time\n"
+        "from pathlib import Path\n"
+        "from labd.capture import AnalysisOptions, VideoFile, analyze\n"
+        "from labd.capture.colors import PRESETS\n"
+        "t = time.perf_counter()\n"
+        "options = AnalysisOptions(start_color=PRESETS['orange'])\n"
+        "r = analyze(VideoFile(Path(sys.argv[1])), options)\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "print(peak, time.perf_counter() - t, r.speed_index)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(video)], check=True, capture_output=True, text=True
+    )
+    peak, seconds, speed_index = (float(x) for x in out.stdout.split())
+    return peak, seconds, speed_index
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-reference", action="store_true", help="skip browsertime")
+    parser.add_argument("--memory-only", action="store_true", help="only the memory figures")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="labd-capture-bench-"))
+    if not args.memory_only:
+        speed_table(workdir, None if args.no_reference else reference(workdir))
+    memory_table(workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def speed_table(workdir: Path, script: Path | None) -> None:
     options = AnalysisOptions(start_color=PRESETS["orange"])
-    script = None if args.no_reference else reference(workdir)
     rows = []
     for name, page in pages().items():
         ours_video = encode(page, workdir / "labd.mp4")
         frames = page.lead + page.length + page.tail
-        result, seconds = timed(lambda: analyze(VideoFile(ours_video), options))
-        _, seconds_art = timed(
-            lambda: analyze(VideoFile(ours_video), options, Artifacts(video=workdir / "span.webm"))
-        )
+        recording = VideoFile(ours_video)
+        result, seconds = timed(lambda: analyze(recording, options))  # noqa: B023
+        artifacts = Artifacts(video=workdir / "span.webm")
+        _, seconds_art = timed(lambda: analyze(recording, options, artifacts))  # noqa: B023
         row = {
             "video": name,
             "truth SI": page.speed_index(),
@@ -163,7 +190,6 @@ def main() -> None:
     decoded = FrameList(page.timed_frames())
     _, seconds = timed(lambda: analyze(decoded, AnalysisOptions()))
     decoded_fps = len(decoded.items) / seconds
-    del decoded
 
     print(f"\nVisual metrics at {W}x{H}, {os.cpu_count()} cores, one run\n")
     header = [
@@ -190,29 +216,24 @@ def main() -> None:
             )
     print(f"\nalready-decoded frames (busy, every frame new): {decoded_fps:.0f} frames/s")
 
-    # Memory for a 5-minute 1080p60 recording: streamed, so RSS must not grow with length.
-    long_page = PageLoad.staircase(
-        width=W,
-        height=H,
-        spacing=600,
-        chrome=0,
-        lead=30,
-        length=5 * 60 * 60,
-        tail=10,
-        start_color=PRESETS["orange"],
-        animate=True,
-    )
-    long_video = encode(long_page, workdir / "long.mp4")
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result, seconds = timed(lambda: analyze(VideoFile(long_video), options))
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    frames = long_page.lead + long_page.length + long_page.tail
-    print(
-        f"5-minute 1080p60 recording ({frames} frames): {seconds:.0f} s ({frames / seconds:.0f} frames/s), "
-        f"peak RSS {after / 1024:.0f} MB (before it {before / 1024:.0f} MB); "
-        f"SI {result.speed_index:.0f} vs truth {long_page.speed_index():.0f}"
-    )
-    shutil.rmtree(workdir, ignore_errors=True)
+
+def memory_table(workdir: Path) -> None:
+    # Memory: streamed, so peak RSS must not grow with the length of the recording. Each
+    # analysis runs in a fresh process that reports its own peak.
+    for minutes in (0.5, 5):
+        length = int(minutes * 60 * 60)
+        page = PageLoad.staircase(
+            width=W, height=H, spacing=600, chrome=0, lead=30, length=length, tail=10,
+            start_color=PRESETS["orange"], animate=True,
+        )  # fmt: skip
+        video = encode(page, workdir / "long.mp4")
+        peak, seconds, speed_index = peak_rss(video)
+        frames = page.lead + page.length + page.tail
+        print(
+            f"{minutes:g}-minute 1080p60 recording ({frames} frames): {seconds:.0f} s "
+            f"({frames / seconds:.0f} frames/s), peak RSS {peak:.0f} MB; "
+            f"SI {speed_index:.0f} vs truth {page.speed_index():.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -116,13 +116,17 @@ class PageLoad:
     def timed_frames(self) -> list[tuple[float, Image]]:
         return [(i * 1000.0 / self.fps, f) for i, f in enumerate(self.frames())]
 
-    # Ground truth, in ms from the first frame after the green screen.
+    # Ground truth, in ms from the first frame after the green screen. The last frame is the
+    # complete page, so blocks due after it do not count.
+    def shown(self) -> list[Block]:
+        return [b for b in self.blocks if b.at_frame < self.length]
+
     def progress(self) -> list[float]:
-        total = sum(b.w * b.h for b in self.blocks)
+        total = sum(b.w * b.h for b in self.shown())
         drawn = 0
         result = []
         for i in range(self.length):
-            drawn += sum(b.w * b.h for b in self.blocks if b.at_frame == i)
+            drawn += sum(b.w * b.h for b in self.shown() if b.at_frame == i)
             result.append(drawn / total if total else 1.0)
         return result
 
@@ -134,10 +138,10 @@ class PageLoad:
         return sum((times[i] - times[i - 1]) * (1 - progress[i - 1]) for i in range(1, len(times)))
 
     def visually_complete_ms(self) -> float:
-        return max(b.at_frame for b in self.blocks) * 1000.0 / self.fps
+        return max(b.at_frame for b in self.shown()) * 1000.0 / self.fps
 
     def first_visual_change_ms(self) -> float:
-        return min(b.at_frame for b in self.blocks) * 1000.0 / self.fps
+        return min(b.at_frame for b in self.shown()) * 1000.0 / self.fps
 
     def write(self, path: Path, fourcc: str = "FFV1") -> Path:
         """Losslessly by default (FFV1 in .mkv), so the ground truth holds exactly."""

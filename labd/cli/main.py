@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_stats_commands(nouns)
     _add_capture_commands(nouns)
+    _add_replay_commands(nouns)
 
     config = nouns.add_parser("config", help="inspect the configuration")
     config_verbs = config.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -266,6 +267,47 @@ def _add_capture_commands(nouns: Any) -> None:
     capture.add_argument("--seconds", type=float, default=10.0, help="how long (default 10)")
     capture.add_argument("--fps", type=float, default=60.0, help="frames per second asked for")
     capture.set_defaults(handler=_lazy("labd.cli.capture_cmd:capture"))
+
+
+def _add_replay_commands(nouns: Any) -> None:
+    replay = nouns.add_parser("replay", help="record and replay web pages, with network shaping")
+    verbs = replay.add_subparsers(dest="verb", required=True, metavar="VERB")
+    record = verbs.add_parser("record", help="a recording forward proxy that writes a HAR 1.2")
+    record.add_argument("out", metavar="OUT.har")
+    record.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    record.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    record.add_argument("--ca", metavar="DIR", help="the replay CA (labd replay ca) for HTTPS")
+    record.add_argument("--upstream-ca", metavar="PEM", help="trust this CA for origins too")
+    record.set_defaults(handler=_lazy("labd.cli.replay_cmd:record"))
+
+    serve = verbs.add_parser("serve", help="serve an archive from memory, shaped")
+    serve.add_argument("archive", help="a HAR file (recorded, or exported by a browser)")
+    serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument(
+        "--profile", help="none, 2g, 3g-slow, 3g, 3g-fast, 4g, lte, dsl, cable, fios"
+    )
+    serve.add_argument("--latency-ms", type=float, help="round-trip time added")
+    serve.add_argument("--down-kbps", type=float, help="downstream bandwidth")
+    serve.add_argument("--up-kbps", type=float, help="upstream bandwidth")
+    serve.add_argument("--jitter-ms", type=float, default=0.0, help="extra delay up to this")
+    serve.add_argument(
+        "--loss", type=float, default=0.0, help="share of exchanges with a lost packet"
+    )
+    serve.add_argument("--seed", type=int, default=0, help="for jitter and loss")
+    serve.add_argument(
+        "--ignore-param",
+        action="append",
+        metavar="NAME",
+        help="query parameter not matched (repeatable)",
+    )
+    serve.add_argument("--ca", metavar="DIR", help="the replay CA (labd replay ca) for HTTPS")
+    serve.add_argument("--max-archive-mb", type=float, default=1024, help="refuse larger archives")
+    serve.set_defaults(handler=_lazy("labd.cli.replay_cmd:serve"))
+
+    ca = verbs.add_parser("ca", help="write a new CA certificate for HTTPS replay")
+    ca.add_argument("out_dir", metavar="OUT_DIR")
+    ca.set_defaults(handler=_lazy("labd.cli.replay_cmd:ca"))
 
 
 def _version(args: argparse.Namespace) -> int:

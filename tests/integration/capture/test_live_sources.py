@@ -103,3 +103,19 @@ def test_frames_are_dropped_and_counted_when_encoding_falls_behind(tmp_path: Pat
     spool = recorder.stop_when_done(60)
     assert spool.dropped > 0
     assert spool.frames + spool.dropped == page.lead + page.length + page.tail
+
+
+def test_labd_capture_records_a_display(xvfb: str, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "screen.avi"
+    command = [sys.executable, "-m", "labd", "capture", "--x11", f"{xvfb}+0,0,320x200"]
+    command += ["--seconds", "1", "--fps", "20", "-o", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["path"] == str(out)
+    assert 10 <= summary["frames"] <= 21
+    assert summary["frames"] == len(out.with_suffix(".times").read_text().split())

@@ -1,0 +1,220 @@
+"""HAR 1.2 archives: loaded into memory for replay, written by the recorder.
+
+Matching follows what a page asks for: method, scheme, host (default ports dropped), path and
+query, with configurable query parameters ignored (cache busters, timestamps). When a URL was
+recorded several times the first recording is served, always: deterministic across runs.
+Entries that cannot be served (bad base64, no response) are skipped and listed, not fatal;
+HAR files exported by browsers' developer tools load as they are.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from labd.replay.errors import ArchiveError
+
+Key = tuple[str, str, str, str, str]
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# Hop-by-hop and framing headers: the server sets them for the body it actually sends (HAR
+# bodies are stored decoded, so a recorded Content-Encoding would lie).
+DROPPED_HEADERS = {
+    "connection", "keep-alive", "proxy-connection", "transfer-encoding", "content-length",
+    "content-encoding", "upgrade", "te", "trailer",
+}  # fmt: skip
+
+
+def authority(scheme: str, host: str, port: int | None) -> str:
+    host = host.lower()
+    if port is None or DEFAULT_PORTS.get(scheme) == port:
+        return host
+    return f"{host}:{port}"
+
+
+def request_key(method: str, url: str, ignore_params: Iterable[str] = ()) -> Key:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    ignored = set(ignore_params)
+    query = urlencode(
+        sorted(
+            (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ignored
+        )
+    )
+    return (
+        method.upper(),
+        scheme,
+        authority(scheme, parts.hostname or "", port),
+        parts.path or "/",
+        query,
+    )
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    reason: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+@dataclass
+class Archive:
+    responses: dict[Key, Response] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # "entries[3]: why"
+    ignore_params: frozenset[str] = frozenset()
+    source: str = ""
+
+    def find(self, method: str, url: str) -> Response | None:
+        return self.responses.get(request_key(method, url, self.ignore_params))
+
+    def __len__(self) -> int:
+        return len(self.responses)
+
+
+def load(path: Path, max_bytes: int, ignore_params: Iterable[str] = ()) -> Archive:
+    """Read a HAR file; refuse one over `max_bytes` before reading it (JSON costs several times
+    its size in memory)."""
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise ArchiveError(f"{path}: {e.strerror or e}") from e
+    if size > max_bytes:
+        raise ArchiveError(
+            f"{path}: the archive is {size / 2**20:.0f} MiB, over the limit of "
+            f"{max_bytes / 2**20:.0f} MiB (raise replay.max_archive_mb or --max-archive-mb)"
+        )
+    try:
+        document = json.loads(path.read_bytes())
+    except json.JSONDecodeError as e:
+        raise ArchiveError(
+            f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); truncated?"
+        ) from e
+    except UnicodeDecodeError as e:
+        raise ArchiveError(f"{path}: not JSON text ({e.reason} at byte {e.start})") from e
+    return parse(document, str(path), ignore_params)
+
+
+def parse(document: Any, source: str, ignore_params: Iterable[str] = ()) -> Archive:
+    if not isinstance(document, dict) or not isinstance(document.get("log"), dict):
+        raise ArchiveError(f"{source}: not a HAR archive (no 'log' object)")
+    entries = document["log"].get("entries")
+    if not isinstance(entries, list):
+        raise ArchiveError(f"{source}: log.entries: expected a list of entries")
+    archive = Archive(ignore_params=frozenset(ignore_params), source=source)
+    for i, entry in enumerate(entries):
+        try:
+            key, response = _entry(entry, archive.ignore_params)
+        except (KeyError, TypeError, ValueError) as e:
+            archive.skipped.append(f"entries[{i}]: {_reason(e)}")
+            continue
+        archive.responses.setdefault(key, response)  # the first recording wins
+    if entries and not archive.responses:
+        raise ArchiveError(f"{source}: no entry can be served; first problem: {archive.skipped[0]}")
+    return archive
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, KeyError):
+        return f"missing {error.args[0]!r}"
+    return str(error)
+
+
+def _entry(entry: dict[str, Any], ignore_params: frozenset[str]) -> tuple[Key, Response]:
+    request = entry["request"]
+    response = entry["response"]
+    url = request["url"]
+    if not isinstance(url, str) or not urlsplit(url).hostname:
+        raise ValueError(f"request.url {url!r} is not an absolute URL")
+    status = int(response["status"])
+    if not 100 <= status <= 599:
+        raise ValueError(f"response.status {status} is not an HTTP status")
+    content = response.get("content") or {}
+    text = content.get("text")
+    if text is None:
+        body = b""  # HAR exports often leave bodies out (redirects, 304s, or by choice)
+    elif content.get("encoding") == "base64":
+        try:
+            body = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise ValueError(f"response.content.text: bad base64 ({e})") from None
+    else:
+        body = str(text).encode("utf-8")
+    headers = tuple(
+        (str(h["name"]), str(h["value"]))
+        for h in response.get("headers", [])
+        if str(h["name"]).lower() not in DROPPED_HEADERS and not str(h["name"]).startswith(":")
+    )
+    reason = str(response.get("statusText") or "")
+    return request_key(str(request["method"]), url, ignore_params), Response(
+        status, reason, headers, body
+    )
+
+
+def har_entry(
+    method: str,
+    url: str,
+    request_headers: Iterable[tuple[str, str]],
+    request_body: bytes,
+    status: int,
+    reason: str,
+    headers: Iterable[tuple[str, str]],
+    body: bytes,
+    started: str,
+    time_ms: float,
+) -> dict[str, Any]:
+    """One HAR 1.2 entry; bodies that are not UTF-8 text are stored as base64."""
+    headers = list(headers)
+    mime = next((v for k, v in headers if k.lower() == "content-type"), "")
+    content: dict[str, Any] = {"size": len(body), "mimeType": mime}
+    try:
+        content["text"] = body.decode("utf-8")
+    except UnicodeDecodeError:
+        content["text"] = base64.b64encode(body).decode("ascii")
+        content["encoding"] = "base64"
+    query = parse_qsl(urlsplit(url).query, keep_blank_values=True)
+    request: dict[str, Any] = {
+        "method": method, "url": url, "httpVersion": "HTTP/1.1",
+        "headers": [{"name": k, "value": v} for k, v in request_headers],
+        "queryString": [{"name": k, "value": v} for k, v in query],
+        "cookies": [], "headersSize": -1, "bodySize": len(request_body),
+    }  # fmt: skip
+    if request_body:
+        request["postData"] = {"mimeType": "", "text": request_body.decode("utf-8", "replace")}
+    return {
+        "startedDateTime": started,
+        "time": time_ms,
+        "request": request,
+        "response": {
+            "status": status,
+            "statusText": reason,
+            "httpVersion": "HTTP/1.1",
+            "headers": [{"name": k, "value": v} for k, v in headers],
+            "cookies": [],
+            "content": content,
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": len(body),
+        },
+        "cache": {},
+        "timings": {"send": 0, "wait": time_ms, "receive": 0},
+    }
+
+
+def har_document(entries: list[dict[str, Any]], version: str) -> dict[str, Any]:
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "labd", "version": version},
+            "entries": entries,
+        }
+    }

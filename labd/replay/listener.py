@@ -1,0 +1,173 @@
+"""One port for everything a device may send: plain HTTP (origin-form with a Host header, or
+a forward proxy's absolute-form), CONNECT tunnels for HTTPS through the proxy, and direct TLS
+(origin mode, e.g. Chromium's --host-resolver-rules mapping every host to this port).
+
+Each accepted socket is peeked at, not read: a TLS ClientHello starts TLS with the certificate
+the client's SNI asks for; "CONNECT " gets a tunnel; anything else goes to aiohttp's HTTP
+server as it is. A client that sends nothing is dropped after `idle_timeout`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from labd.replay.certs import Authority
+
+log = structlog.get_logger("labd.replay")
+
+CONNECT = b"CONNECT "
+MAX_CONNECT_HEAD = 16 * 1024
+
+
+class Listener:
+    def __init__(
+        self,
+        server: web.Server,
+        host: str,
+        port: int,
+        authority: Authority | None = None,
+        idle_timeout: float = 30.0,
+    ) -> None:
+        self.server = server
+        self.authority = authority
+        self.idle_timeout = idle_timeout
+        self.sock = socket.create_server((host, port), backlog=1024, reuse_port=False)
+        self.sock.setblocking(False)
+        self.port: int = self.sock.getsockname()[1]
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.accepting: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.accepting = asyncio.get_running_loop().create_task(self._accept())
+
+    async def close(self) -> None:
+        if self.accepting is not None:
+            self.accepting.cancel()
+        self.sock.close()
+        for task in list(self.tasks):
+            task.cancel()
+        await self.server.shutdown(2.0)
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            conn, _ = await loop.sock_accept(self.sock)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = loop.create_task(self._dispatch(conn))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _dispatch(self, conn: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            first = await asyncio.wait_for(_peek(conn, len(CONNECT)), self.idle_timeout)
+            if not first:
+                conn.close()
+            elif first[0] == 0x16:  # a TLS handshake record
+                if self.authority is None:
+                    conn.close()  # no CA configured: nothing to present
+                    return
+                await loop.connect_accepted_socket(
+                    self.server,
+                    conn,
+                    ssl=self.authority.sni_context(),
+                    ssl_handshake_timeout=self.idle_timeout,
+                )
+            elif first.startswith(CONNECT):
+                await loop.connect_accepted_socket(lambda: Tunnel(self), conn)
+            else:
+                await loop.connect_accepted_socket(self.server, conn)
+        except (TimeoutError, OSError, ConnectionError):
+            conn.close()
+
+
+async def _peek(conn: socket.socket, size: int) -> bytes:
+    """Up to `size` bytes without consuming them; fewer only when they cannot be CONNECT."""
+    loop = asyncio.get_running_loop()
+    while True:
+        readable = loop.create_future()
+        loop.add_reader(conn.fileno(), readable.set_result, None)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(conn.fileno())
+        data = conn.recv(size, socket.MSG_PEEK)
+        if len(data) >= size or not data or not CONNECT.startswith(data):
+            return data
+        await asyncio.sleep(0.005)  # a CONNECT still arriving byte by byte
+
+
+class Tunnel(asyncio.Protocol):
+    """CONNECT host:port: answer 200, then speak TLS as that host (signed by the replay CA)
+    and serve what comes through it like any other request."""
+
+    def __init__(self, listener: Listener) -> None:
+        self.listener = listener
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        self.timer = asyncio.get_running_loop().call_later(
+            self.listener.idle_timeout, transport.close
+        )
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self.buffer) > MAX_CONNECT_HEAD:
+                self._refuse(431, "Request Header Fields Too Large")
+            return
+        if self.timer is not None:
+            self.timer.cancel()
+        self.transport.pause_reading()
+        line = bytes(self.buffer[: self.buffer.find(b"\r\n")]).decode("latin-1")
+        parts = line.split()
+        if len(parts) != 3 or ":" not in parts[1]:
+            self._refuse(400, "Bad Request")
+            return
+        host = parts[1].rsplit(":", 1)[0].strip("[]")
+        if self.listener.authority is None:
+            self._refuse(501, "HTTPS needs a CA: labd replay serve --ca DIR")
+            return
+        asyncio.get_running_loop().create_task(self._upgrade(host))
+
+    def _refuse(self, status: int, reason: str) -> None:
+        assert self.transport is not None
+        self.transport.write(
+            f"HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode()
+        )
+        self.transport.close()
+
+    async def _upgrade(self, host: str) -> None:
+        assert self.transport is not None and self.listener.authority is not None
+        loop = asyncio.get_running_loop()
+        self.transport.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        protocol = self.listener.server()
+        try:
+            tls = await loop.start_tls(
+                self.transport,
+                protocol,
+                self.listener.authority.context(host),
+                server_side=True,
+                ssl_handshake_timeout=self.listener.idle_timeout,
+            )
+        except (OSError, ConnectionError, TimeoutError) as e:
+            log.info("tls_handshake_failed", host=host, error=str(e))
+            self.transport.close()
+            return
+        if tls is None:
+            return
+        protocol.connection_made(tls)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()

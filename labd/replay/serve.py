@@ -1,0 +1,133 @@
+"""Replay: answer from the archive in memory, shaped, through the listener's one port.
+
+A request not in the archive gets a 404 with an `X-Labd-Replay: miss` header; misses are
+counted and listed when the server stops. The unshaped path does no per-request work beyond a
+dictionary lookup: headers are prepared once, at load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from labd.replay.har import Archive, Response, request_key
+from labd.replay.shaping import Shaper
+
+log = structlog.get_logger("labd.replay")
+
+MISS_HEADER = "X-Labd-Replay"
+
+
+@dataclass
+class Stats:
+    served: int = 0
+    misses: Counter[str] = field(default_factory=Counter)
+    errors: int = 0  # clients gone mid-response and the like
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "served": self.served,
+            "missed": sum(self.misses.values()),
+            "misses": [{"url": url, "count": n} for url, n in self.misses.most_common()],
+            "client_errors": self.errors,
+        }
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    status: int
+    reason: str
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+
+class ReplayHandler:
+    def __init__(self, archive: Archive, shaper: Shaper) -> None:
+        self.archive = archive
+        self.shaper = shaper
+        self.stats = Stats()
+        self.prepared = {key: _prepare(r) for key, r in archive.responses.items()}
+        self.seen: weakref.WeakSet[Any] = weakref.WeakSet()  # connections already set up
+
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        url = request_url(request)
+        found = self.prepared.get(request_key(request.method, url, self.archive.ignore_params))
+        shaper = self.shaper
+        if shaper.profile.shaped:
+            await self._shape_request(request)
+        if found is None:
+            self.stats.misses[f"{request.method} {url}"] += 1
+            return web.Response(
+                status=404,
+                text=f"not in the archive: {request.method} {url}\n",
+                headers={MISS_HEADER: "miss"},
+            )
+        self.stats.served += 1
+        if shaper.down is None:
+            return web.Response(
+                status=found.status,
+                reason=found.reason or None,
+                headers=found.headers,
+                body=found.body,
+            )
+        return await self._paced(request, found)
+
+    async def _shape_request(self, request: web.BaseRequest) -> None:
+        """The request's side of the link: connection set-up once, upload pacing, the round trip."""
+        shaper = self.shaper
+        delay = shaper.exchange_delay()
+        protocol = request.protocol
+        if protocol is not None and protocol not in self.seen:
+            self.seen.add(protocol)
+            tls = (
+                request.transport is not None
+                and request.transport.get_extra_info("sslcontext") is not None
+            )
+            delay += shaper.connect_delay(tls)
+        if shaper.up is not None and request.can_read_body:
+            size = shaper.up.chunk_size()
+            while chunk := await request.content.read(size):
+                await shaper.up.take(len(chunk))
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    async def _paced(self, request: web.BaseRequest, found: _Prepared) -> web.StreamResponse:
+        bucket = self.shaper.down
+        assert bucket is not None
+        response = web.StreamResponse(
+            status=found.status, reason=found.reason or None, headers=found.headers
+        )
+        response.content_length = len(found.body)
+        try:
+            await bucket.take(512)  # the status line and headers, roughly
+            await response.prepare(request)
+            size = bucket.chunk_size()
+            view = memoryview(found.body)
+            for start in range(0, len(view), size):
+                chunk = view[start : start + size]
+                await bucket.take(len(chunk))
+                await response.write(chunk)
+            await response.write_eof()
+        except (ConnectionError, asyncio.CancelledError):
+            self.stats.errors += 1
+            raise
+        return response
+
+
+def request_url(request: web.BaseRequest) -> str:
+    url = request.url  # absolute-form through a proxy, else built from the Host header
+    if request.transport is not None and request.transport.get_extra_info("sslcontext") is not None:
+        url = url.with_scheme("https")
+    return str(url)
+
+
+def _prepare(response: Response) -> _Prepared:
+    headers: CIMultiDict[str] = CIMultiDict(response.headers)
+    return _Prepared(response.status, response.reason, CIMultiDictProxy(headers), response.body)

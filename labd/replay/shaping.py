@@ -1,0 +1,118 @@
+"""Traffic shaping modelled on WebPageTest's shaping proxy: the round trip added to connection
+set-up and to every request/response exchange, bandwidth as token buckets with bytes paced in
+small chunks, optional jitter, and loss emulated at the HTTP level as a retransmission timeout.
+
+Named profiles are WebPageTest's (www/settings/connectivity.ini.sample in
+WPO-Foundation/webpagetest): bandwidth in kbit/s, latency as the round-trip time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labd.errors import UsageError
+
+
+class Profile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "custom"
+    latency_ms: float = Field(0.0, ge=0, le=10_000, description="round-trip time added")
+    down_kbps: float = Field(0.0, ge=0, description="downstream bandwidth; 0 = unlimited")
+    up_kbps: float = Field(0.0, ge=0, description="upstream bandwidth; 0 = unlimited")
+    jitter_ms: float = Field(0.0, ge=0, description="each exchange's delay varies by up to this")
+    loss: float = Field(
+        0.0, ge=0, lt=1, description="share of exchanges delayed by a retransmission timeout"
+    )
+
+    @property
+    def shaped(self) -> bool:
+        return bool(
+            self.latency_ms or self.down_kbps or self.up_kbps or self.jitter_ms or self.loss
+        )
+
+    def fingerprint(self) -> dict[str, object]:
+        return self.model_dump()
+
+
+def _wpt(name: str, down: float, up: float, rtt: float) -> Profile:
+    return Profile(name=name, latency_ms=rtt, down_kbps=down, up_kbps=up)
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(name="none"),
+        _wpt("2g", 280, 256, 800),
+        _wpt("3g-slow", 400, 400, 400),
+        _wpt("3g", 1600, 768, 300),
+        _wpt("3g-fast", 1600, 768, 150),
+        _wpt("4g", 9000, 9000, 170),
+        _wpt("lte", 12000, 12000, 70),
+        _wpt("dsl", 1500, 384, 50),
+        _wpt("cable", 5000, 1000, 28),
+        _wpt("fios", 20000, 5000, 4),
+    )
+}
+
+
+def profile(name: str) -> Profile:
+    try:
+        return PROFILES[name.lower()]
+    except KeyError:
+        raise UsageError(
+            f"network profile {name!r}: unknown; known: {', '.join(PROFILES)}"
+        ) from None
+
+
+class TokenBucket:
+    """Bytes per second with a small burst; shared by every connection of a server, as a
+    device's one link is."""
+
+    def __init__(self, kbps: float, burst: int) -> None:
+        self.rate = kbps * 1000 / 8  # bytes per second
+        self.burst = burst
+        self.tokens = float(burst)
+        self.stamp = time.monotonic()
+        self.lock = asyncio.Lock()
+
+    def chunk_size(self) -> int:
+        """Bytes per write: about 5 ms of the rate, at least one TCP segment."""
+        return max(1460, int(self.rate * 0.005))
+
+    async def take(self, n: int) -> None:
+        async with self.lock:  # first come, first served
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            self.tokens -= n
+            if self.tokens < 0:
+                await asyncio.sleep(-self.tokens / self.rate)
+
+
+class Shaper:
+    def __init__(self, profile: Profile, seed: int = 0) -> None:
+        self.profile = profile
+        self.random = random.Random(seed)  # repeatable jitter and loss
+        self.down = TokenBucket(profile.down_kbps, 16 * 1024) if profile.down_kbps else None
+        self.up = TokenBucket(profile.up_kbps, 16 * 1024) if profile.up_kbps else None
+
+    def exchange_delay(self) -> float:
+        """Seconds before a response starts: one round trip, jitter, maybe a lost packet's
+        retransmission timeout (at least 200 ms, as Linux's minimum RTO)."""
+        p = self.profile
+        delay = p.latency_ms
+        if p.jitter_ms:
+            delay += self.random.uniform(0, p.jitter_ms)
+        if p.loss and self.random.random() < p.loss:
+            delay += max(200.0, 3 * p.latency_ms)
+        return delay / 1000
+
+    def connect_delay(self, tls: bool) -> float:
+        """Seconds a new connection costs before its first exchange: TCP's handshake, and
+        TLS 1.3's one more round trip."""
+        return self.profile.latency_ms * (2 if tls else 1) / 1000
