@@ -83,14 +83,10 @@ class ReplayHandler:
         """The request's side of the link: connection set-up once, upload pacing, the round trip."""
         shaper = self.shaper
         delay = shaper.exchange_delay()
-        protocol = request.protocol
-        if protocol is not None and protocol not in self.seen:
-            self.seen.add(protocol)
-            tls = (
-                request.transport is not None
-                and request.transport.get_extra_info("sslcontext") is not None
-            )
-            delay += shaper.connect_delay(tls)
+        transport = request.transport
+        if transport is not None and transport not in self.seen:
+            self.seen.add(transport)
+            delay += shaper.connect_delay(tls=transport.get_extra_info("sslcontext") is not None)
         if shaper.up is not None and request.can_read_body:
             size = shaper.up.chunk_size()
             while chunk := await request.content.read(size):

@@ -1,0 +1,101 @@
+"""A replay server in a process of its own, for one job: started before the iterations and
+stopped after, so serving never competes with the scheduler's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from labd.errors import InfrastructureError
+from labd.replay.shaping import PROFILES, Profile
+
+
+class ReplayProcess:
+    def __init__(
+        self,
+        archive: Path,
+        profile: Profile,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ca: Path | None = None,
+        ignore_params: tuple[str, ...] = (),
+    ) -> None:
+        self.command = [
+            sys.executable,
+            "-m",
+            "labd",
+            "--log-format",
+            "json",
+            "replay",
+            "serve",
+            str(archive),
+        ]
+        self.command += ["--host", host, "--port", str(port)]
+        if PROFILES.get(profile.name) == profile:
+            self.command += ["--profile", profile.name]
+        else:
+            self.command += [
+                "--latency-ms",
+                str(profile.latency_ms),
+                "--down-kbps",
+                str(profile.down_kbps),
+            ]
+            self.command += [
+                "--up-kbps",
+                str(profile.up_kbps),
+                "--jitter-ms",
+                str(profile.jitter_ms),
+            ]
+            self.command += ["--loss", str(profile.loss)]
+        if ca is not None:
+            self.command += ["--ca", str(ca)]
+        for name in ignore_params:
+            self.command += ["--ignore-param", name]
+        self.process: asyncio.subprocess.Process | None = None
+        self.ready: dict[str, Any] = {}
+
+    @property
+    def port(self) -> int:
+        return int(self.ready["listening"])
+
+    async def start(self, ready_within: float = 60.0) -> dict[str, Any]:
+        """Start and wait until it listens; its own error message when it cannot."""
+        self.process = await asyncio.create_subprocess_exec(
+            *self.command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        assert self.process.stdout is not None and self.process.stderr is not None
+        try:
+            line = await asyncio.wait_for(self.process.stdout.readline(), ready_within)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+            raise InfrastructureError(
+                f"replay server did not listen within {ready_within:.0f} s"
+            ) from None
+        if not line:
+            error = (await self.process.stderr.read()).decode(errors="replace").strip()
+            await self.process.wait()
+            raise InfrastructureError(
+                f"replay server failed: {error.splitlines()[-1] if error else 'no output'}"
+            )
+        self.ready = json.loads(line)
+        return self.ready
+
+    async def stop(self, grace: float = 10.0) -> dict[str, Any]:
+        """Stop it; what it served and missed."""
+        if self.process is None or self.process.returncode is not None:
+            return {}
+        assert self.process.stdout is not None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            rest, _ = await asyncio.wait_for(self.process.communicate(), grace)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+            return {}
+        lines = [line for line in rest.decode().splitlines() if line.startswith("{")]
+        return json.loads(lines[-1]) if lines else {}

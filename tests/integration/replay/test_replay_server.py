@@ -1,0 +1,151 @@
+"""The replay server as a job runs it: its own process, real sockets, a real HTTP client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from labd.errors import InfrastructureError
+from labd.replay.certs import CA_CERT, write_ca
+from labd.replay.har import har_document, har_entry
+from labd.replay.process import ReplayProcess
+from labd.replay.serve import MISS_HEADER
+from labd.replay.shaping import PROFILES, Profile
+
+WHEN = "2026-01-01T00:00:00+00:00"
+BIG = bytes(range(256)) * 800  # 200 KiB, binary
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    entries = [
+        har_entry("GET", "http://site.test/", [], b"", 200, "OK", [("Content-Type", "text/html")], b"<h1>page</h1>", WHEN, 1),
+        har_entry("GET", "http://site.test/big.bin", [], b"", 200, "OK", [], BIG, WHEN, 1),
+        har_entry("GET", "https://secure.test/app.js", [], b"", 200, "OK", [], b"js();", WHEN, 1),
+    ]  # fmt: skip
+    path = tmp_path / "site.har"
+    path.write_text(json.dumps(har_document(entries, "test")))
+    return path
+
+
+@pytest.fixture
+def ca(tmp_path: Path) -> Path:
+    write_ca(tmp_path / "ca")
+    return tmp_path / "ca"
+
+
+async def started(archive: Path, profile: Profile, ca: Path | None = None) -> ReplayProcess:
+    server = ReplayProcess(archive, profile, ca=ca)
+    await server.start()
+    return server
+
+
+@pytest.fixture
+async def plain(archive: Path, ca: Path) -> AsyncIterator[ReplayProcess]:
+    server = await started(archive, PROFILES["none"], ca)
+    yield server
+    await server.stop()
+
+
+async def test_serves_as_proxy_and_origin_over_http_and_https(
+    plain: ReplayProcess, ca: Path
+) -> None:
+    proxy = f"http://127.0.0.1:{plain.port}"
+    trust = ssl.create_default_context(cafile=str(ca / CA_CERT))
+    async with aiohttp.ClientSession() as http:
+        async with http.get("http://site.test/", proxy=proxy) as r:
+            assert (r.status, await r.text()) == (200, "<h1>page</h1>")
+        async with http.get("http://site.test/big.bin", proxy=proxy) as r:
+            assert await r.read() == BIG
+        # HTTPS through the proxy: CONNECT, then TLS as secure.test, signed by the replay CA.
+        async with http.get("https://secure.test/app.js", proxy=proxy, ssl=trust) as r:
+            assert await r.text() == "js();"
+        # Origin mode: the Host header names the site (a browser's host rules point here).
+        async with http.get(f"http://127.0.0.1:{plain.port}/", headers={"Host": "site.test"}) as r:
+            assert await r.text() == "<h1>page</h1>"
+        async with http.get(
+            f"http://127.0.0.1:{plain.port}/nope", headers={"Host": "site.test"}
+        ) as r:
+            assert r.status == 404 and r.headers[MISS_HEADER] == "miss"
+    summary = await plain.stop()
+    assert summary["served"] == 4
+    assert summary["misses"] == [{"url": "GET http://site.test/nope", "count": 1}]
+
+
+async def test_round_trip_latency_is_added_to_every_exchange(archive: Path) -> None:
+    server = await started(archive, Profile(latency_ms=150))
+    try:
+        async with aiohttp.ClientSession() as http:
+            url = f"http://127.0.0.1:{server.port}/"
+            began = time.perf_counter()
+            async with http.get(url, headers={"Host": "site.test"}) as r:  # connect + exchange
+                await r.read()
+            first = time.perf_counter() - began
+            began = time.perf_counter()
+            async with http.get(
+                url, headers={"Host": "site.test"}
+            ) as r:  # kept alive: exchange only
+                await r.read()
+            second = time.perf_counter() - began
+    finally:
+        await server.stop()
+    assert 0.29 <= first < 0.40
+    assert 0.145 <= second < 0.20
+
+
+async def test_bandwidth_paces_the_body(archive: Path) -> None:
+    server = await started(archive, Profile(down_kbps=1600))
+    try:
+        async with aiohttp.ClientSession() as http:
+            began = time.perf_counter()
+            async with http.get(
+                f"http://127.0.0.1:{server.port}/big.bin", headers={"Host": "site.test"}
+            ) as r:
+                body = await r.read()
+            elapsed = time.perf_counter() - began
+    finally:
+        await server.stop()
+    ideal = len(BIG) * 8 / 1_600_000  # 1.02 s
+    assert body == BIG
+    assert ideal * 0.9 <= elapsed <= ideal * 1.25
+
+
+async def test_hostile_clients_do_not_stop_the_others(plain: ReplayProcess) -> None:
+    port = plain.port
+    # A 64 KiB request line gets a clear 400.
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /" + b"a" * 65536 + b" HTTP/1.1\r\nHost: site.test\r\n\r\n")
+    await writer.drain()
+    status = (await reader.readline()).split()
+    assert status[1] == b"400"
+    writer.close()
+    # Slowloris: many connections sending headers a byte at a time, never finishing.
+    idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(200)]
+    for _, w in idle:
+        w.write(b"GET / HTTP/1.1\r\nHo")
+    # A client that leaves in the middle of a large body.
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /big.bin HTTP/1.1\r\nHost: site.test\r\n\r\n")
+    await reader.read(1000)
+    writer.transport.abort()
+    async with aiohttp.ClientSession() as http:
+        began = time.perf_counter()
+        async with http.get(f"http://127.0.0.1:{port}/", headers={"Host": "site.test"}) as r:
+            assert await r.text() == "<h1>page</h1>"
+        assert time.perf_counter() - began < 0.5
+    for _, w in idle:
+        w.close()
+
+
+async def test_a_broken_archive_fails_at_start_with_the_reason(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.har"
+    broken.write_text('{"log": {"entries": [')
+    with pytest.raises(InfrastructureError, match=r"broken.har: not JSON .* truncated\?"):
+        await started(broken, PROFILES["none"])

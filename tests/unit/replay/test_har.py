@@ -1,0 +1,181 @@
+"""Loading and matching HAR archives, including what browsers export and what is broken."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labd.errors import UsageError
+from labd.replay.errors import ArchiveError
+from labd.replay.har import har_document, har_entry, load, parse, request_key
+from labd.replay.shaping import PROFILES, profile
+
+MiB = 2**20
+WHEN = "2026-01-01T00:00:00+00:00"
+
+
+def entry(
+    url: str, body: bytes | None = b"ok", method: str = "GET", b64: bool = False, **response: Any
+) -> dict[str, Any]:
+    content: dict[str, Any] = {"size": len(body or b""), "mimeType": "text/plain"}
+    if body is not None:
+        content["text"] = base64.b64encode(body).decode() if b64 else body.decode()
+        if b64:
+            content["encoding"] = "base64"
+    return {
+        "request": {"method": method, "url": url, "headers": []},
+        "response": {
+            "status": 200,
+            "statusText": "OK",
+            "headers": [],
+            "content": content,
+            **response,
+        },
+    }
+
+
+def archive_of(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"log": {"version": "1.2", "entries": list(entries)}}
+
+
+def test_matching_is_by_method_scheme_host_path_and_query() -> None:
+    archive = parse(archive_of(entry("http://Example.test:80/a?b=2&a=1&t=123", b"one")), "x", ["t"])
+    # Host case, default port, parameter order and ignored parameters do not matter.
+    assert archive.find("GET", "http://example.test/a?a=1&b=2&t=999") is not None
+    assert archive.find("GET", "https://example.test/a?a=1&b=2") is None
+    assert archive.find("POST", "http://example.test/a?a=1&b=2") is None
+    assert archive.find("GET", "http://example.test/a?a=1") is None
+    assert archive.find("GET", "http://example.test:8080/a?a=1&b=2") is None
+
+
+def test_a_url_recorded_twice_is_always_answered_with_the_first_recording() -> None:
+    archive = parse(
+        archive_of(entry("http://e.test/", b"first"), entry("http://e.test/", b"second")), "x"
+    )
+    response = archive.find("GET", "http://e.test/")
+    assert response is not None and response.body == b"first"
+
+
+def test_binary_bodies_and_framing_headers() -> None:
+    raw = bytes(range(256))
+    har = archive_of(
+        entry(
+            "http://e.test/img",
+            raw,
+            b64=True,
+            headers=[
+                {"name": "Content-Encoding", "value": "gzip"},
+                {"name": "Content-Length", "value": "9"},
+                {"name": "Content-Type", "value": "image/png"},
+                {"name": ":status", "value": "200"},
+            ],
+        )
+    )
+    response = parse(har, "x").find("GET", "http://e.test/img")
+    assert response is not None
+    assert response.body == raw
+    # Bodies are stored decoded: the recorded encoding and length would lie.
+    assert response.headers == (("Content-Type", "image/png"),)
+
+
+def test_browser_export_with_missing_bodies_loads() -> None:
+    exported = archive_of(
+        entry("https://e.test/", b"<html>"),
+        {**entry("https://e.test/redirect", None, status=301), "_initiator": {"type": "parser"}},
+    )
+    exported["log"]["creator"] = {"name": "WebInspector", "version": "537.36"}
+    archive = parse(exported, "devtools.har")
+    redirect = archive.find("GET", "https://e.test/redirect")
+    assert redirect is not None and redirect.status == 301 and redirect.body == b""
+    assert archive.skipped == []
+
+
+def test_broken_entries_are_skipped_and_named() -> None:
+    har = archive_of(
+        entry("http://e.test/good"),
+        entry("http://e.test/b64", b"!!notbase64"),
+        {"request": {"method": "GET", "url": "http://e.test/noresponse"}},
+        entry("/relative"),
+    )
+    har["log"]["entries"][1]["response"]["content"]["encoding"] = "base64"
+    archive = parse(har, "x")
+    assert len(archive) == 1
+    assert archive.skipped[0].startswith("entries[1]: response.content.text: bad base64")
+    assert archive.skipped[1] == "entries[2]: missing 'response'"
+    assert archive.skipped[2] == "entries[3]: request.url '/relative' is not an absolute URL"
+
+
+def test_nothing_servable_is_an_error() -> None:
+    with pytest.raises(
+        ArchiveError, match=r"x: no entry can be served; first problem: entries\[0\]"
+    ):
+        parse(archive_of(entry("/relative")), "x")
+
+
+def test_corrupt_truncated_and_foreign_files(tmp_path: Path) -> None:
+    good = json.dumps(archive_of(entry("http://e.test/")))
+    truncated = tmp_path / "cut.har"
+    truncated.write_text(good[: len(good) // 2])
+    with pytest.raises(
+        ArchiveError, match=r"cut.har: not JSON \(line 1, column \d+: .*\); truncated\?"
+    ):
+        load(truncated, MiB)
+    binary = tmp_path / "binary.har"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    with pytest.raises(ArchiveError, match=r"binary.har: not JSON"):
+        load(binary, MiB)
+    foreign = tmp_path / "package.json"
+    foreign.write_text('{"name": "x"}')
+    with pytest.raises(ArchiveError, match=r"package.json: not a HAR archive \(no 'log' object\)"):
+        load(foreign, MiB)
+    with pytest.raises(ArchiveError, match=r"missing.har: No such file"):
+        load(tmp_path / "missing.har", MiB)
+
+
+def test_an_archive_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.har"
+    with big.open("wb") as f:  # sparse: 500 MiB on paper, nothing on disk
+        f.truncate(500 * MiB)
+    with pytest.raises(
+        ArchiveError, match=r"big.har: the archive is 500 MiB, over the limit of 256 MiB"
+    ):
+        load(big, 256 * MiB)
+
+
+def test_written_entries_round_trip() -> None:
+    binary = bytes(range(200, 256))
+    entries = [
+        har_entry("GET", "http://e.test/t?q=1", [], b"", 200, "OK", [], b"text", WHEN, 1.0),
+        har_entry("POST", "http://e.test/bin", [], b"form", 201, "Created", [], binary, WHEN, 2.0),
+    ]
+    archive = parse(json.loads(json.dumps(har_document(entries, "test"))), "x")
+    assert archive.find("GET", "http://e.test/t?q=1").body == b"text"  # type: ignore[union-attr]
+    assert archive.find("POST", "http://e.test/bin").body == binary  # type: ignore[union-attr]
+    assert entries[1]["response"]["content"]["encoding"] == "base64"
+
+
+def test_request_keys() -> None:
+    assert request_key("get", "HTTPS://Example.test:443/") == (
+        "GET",
+        "https",
+        "example.test",
+        "/",
+        "",
+    )
+    assert request_key("GET", "http://e.test") == ("GET", "http", "e.test", "/", "")
+
+
+def test_profiles_are_named_with_their_values() -> None:
+    assert profile("3G") == PROFILES["3g"]
+    assert (PROFILES["3g"].latency_ms, PROFILES["3g"].down_kbps, PROFILES["3g"].up_kbps) == (
+        300,
+        1600,
+        768,
+    )
+    assert not PROFILES["none"].shaped
+    with pytest.raises(UsageError, match="network profile '5g': unknown; known: none, 2g"):
+        profile("5g")
