@@ -20,13 +20,14 @@ from labd.replay.serve import MISS_HEADER
 from labd.replay.shaping import PROFILES, Profile
 
 WHEN = "2026-01-01T00:00:00+00:00"
+HTML = [("Content-Type", "text/html")]
 BIG = bytes(range(256)) * 800  # 200 KiB, binary
 
 
 @pytest.fixture
 def archive(tmp_path: Path) -> Path:
     entries = [
-        har_entry("GET", "http://site.test/", [], b"", 200, "OK", [("Content-Type", "text/html")], b"<h1>page</h1>", WHEN, 1),
+        har_entry("GET", "http://site.test/", [], b"", 200, "OK", HTML, b"<h1>page</h1>", WHEN, 1),
         har_entry("GET", "http://site.test/big.bin", [], b"", 200, "OK", [], BIG, WHEN, 1),
         har_entry("GET", "https://secure.test/app.js", [], b"", 200, "OK", [], b"js();", WHEN, 1),
     ]  # fmt: skip
