@@ -111,7 +111,7 @@ class CommandScenario(Scenario):
         )
 
     async def run_iteration(self, index: int) -> dict[str, float]:
-        env = {**os.environ, **self.p.env}
+        env = {**os.environ, **_proxy_env(self.ctx.network), **self.p.env}
         runner = _Run(self.p.command, self.workdir, env, self._preexec)
         try:
             result = await asyncio.to_thread(runner.run, self.p.iteration_timeout_s)
@@ -198,3 +198,12 @@ class _Run:
             if self._proc is not None and self._proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self._proc.pid, signal.SIGKILL)
+
+
+def _proxy_env(network: dict[str, str]) -> dict[str, str]:
+    """The job's replay server as the proxy, in the variables programs look for."""
+    if not network:
+        return {}
+    proxy = network["proxy"]
+    names = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "LABD_REPLAY_PROXY")
+    return {name: proxy for name in names} | {"no_proxy": "", "NO_PROXY": ""}

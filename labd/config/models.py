@@ -209,6 +209,27 @@ class MetricsSettings(Section):
     )
 
 
+class ReplaySettings(Section):
+    """Replay servers the runner starts for jobs that name a network archive."""
+
+    archive_dir: str = Field(
+        "",
+        description=(
+            "Directory job archives are read from (relative names resolve here; nothing "
+            "outside it is served). Empty: the daemon's working directory."
+        ),
+    )
+    ca_dir: str = Field(
+        "", description="The replay CA (labd replay ca DIR) for HTTPS; empty: HTTP only."
+    )
+    bind: str = Field(
+        "127.0.0.1",
+        description="Address replay servers listen on; a lab network address for devices "
+        "that reach it over the network instead of adb reverse.",
+    )
+    max_archive_mb: float = Field(1024, gt=0, description="Larger archives are refused.")
+
+
 class Settings(Section):
     """The whole configuration of one labd host."""
 
@@ -223,6 +244,7 @@ class Settings(Section):
     )
     mqtt: MqttSettings = Field(default_factory=MqttSettings, description="MQTT.")
     metrics: MetricsSettings = Field(default_factory=MetricsSettings, description="Metrics.")
+    replay: ReplaySettings = Field(default_factory=ReplaySettings, description="Replay servers.")
     drivers: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Options per driver plugin, e.g. [drivers.host]; see each driver.",

@@ -153,7 +153,11 @@ class Daemon:
         self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)
         yield self.pool
         self.jobs = JobService(
-            store.store, self.drivers, self.bus, on_queued=lambda: self.scheduler.wake()
+            store.store,
+            self.drivers,
+            self.bus,
+            on_queued=lambda: self.scheduler.wake(),
+            replay=settings.replay,
         )
         self.scheduler = Scheduler(
             store.store,

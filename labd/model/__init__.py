@@ -4,7 +4,7 @@ from labd.model.device import AdminState, Device, DeviceSelector, DeviceState
 from labd.model.driver import Driver, NoOptions, PowerControl, RunContext, Scenario
 from labd.model.iteration import Iteration
 from labd.model.job import TERMINAL, Job, JobState, can_move
-from labd.model.spec import BuildInfo, MetricSpec, TestSpec
+from labd.model.spec import BuildInfo, MetricSpec, NetworkSpec, TestSpec
 
 __all__ = [
     "TERMINAL",
@@ -18,6 +18,7 @@ __all__ = [
     "Job",
     "JobState",
     "MetricSpec",
+    "NetworkSpec",
     "NoOptions",
     "PowerControl",
     "RunContext",

@@ -32,6 +32,9 @@ class RunContext:
     device: Device
     workdir: Path
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    # The job's test network when it has one: "proxy" (http://address:port the device uses),
+    # "address" (host:port) and "profile".
+    network: dict[str, str] = field(default_factory=dict)
 
 
 class Scenario(ABC):
@@ -87,6 +90,11 @@ class Driver(ABC):
     @abstractmethod
     def scenarios(self) -> Mapping[str, type[Scenario]]:
         """The scenarios this driver can run, by name."""
+
+    async def expose_port(self, device: Device, host: str, port: int) -> str:
+        """Make a server on this host reachable from the device; the host:port the device
+        uses (Android: `adb reverse`). By default the device reaches it where it listens."""
+        return f"{host}:{port}"
 
     async def close(self) -> None:
         """Release what the driver holds (connections, servers)."""

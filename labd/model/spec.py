@@ -30,6 +30,29 @@ class MetricSpec(BaseModel):
     higher_is_better: bool = False
 
 
+class NetworkSpec(BaseModel):
+    """The test network of a job: a recorded archive served by a replay server, shaped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    archive: str = Field(
+        min_length=1, max_length=1024, description="HAR file, relative to replay.archive_dir."
+    )
+    profile: str = Field(
+        "none",
+        max_length=32,
+        description="Named profile: none, 2g, 3g-slow, 3g, 3g-fast, 4g, lte, dsl, cable, fios.",
+    )
+    latency_ms: float | None = Field(None, ge=0, le=10_000, description="Overrides the RTT.")
+    down_kbps: float | None = Field(None, ge=0, description="Overrides downstream bandwidth.")
+    up_kbps: float | None = Field(None, ge=0, description="Overrides upstream bandwidth.")
+    jitter_ms: float | None = Field(None, ge=0, le=10_000, description="Extra delay, up to this.")
+    loss: float | None = Field(None, ge=0, lt=1, description="Share of exchanges losing a packet.")
+    ignore_params: list[str] = Field(
+        default_factory=list, description="Query parameters not matched (cache busters)."
+    )
+
+
 class TestSpec(BaseModel):
     """One test run: scenario x iterations on one device matched by the selector."""
 
@@ -63,3 +86,6 @@ class TestSpec(BaseModel):
     max_attempts: int = Field(3, ge=1, le=20, description="Tries on infrastructure failures.")
     build: BuildInfo = Field(default_factory=BuildInfo)
     baseline: str = Field("", max_length=128, description="Job id or revision to compare with.")
+    network: NetworkSpec | None = Field(
+        None, description="Serve the test's pages from an archive, shaped (a replay server)."
+    )

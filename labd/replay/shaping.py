@@ -15,6 +15,7 @@ import time
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import UsageError
+from labd.model.spec import NetworkSpec
 
 
 class Profile(BaseModel):
@@ -67,6 +68,19 @@ def profile(name: str) -> Profile:
         raise UsageError(
             f"network profile {name!r}: unknown; known: {', '.join(PROFILES)}"
         ) from None
+
+
+def profile_for(network: NetworkSpec) -> Profile:
+    """A job's profile: the named one with the spec's overrides."""
+    base = profile(network.profile)
+    overrides = {
+        name: value
+        for name in ("latency_ms", "down_kbps", "up_kbps", "jitter_ms", "loss")
+        if (value := getattr(network, name)) is not None
+    }
+    if not overrides:
+        return base
+    return base.model_copy(update={**overrides, "name": f"{base.name}+custom"})
 
 
 class TokenBucket:

@@ -196,7 +196,9 @@ class Scheduler:
             params = self.jobs.params_of(job.spec, driver)
             workdir = self.workdir / job.id
             async with asyncio.timeout(job.spec.timeout_s):
-                outcome = await run_job(job, device, driver, params, self.store, self.bus, workdir)
+                outcome = await run_job(
+                    job, device, driver, params, self.store, self.bus, workdir, self.jobs.replay
+                )
         except TimeoutError:
             outcome = Outcome(JobState.TIMED_OUT, f"job exceeded its {job.spec.timeout_s:g} s")
         except asyncio.CancelledError:

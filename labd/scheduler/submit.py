@@ -13,10 +13,13 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from labd.errors import InvalidSpec
+from labd.config import ReplaySettings
+from labd.errors import InvalidSpec, UsageError
 from labd.events import EventBus, JobQueued, JobRejected
 from labd.model import Device, DeviceState, Driver, Job, TestSpec
 from labd.model.manifest import parse_spec
+from labd.replay.shaping import profile_for
+from labd.runner.network import archive_path
 from labd.store import Store
 from labd.validation import describe_errors, did_you_mean
 
@@ -32,11 +35,13 @@ class JobService:
         drivers: Mapping[str, Driver],
         bus: EventBus,
         on_queued: Callable[[], None] = lambda: None,
+        replay: ReplaySettings | None = None,
     ) -> None:
         self.store = store
         self.drivers = drivers
         self.bus = bus
         self.on_queued = on_queued
+        self.replay = replay or ReplaySettings()
 
     async def submit(
         self, data: Any, source: str, job_id: str = "", submitter: str = ""
@@ -76,6 +81,19 @@ class JobService:
         """The scenario's parameters as its own model (validated again on the runner)."""
         return driver.scenarios()[spec.scenario].Params.model_validate(spec.params)
 
+    def _network_problems(self, spec: TestSpec, source: str) -> list[str]:
+        if spec.network is None:
+            return []
+        problems = []
+        try:
+            profile_for(spec.network)
+        except UsageError as e:
+            problems.append(f"{source}: network.profile: {str(e).split(': ', 1)[1]}")
+        problem = archive_path(spec.network, self.replay)[1]
+        if problem:
+            problems.append(f"{source}: {problem}")
+        return problems
+
     async def check(self, spec: TestSpec, source: str) -> None:
         offering = [d for d in self.drivers.values() if spec.scenario in d.scenarios()]
         if not offering:
@@ -101,6 +119,7 @@ class JobService:
                         f"{source}: metrics.{n}.name: scenario {spec.scenario!r} does not "
                         f"produce {metric.name!r} (it produces {', '.join(sorted(produced))})"
                     )
+        problems += self._network_problems(spec, source)
         if not problems and not await self._fitting_devices(spec, offering):
             problems.append(
                 f"{source}: device: no device in the lab matches "

@@ -1,0 +1,63 @@
+"""A job's test network: a replay server in its own process for the job's duration, reachable
+from the device, its profile written into every iteration's fingerprint."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import structlog
+
+from labd.config import ReplaySettings
+from labd.model import Device, Driver, NetworkSpec, RunContext
+from labd.replay.process import ReplayProcess
+from labd.replay.shaping import profile_for
+
+log = structlog.get_logger("labd.runner")
+
+
+def archive_path(network: NetworkSpec, settings: ReplaySettings) -> tuple[Path, str]:
+    """(the archive's path, a problem or ""): relative names resolve in replay.archive_dir,
+    and nothing outside it is served."""
+    root = Path(settings.archive_dir or ".").resolve()
+    path = (root / network.archive).resolve()
+    if not path.is_relative_to(root):
+        return path, f"network.archive: {network.archive!r} is outside replay.archive_dir ({root})"
+    if not path.is_file():
+        return path, f"network.archive: no such file {path}"
+    if path.stat().st_size > settings.max_archive_mb * 2**20:
+        return (
+            path,
+            f"network.archive: {path} is over replay.max_archive_mb ({settings.max_archive_mb:g})",
+        )
+    return path, ""
+
+
+@asynccontextmanager
+async def test_network(
+    network: NetworkSpec, settings: ReplaySettings, driver: Driver, device: Device, ctx: RunContext
+) -> AsyncIterator[None]:
+    profile = profile_for(network)
+    path, _ = archive_path(network, settings)
+    ca = Path(settings.ca_dir) if settings.ca_dir else None
+    server = ReplayProcess(path, profile, settings.bind, 0, ca, tuple(network.ignore_params))
+    await server.start()
+    try:
+        address = await driver.expose_port(device, settings.bind, server.port)
+        ctx.network = {"proxy": f"http://{address}", "address": address, "profile": profile.name}
+        ctx.fingerprint["network"] = {**profile.fingerprint(), "archive": network.archive}
+        log.info(
+            "replay server up",
+            address=address,
+            profile=profile.name,
+            entries=server.ready["entries"],
+        )
+        yield
+    finally:
+        summary = await server.stop()
+        if summary.get("missed"):
+            log.warning("replay misses", missed=summary["missed"], urls=summary["misses"][:20])
+        log.info(
+            "replay server stopped", served=summary.get("served"), missed=summary.get("missed")
+        )

@@ -1,0 +1,95 @@
+"""A job that names a network archive: checked at submit, served by its own replay server
+while it runs, with the profile in every iteration's fingerprint."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labd.config import ReplaySettings
+from labd.errors import InvalidSpec
+from labd.events import EventBus
+from labd.model import JobState
+from labd.replay.har import har_document, har_entry
+from labd.replay.shaping import PROFILES
+from labd.runner.run import run_job
+from labd.scheduler.submit import JobService
+from labd.store import Store
+from labd_host import HostDriver
+from labd_host.driver import HostOptions
+
+FETCH = "import urllib.request; print(urllib.request.urlopen('http://site.test/').read().decode())"
+
+
+def spec(**network: Any) -> dict[str, Any]:
+    return {
+        "suite": "net",
+        "test": "fetch",
+        "scenario": "command",
+        "iterations": 2,
+        "warmup": 0,
+        "params": {"command": [sys.executable, "-c", FETCH]},
+        "network": network,
+    }
+
+
+@pytest.fixture
+def archives(tmp_path: Path) -> Path:
+    entry = har_entry(
+        "GET", "http://site.test/", [], b"", 200, "OK", [], b"from the archive", "", 1
+    )
+    (tmp_path / "site.har").write_text(json.dumps(har_document([entry], "test")))
+    return tmp_path
+
+
+async def test_bad_network_is_refused_at_submit_with_every_reason(
+    store: Store, archives: Path
+) -> None:
+    driver = HostDriver(HostOptions(), "h1")
+    jobs = JobService(
+        store, {"host": driver}, EventBus(), replay=ReplaySettings(archive_dir=str(archives))
+    )
+    with pytest.raises(InvalidSpec) as caught:
+        await jobs.submit(spec(archive="../../etc/passwd", profile="5g"), "job.toml", submitter="t")
+    assert caught.value.problems == [
+        "job.toml: network.profile: unknown; known: " + ", ".join(PROFILES),
+        f"job.toml: network.archive: '../../etc/passwd' is outside replay.archive_dir ({archives})",
+    ]
+    with pytest.raises(InvalidSpec, match=r"network.archive: no such file .*missing.har"):
+        await jobs.submit(spec(archive="missing.har"), "job.toml", submitter="t")
+
+
+async def test_the_job_reaches_its_pages_through_the_shaped_replay_server(
+    store: Store, archives: Path, tmp_path: Path
+) -> None:
+    driver = HostDriver(HostOptions(), "h1")
+    settings = ReplaySettings(archive_dir=str(archives))
+    jobs = JobService(store, {"host": driver}, EventBus(), replay=settings)
+    device = await store.upsert_device((await driver.discover())[0])
+    results = {}
+    for name, latency in (("fast", None), ("slow", 250)):
+        job, _ = await jobs.submit(
+            spec(archive="site.har", profile="none", latency_ms=latency),
+            "job.toml",
+            job_id=name,
+            submitter="t",
+        )
+        params = jobs.params_of(job.spec, driver)
+        outcome = await run_job(
+            job, device, driver, params, store, EventBus(), tmp_path / name, settings
+        )
+        assert outcome.state is JobState.SUCCEEDED, outcome.error
+        results[name] = await store.iterations(name)
+    slow = results["slow"]
+    assert slow[0].fingerprint["network"] == {
+        "name": "none+custom", "latency_ms": 250.0, "down_kbps": 0.0, "up_kbps": 0.0,
+        "jitter_ms": 0.0, "loss": 0.0, "archive": "site.har",
+    }  # fmt: skip
+    # Each run opens a connection (one round trip) and asks once (another): 500 ms, less the
+    # start-up time of a Python that varies between runs.
+    for fast, shaped in zip(results["fast"], slow, strict=True):
+        assert shaped.values["wall_time_ms"] - fast.values["wall_time_ms"] >= 450
