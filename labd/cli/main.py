@@ -302,7 +302,7 @@ def _add_replay_commands(nouns: Any) -> None:
         help="query parameter not matched (repeatable)",
     )
     serve.add_argument("--ca", metavar="DIR", help="the replay CA (labd replay ca) for HTTPS")
-    serve.add_argument("--max-archive-mb", type=float, default=1024, help="refuse larger archives")
+    serve.add_argument("--max-archive-mb", type=float, default=256, help="refuse larger archives")
     serve.set_defaults(handler=_lazy("labd.cli.replay_cmd:serve"))
 
     ca = verbs.add_parser("ca", help="write a new CA certificate for HTTPS replay")

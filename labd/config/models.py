@@ -227,7 +227,9 @@ class ReplaySettings(Section):
         description="Address replay servers listen on; a lab network address for devices "
         "that reach it over the network instead of adb reverse.",
     )
-    max_archive_mb: float = Field(1024, gt=0, description="Larger archives are refused.")
+    max_archive_mb: float = Field(
+        256, gt=0, description="Larger archives are refused (loading costs about twice the size)."
+    )
 
 
 class Settings(Section):
