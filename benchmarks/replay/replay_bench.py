@@ -104,7 +104,8 @@ async def accuracy(archive: Path) -> None:
         await server.stop()
         allowed = max(2.0, 0.02 * rtt)
         print(
-            f"{rtt} ms | {added:.2f} ms | {added - rtt:+.2f} ms | {allowed:.1f} ms | {abs(added - rtt) <= allowed}"
+            f"{rtt} ms | {added:.2f} ms | {added - rtt:+.2f} ms | {allowed:.1f} ms | "
+            f"{abs(added - rtt) <= allowed}"
         )
     print("\nBandwidth: a 5 MB body\n")
     print("rate | ideal | measured | error | ok")
