@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stats_commands(nouns)
     _add_capture_commands(nouns)
     _add_replay_commands(nouns)
+    _add_marker_commands(nouns)
 
     config = nouns.add_parser("config", help="inspect the configuration")
     config_verbs = config.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -308,6 +309,20 @@ def _add_replay_commands(nouns: Any) -> None:
     ca = verbs.add_parser("ca", help="write a new CA certificate for HTTPS replay")
     ca.add_argument("out_dir", metavar="OUT_DIR")
     ca.set_defaults(handler=_lazy("labd.cli.replay_cmd:ca"))
+
+
+def _add_marker_commands(nouns: Any) -> None:
+    markers = nouns.add_parser(
+        "markers",
+        help="cold-launch iterations from logcat performance marks (Raptor's format)",
+        description="Parse Raptor's PerformanceTiming lines and Android's launch lines.",
+    )
+    source = markers.add_mutually_exclusive_group(required=True)
+    source.add_argument("--file", metavar="LOG", help="a saved logcat (brief or threadtime)")
+    source.add_argument("--serial", metavar="S", help="tail this device's logcat")
+    markers.add_argument("--app", help="only this app (origin or package)")
+    markers.add_argument("--json", action="store_true", help="one JSON object per iteration")
+    markers.set_defaults(handler=_lazy("labd.cli.markers_cmd:markers"))
 
 
 def _version(args: argparse.Namespace) -> int:

@@ -1,0 +1,136 @@
+"""From a stream of marks to cold-launch iterations with Raptor's metric names.
+
+An iteration opens at `appLaunch` for an app (from the home screen, through `@`) and takes
+that app's lifecycle marks as epoch differences from it: `coldlaunch.navigationLoaded` ...
+`coldlaunch.fullyLoaded`; measures give their duration. It closes at `fullyLoaded` or when the
+next launch opens. Native apps: each "Displayed" line opens one (`coldlaunch.displayed`), and
+"Fully drawn" adds `coldlaunch.fullyDrawn`.
+
+What logs really do is expected: lines of other processes interleave; a restarted `adb logcat`
+dumps its buffer again (a mark seen twice counts once); a wrapped buffer loses lines (marks
+with no launch before them are counted as orphans, an iteration that never reaches
+fullyLoaded is reported incomplete); the wall clock can jump (a mark before its launch or more
+than `max_span_ms` after it is left out and named).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from labd.markers.raptor import Launch, Mark, parse_line
+
+LIFECYCLE = (
+    "navigationLoaded",
+    "navigationInteractive",
+    "visuallyLoaded",
+    "contentInteractive",
+    "fullyLoaded",
+)
+PREFIX = "coldlaunch."
+
+
+@dataclass
+class Iteration:
+    index: int
+    app: str
+    launch_epoch: int | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    complete: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "iteration": self.index,
+            "app": self.app,
+            "launch_epoch": self.launch_epoch,
+            "metrics": self.metrics,
+            "complete": self.complete,
+            "problems": self.problems,
+        }
+
+
+class LaunchCollector:
+    def __init__(self, app: str | None = None, max_span_ms: float = 600_000) -> None:
+        self.app = app  # only this app's launches; None: any
+        self.max_span_ms = max_span_ms
+        self.current: Iteration | None = None
+        self.count = 0
+        self.orphans = 0  # marks with no launch before them
+        self.lines = 0
+        self.seen: set[tuple[str, str, str, int]] = set()
+
+    def feed(self, line: str) -> Iteration | None:
+        """One log line; the iteration it completed, if any."""
+        self.lines += 1
+        entry = parse_line(line)
+        if entry is None:
+            return None
+        if type(entry) is Mark:
+            return self._mark(entry)
+        assert isinstance(entry, Launch)
+        return self._launch(entry)
+
+    def finish(self) -> Iteration | None:
+        """The iteration still open at the end of the log (incomplete)."""
+        done, self.current = self.current, None
+        if done is not None and not done.complete:
+            done.problems.append("the log ends before fullyLoaded")
+        return done
+
+    def _open(self, app: str, epoch: int | None) -> Iteration | None:
+        closed = self.finish()
+        if closed is not None and closed.metrics == {} and closed.launch_epoch is None:
+            closed = None
+        self.current = Iteration(self.count, app, epoch)
+        self.count += 1
+        self.seen = {(app, "mark", "appLaunch", epoch)} if epoch is not None else set()
+        return closed
+
+    def _wanted(self, app: str) -> bool:
+        return self.app is None or app == self.app
+
+    def _mark(self, mark: Mark) -> Iteration | None:
+        key = (mark.context, mark.kind, mark.name, mark.epoch)
+        if key in self.seen:  # logcat restarted and replayed its buffer
+            return None
+        self.seen.add(key)
+        if mark.name == "appLaunch":
+            return self._open(mark.context, mark.epoch) if self._wanted(mark.context) else None
+        it = self.current
+        if it is None or mark.context != it.app or it.launch_epoch is None:
+            if self._wanted(mark.context):
+                self.orphans += 1
+            return None
+        if mark.kind == "measure":
+            it.metrics[PREFIX + mark.name] = mark.duration
+            return None
+        elapsed = mark.epoch - it.launch_epoch
+        if not 0 <= elapsed <= self.max_span_ms:
+            it.problems.append(
+                f"{mark.name}: {elapsed} ms from the launch (a clock jump?); left out"
+            )
+            return None
+        it.metrics[PREFIX + mark.name] = float(elapsed)
+        if mark.name == "fullyLoaded":
+            it.complete = True
+            self.current = None
+            return it
+        return None
+
+    def _launch(self, launch: Launch) -> Iteration | None:
+        if not self._wanted(launch.package):
+            return None
+        if launch.kind == "displayed":
+            closed = self._open(launch.package, None)
+            assert self.current is not None
+            self.current.metrics[PREFIX + "displayed"] = launch.ms
+            self.current.complete = True  # Fully drawn is optional: apps must report it
+            return closed
+        it = self.current
+        if it is None or it.app != launch.package:
+            self.orphans += 1
+            return None
+        it.metrics[PREFIX + "fullyDrawn"] = launch.ms
+        self.current = None
+        return it
