@@ -47,10 +47,12 @@ class Paced(LiveSource):
 
     def __init__(self, fps: float) -> None:
         self.interval = 1.0 / fps
-        self.next_tick = time.monotonic()
+        self.next_tick: float | None = None  # set by the first read, not by opening
 
     def wait_tick(self) -> None:
         now = time.monotonic()
+        if self.next_tick is None:
+            self.next_tick = now
         if now < self.next_tick:
             time.sleep(self.next_tick - now)
         else:

@@ -117,5 +117,6 @@ def test_labd_capture_records_a_display(xvfb: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["path"] == str(out)
-    assert 10 <= summary["frames"] <= 21
+    assert 15 <= summary["frames"] <= 21  # 20 per second, for one second
+    assert summary["dropped"] <= 2
     assert summary["frames"] == len(out.with_suffix(".times").read_text().split())

@@ -1,0 +1,78 @@
+"""The X11 driver: each configured DISPLAY is a desktop device."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from labd.errors import InfrastructureError
+from labd.model import Device, Driver, Scenario
+from labd_x11.xinput import X11Input
+
+
+class X11Options(BaseModel):
+    """Options of the X11 driver (`[drivers.x11]`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    displays: list[str] = Field(
+        default_factory=list, description='Displays to offer as devices, e.g. [":0", "lab-pc:0"].'
+    )
+    tags: list[str] = Field(default_factory=list, description="Tags for device selectors.")
+
+
+class X11Driver(Driver):
+    name = "x11"
+    platform = "x11"
+    Options = X11Options
+    version = "1"
+
+    @property
+    def opts(self) -> X11Options:
+        assert isinstance(self.options, X11Options)
+        return self.options
+
+    async def discover(self) -> list[Device]:
+        devices = []
+        for name in self.opts.displays:
+            size = await asyncio.to_thread(_screen_size, name)
+            if size is None:
+                continue  # not reachable now; discovery tries again
+            devices.append(
+                Device(
+                    id=f"x11-{name.replace(':', '_')}",
+                    driver=self.name,
+                    platform=self.platform,
+                    model=f"{size[0]}x{size[1]}",
+                    tags=list(self.opts.tags),
+                    host=self.host,
+                    capabilities={"display": name, "width": size[0], "height": size[1]},
+                )
+            )
+        return devices
+
+    async def health(self, device: Device) -> str | None:
+        name = str(device.capabilities.get("display", ""))
+        if await asyncio.to_thread(_screen_size, name) is None:
+            return f"X11 display {name!r} cannot be opened"
+        return None
+
+    def scenarios(self) -> Mapping[str, type[Scenario]]:
+        return {}
+
+    def input(self, device: Device) -> X11Input:
+        """Input for one desktop (blocking calls: use from a thread)."""
+        return X11Input(str(device.capabilities["display"]))
+
+
+def _screen_size(name: str) -> tuple[int, int] | None:
+    try:
+        x11 = X11Input(name)
+    except InfrastructureError:
+        return None
+    screen = x11.display.screen()
+    size = (screen.width_in_pixels, screen.height_in_pixels)
+    x11.close()
+    return size
