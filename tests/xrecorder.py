@@ -12,7 +12,6 @@ import time
 
 from Xlib import XK, X, display
 
-
 # Names of the common keysyms ("Return", "Control_L", "F12"), from the XK module.
 NAMES: dict[int, str] = {}
 for _name, _value in vars(XK).items():
