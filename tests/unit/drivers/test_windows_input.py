@@ -1,0 +1,94 @@
+"""SendInput's structures and the events labd builds for it: checked on every platform
+(ctypes lays them out as Windows does); injecting them runs on Windows only."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+import pytest
+
+from labd.errors import InfrastructureError, UsageError
+from labd_windows import (
+    INPUT,
+    KEYBDINPUT,
+    MOUSEINPUT,
+    click_inputs,
+    combo_inputs,
+    scroll_inputs,
+    send,
+    text_inputs,
+)
+from labd_windows.sendinput import (
+    KEYEVENTF_KEYUP,
+    KEYEVENTF_UNICODE,
+    MOUSEEVENTF_ABSOLUTE,
+    MOUSEEVENTF_LEFTDOWN,
+    MOUSEEVENTF_MOVE,
+    MOUSEEVENTF_WHEEL,
+)
+
+POINTER = ctypes.sizeof(ctypes.c_void_p)
+
+
+def test_structure_layout_matches_winuser_h() -> None:
+    if POINTER == 8:  # x64 and arm64 Windows
+        expected = {"INPUT": 40, "MOUSEINPUT": 32, "KEYBDINPUT": 24, "union_offset": 8}
+    else:  # 32-bit Windows
+        expected = {"INPUT": 28, "MOUSEINPUT": 24, "KEYBDINPUT": 16, "union_offset": 4}
+    assert ctypes.sizeof(INPUT) == expected["INPUT"]
+    assert ctypes.sizeof(MOUSEINPUT) == expected["MOUSEINPUT"]
+    assert ctypes.sizeof(KEYBDINPUT) == expected["KEYBDINPUT"]
+    assert INPUT.u.offset == expected["union_offset"]
+    assert (KEYBDINPUT.wVk.offset, KEYBDINPUT.wScan.offset, KEYBDINPUT.dwFlags.offset) == (0, 2, 4)
+    assert KEYBDINPUT.dwExtraInfo.offset == (16 if POINTER == 8 else 12)
+    assert MOUSEINPUT.dwExtraInfo.offset == (24 if POINTER == 8 else 20)
+
+
+def test_text_is_unicode_key_events_with_surrogate_pairs() -> None:
+    events = text_inputs("a€🙂")
+    units = [(e.type, e.ki.wVk, e.ki.wScan, e.ki.dwFlags) for e in events]
+    down, up = KEYEVENTF_UNICODE, KEYEVENTF_UNICODE | KEYEVENTF_KEYUP
+    assert units == [
+        (1, 0, ord("a"), down), (1, 0, ord("a"), up),
+        (1, 0, 0x20AC, down), (1, 0, 0x20AC, up),
+        (1, 0, 0xD83D, down), (1, 0, 0xD83D, up),  # U+1F642 as UTF-16
+        (1, 0, 0xDE42, down), (1, 0, 0xDE42, up),
+    ]  # fmt: skip
+
+
+def test_shell_metacharacters_are_just_characters() -> None:
+    text = "; rm -rf / `id` $(id) 'q' \"d\"\n"
+    scans = [e.ki.wScan for e in text_inputs(text)][::2]
+    assert "".join(map(chr, scans)) == text
+
+
+def test_combinations_press_in_order_and_release_in_reverse() -> None:
+    events = combo_inputs("ctrl+shift+t")
+    assert [(e.ki.wVk, e.ki.dwFlags) for e in events] == [
+        (0x11, 0), (0x10, 0), (0x54, 0),
+        (0x54, KEYEVENTF_KEYUP), (0x10, KEYEVENTF_KEYUP), (0x11, KEYEVENTF_KEYUP),
+    ]  # fmt: skip
+    with pytest.raises(UsageError, match="unknown key 'hyper'"):
+        combo_inputs("hyper+x")
+
+
+def test_mouse_events() -> None:
+    move, down, up = click_inputs(1919, 1079, (1920, 1080))
+    assert (move.type, move.mi.dx, move.mi.dy) == (0, 65535, 65535)
+    assert move.mi.dwFlags == MOUSEEVENTF_MOVE | MOUSEEVENTF_ABSOLUTE
+    assert (down.mi.dwFlags, up.mi.dwFlags) == (MOUSEEVENTF_LEFTDOWN, MOUSEEVENTF_LEFTDOWN * 2)
+    assert click_inputs(0, 0, (1920, 1080))[0].mi.dx == 0
+    (wheel,) = scroll_inputs(-2)
+    assert wheel.mi.dwFlags == MOUSEEVENTF_WHEEL and wheel.mi.mouseData == (-240) & 0xFFFFFFFF
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="checks the error elsewhere than Windows")
+def test_send_elsewhere_is_a_clear_error() -> None:
+    with pytest.raises(InfrastructureError, match="SendInput exists on Windows only"):
+        send(text_inputs("x"))
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="SendInput injects input on Windows only")
+def test_send_on_windows() -> None:  # pragma: no cover - runs on Windows
+    send(combo_inputs("shift"))  # a harmless key: injected and accepted
