@@ -1,0 +1,144 @@
+"""The Android driver: phones and emulators over adb (adbutils), USB or TCP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+
+import adbutils
+from pydantic import BaseModel, ConfigDict, Field
+
+from labd.errors import InfrastructureError
+from labd.model import Device, Driver, Scenario
+from labd_android.health import Health, parse
+from labd_android.input import AndroidInput
+from labd_android.launch import AppLaunch
+from labd_android.shell import PersistentShell, run
+
+
+class AndroidOptions(BaseModel):
+    """Options of the Android driver (`[drivers.android]`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="Look for Android devices.")
+    adb_host: str = Field("127.0.0.1", description="The adb server.")
+    adb_port: int = Field(5037, ge=1, le=65535, description="The adb server's port.")
+    connect: list[str] = Field(
+        default_factory=list, description='TCP devices to attach, e.g. ["10.0.0.5:5555"].'
+    )
+    tags: list[str] = Field(default_factory=list, description="Tags for device selectors.")
+    min_battery: int = Field(
+        20, ge=0, le=100, description="Health: below this and not charging is unhealthy."
+    )
+    max_thermal_status: int = Field(
+        1, ge=0, le=6, description="Health: above this (1 = light) is throttling."
+    )
+    min_free_storage_mb: float = Field(500, ge=0, description="Health: free space needed on /data.")
+
+
+class AndroidDriver(Driver):
+    name = "android"
+    platform = "android"
+    Options = AndroidOptions
+    version = "1"
+
+    def __init__(self, options: BaseModel, host: str) -> None:
+        super().__init__(options, host)
+        self.client = adbutils.AdbClient(host=self.opts.adb_host, port=self.opts.adb_port)
+        self.known: dict[str, Device] = {}
+        self.launch = type("AppLaunch", (AppLaunch,), {"driver": self})
+
+    @property
+    def opts(self) -> AndroidOptions:
+        assert isinstance(self.options, AndroidOptions)
+        return self.options
+
+    def adb_device(self, serial: str) -> adbutils.AdbDevice:
+        return self.client.device(serial=serial)
+
+    async def discover(self) -> list[Device]:
+        """Devices adb sees now (called periodically: plugging and unplugging show up)."""
+        if not self.opts.enabled:
+            return []
+        return await asyncio.to_thread(self._discover)
+
+    def _discover(self) -> list[Device]:
+        for address in self.opts.connect:
+            with contextlib.suppress(adbutils.AdbError, OSError):  # the next round tries again
+                self.client.connect(address, timeout=3)
+        try:
+            serials = [d.serial for d in self.client.device_list() if d.serial]
+        except (adbutils.AdbError, OSError) as e:
+            raise InfrastructureError(
+                f"adb server {self.opts.adb_host}:{self.opts.adb_port}: {e}"
+            ) from e
+        devices = []
+        for serial in serials:
+            if serial not in self.known:
+                props = self._props(serial)
+                self.known[serial] = Device(
+                    id=serial,
+                    driver=self.name,
+                    platform=self.platform,
+                    model=props.get("ro.product.model", ""),
+                    os_version=props.get("ro.build.version.release", ""),
+                    tags=list(self.opts.tags),
+                    host=self.host,
+                    capabilities={
+                        "sdk": props.get("ro.build.version.sdk", ""),
+                        "abi": props.get("ro.product.cpu.abi", ""),
+                        "transport": "tcp" if ":" in serial else "usb",
+                    },
+                )
+            devices.append(self.known[serial])
+        return devices
+
+    def _props(self, serial: str) -> dict[str, str]:
+        device = self.adb_device(serial)
+        names = (
+            "ro.product.model",
+            "ro.build.version.release",
+            "ro.build.version.sdk",
+            "ro.product.cpu.abi",
+        )
+        return {name: run(device, ["getprop", name]).strip() for name in names}
+
+    async def health(self, device: Device) -> str | None:
+        return await asyncio.to_thread(self._health, device.id)
+
+    def _health(self, serial: str) -> str | None:
+        adb = self.adb_device(serial)
+        try:
+            state = adb.get_state()
+        except (adbutils.AdbError, OSError) as e:
+            return f"adb: {e}"
+        if state != "device":
+            return f"adb state {state!r}"
+        health = self.state(serial)
+        return health.problem(
+            self.opts.min_battery, self.opts.max_thermal_status, self.opts.min_free_storage_mb
+        )
+
+    def state(self, serial: str) -> Health:
+        adb = self.adb_device(serial)
+        texts = [run(adb, argv) for argv in (["dumpsys", "battery"], ["dumpsys", "thermalservice"],
+                                              ["df", "/data"], ["dumpsys", "power"])]  # fmt: skip
+        return parse(*texts)
+
+    def input(self, device: Device) -> AndroidInput:
+        """Touch and keys through a persistent shell (blocking: use from a thread)."""
+        return AndroidInput(PersistentShell(self.adb_device(device.id)))
+
+    async def expose_port(self, device: Device, host: str, port: int) -> str:
+        """`adb reverse`: the device reaches the host's server on its own loopback."""
+        adb = self.adb_device(device.id)
+        try:
+            await asyncio.to_thread(adb.reverse, f"tcp:{port}", f"tcp:{port}")
+        except (adbutils.AdbError, OSError) as e:
+            raise InfrastructureError(f"device {device.id}: adb reverse tcp:{port}: {e}") from e
+        return f"127.0.0.1:{port}"
+
+    def scenarios(self) -> Mapping[str, type[Scenario]]:
+        return {AppLaunch.name: self.launch}

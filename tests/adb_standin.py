@@ -1,0 +1,231 @@
+"""A stand-in for the adb server: the adb host protocol on a local port, as adbutils speaks it,
+with scripted devices behind it. No phone is needed, but every byte crosses a real socket in
+the real protocol (4-hex-digit length prefixes, OKAY/FAIL, transports, shell and exec
+services, reverse forwarding, device tracking).
+
+A device's shell runs commands the way `sh -c` would split them (shlex), so a test sees the
+exact argument vector a phone would have received.
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import socketserver
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Handler = Callable[[list[str]], str]
+
+
+@dataclass
+class FakeDevice:
+    serial: str
+    props: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)  # first word(s) -> output
+    received: list[list[str]] = field(default_factory=list)  # every command's argv
+    reverses: list[str] = field(default_factory=list)
+    logcat: list[str] = field(default_factory=list)
+    logcat_event: threading.Event = field(default_factory=threading.Event)
+    on_command: Callable[[FakeDevice, list[str]], None] | None = None
+    state: str = "device"
+    statuses: dict[str, int] = field(default_factory=lambda: {"su": 127})  # not rooted
+
+    def run(self, line: str) -> str:
+        """One shell command line (possibly `a; b`); its output."""
+        out = []
+        status = 0
+        for part in line.split("; echo "):  # the driver's sentinel follows its command
+            if part.startswith("__labd_"):
+                out.append(part.replace("$?", str(status)) + "\n")
+                continue
+            argv = shlex.split(part)
+            if not argv:
+                continue
+            self.received.append(argv)
+            status = self.statuses.get(argv[0], 0)
+            if self.on_command is not None:
+                self.on_command(self, argv)
+            if argv[0] == "getprop" and len(argv) == 2:
+                out.append(self.props.get(argv[1], "") + "\n")
+                continue
+            for n in (3, 2, 1):
+                key = " ".join(argv[:n])
+                if key in self.outputs:
+                    out.append(self.outputs[key])
+                    break
+        return "".join(out)
+
+    def emit(self, *lines: str) -> None:
+        self.logcat.extend(lines)
+        self.logcat_event.set()
+
+
+class AdbStandIn:
+    def __init__(self) -> None:
+        self.devices: dict[str, FakeDevice] = {}
+        self.trackers: list[socket.socket] = []
+        stand_in = self
+
+        class Session(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                stand_in.serve(self.request)
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Session)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def add(self, device: FakeDevice) -> FakeDevice:
+        self.devices[device.serial] = device
+        self._notify()
+        return device
+
+    def remove(self, serial: str) -> None:
+        self.devices.pop(serial, None)
+        self._notify()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _listing(self) -> bytes:
+        return "".join(f"{d.serial}\t{d.state}\n" for d in self.devices.values()).encode()
+
+    def _notify(self) -> None:
+        for tracker in list(self.trackers):
+            try:
+                tracker.sendall(_block(self._listing()))
+            except OSError:
+                self.trackers.remove(tracker)
+
+    # The protocol -----------------------------------------------------------------------------
+
+    def serve(self, conn: socket.socket) -> None:
+        device: FakeDevice | None = None
+        while True:
+            request = _request(conn)
+            if request is None:
+                return
+            if request == "host:version":
+                conn.sendall(b"OKAY" + _block(b"0029"))  # 41
+                return
+            if request in ("host:devices", "host:devices-l"):
+                conn.sendall(b"OKAY" + _block(self._listing()))
+                return
+            if request == "host:track-devices":
+                conn.sendall(b"OKAY" + _block(self._listing()))
+                self.trackers.append(conn)
+                _wait_closed(conn)
+                return
+            if request.startswith(("host:tport:serial:", "host:transport:")):
+                serial = request.removeprefix("host:tport:serial:").removeprefix("host:transport:")
+                device = self.devices.get(serial)
+                if device is None:
+                    _fail(conn, f"device '{serial}' not found")
+                    return
+                conn.sendall(b"OKAY" + (b"\x01" + b"\x00" * 7 if "tport" in request else b""))
+                continue
+            if request.startswith("host-serial:"):
+                serial, _, command = request.removeprefix("host-serial:").rpartition(":")
+                found = self.devices.get(serial)
+                if found is None:
+                    _fail(conn, f"device '{serial}' not found")
+                elif command == "get-state":
+                    conn.sendall(b"OKAY" + _block(found.state.encode()))
+                else:
+                    _fail(conn, f"unsupported {command}")
+                return
+            if device is None:
+                _fail(conn, f"no transport for {request!r}")
+                return
+            self._local(conn, device, request)
+            return
+
+    def _local(self, conn: socket.socket, device: FakeDevice, request: str) -> None:
+        if request.startswith("reverse:forward:"):
+            device.reverses.append(request.removeprefix("reverse:forward:"))
+            conn.sendall(b"OKAYOKAY")
+            return
+        service, _, command = request.partition(":")
+        if service not in ("shell", "exec") or self.devices.get(device.serial) is not device:
+            _fail(conn, f"closed: {request!r}")
+            return
+        conn.sendall(b"OKAY")
+        if command.startswith("logcat"):
+            self._logcat(conn, device)
+        elif command in ("", "sh"):  # a persistent shell: commands on stdin
+            self._shell(conn, device)
+        else:
+            conn.sendall(device.run(command).encode())
+        conn.close()
+
+    def _shell(self, conn: socket.socket, device: FakeDevice) -> None:
+        pending = b""
+        while True:
+            try:
+                data = conn.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                if device.serial not in self.devices:  # unplugged mid-command
+                    conn.close()
+                    return
+                conn.sendall(device.run(line.decode()).encode())
+
+    def _logcat(self, conn: socket.socket, device: FakeDevice) -> None:
+        sent = 0
+        while device.serial in self.devices:
+            if sent < len(device.logcat):
+                lines = device.logcat[sent:]
+                sent += len(lines)
+                try:
+                    conn.sendall(("\n".join(lines) + "\n").encode())
+                except OSError:
+                    return
+            else:
+                device.logcat_event.wait(0.05)
+                device.logcat_event.clear()
+
+
+def _block(data: bytes) -> bytes:
+    return f"{len(data):04x}".encode() + data
+
+
+def _fail(conn: socket.socket, message: str) -> None:
+    conn.sendall(b"FAIL" + _block(message.encode()))
+
+
+def _request(conn: socket.socket) -> str | None:
+    header = _exactly(conn, 4)
+    if header is None:
+        return None
+    body = _exactly(conn, int(header, 16))
+    return None if body is None else body.decode()
+
+
+def _exactly(conn: socket.socket, n: int) -> bytes | None:
+    data = b""
+    while len(data) < n:
+        try:
+            chunk = conn.recv(n - len(data))
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _wait_closed(conn: socket.socket) -> None:
+    try:
+        while conn.recv(1024):
+            pass
+    except OSError:
+        pass

@@ -1,0 +1,200 @@
+"""The Android driver against the adb stand-in (tests/adb_standin.py): the real adb host
+protocol on a local port, scripted devices behind it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from labd.errors import InfrastructureError
+from labd.model import RunContext
+from labd_android import AndroidDriver, AndroidOptions, PersistentShell, Touch
+from labd_android.input import AndroidInput
+from tests.adb_standin import AdbStandIn, FakeDevice
+from tests.markers_log import OFFSETS, threadtime_iteration
+
+BATTERY = """Current Battery Service state:
+  AC powered: false
+  USB powered: true
+  Wireless powered: false
+  status: 2
+  level: 87
+  temperature: 312
+"""
+THERMAL = "IsStatusOverride: false\nThermal Status: 0\n"
+DF = "Filesystem      1K-blocks    Used Available Use% Mounted on\n/dev/block/dm-5 115234232 20000000 95234232  18% /data\n"
+POWER = "Power Manager State:\n  mWakefulness=Awake\n"
+MEMINFO = """** MEMINFO in pid 7001 [org.mozilla.clock] **
+                   Pss  Private  Private     Swap      Rss
+                 Total    Dirty    Clean    Dirty    Total
+                ------   ------   ------   ------   ------
+         TOTAL    52071    40960     2048        0   134512
+
+ App Summary
+           TOTAL PSS:    52071            TOTAL RSS:   134512       TOTAL SWAP PSS:        0
+"""
+
+
+def phone(serial: str = "emulator-5554", **outputs: str) -> FakeDevice:
+    return FakeDevice(
+        serial,
+        props={
+            "ro.product.model": "Pixel 7",
+            "ro.build.version.release": "14",
+            "ro.build.version.sdk": "34",
+        },
+        outputs={
+            "dumpsys battery": BATTERY,
+            "dumpsys thermalservice": THERMAL,
+            "df /data": DF,
+            "dumpsys power": POWER,
+            "dumpsys meminfo": MEMINFO,
+            **outputs,
+        },  # fmt: skip
+    )
+
+
+@pytest.fixture
+def adb() -> Iterator[AdbStandIn]:
+    server = AdbStandIn()
+    yield server
+    server.close()
+
+
+def driver_for(adb: AdbStandIn) -> AndroidDriver:
+    return AndroidDriver(AndroidOptions(adb_port=adb.port), "h1")
+
+
+async def test_discovery_follows_plugging_and_reads_the_device(adb: AdbStandIn) -> None:
+    driver = driver_for(adb)
+    assert await driver.discover() == []
+    adb.add(phone())
+    adb.add(phone("192.168.1.20:5555"))
+    devices = await driver.discover()
+    assert [(d.id, d.model, d.os_version, d.capabilities["transport"]) for d in devices] == [
+        ("emulator-5554", "Pixel 7", "14", "usb"), ("192.168.1.20:5555", "Pixel 7", "14", "tcp"),
+    ]  # fmt: skip
+    adb.remove("emulator-5554")
+    assert [d.id for d in await driver.discover()] == ["192.168.1.20:5555"]
+
+
+async def test_health_battery_thermal_storage_screen(adb: AdbStandIn) -> None:
+    device = adb.add(phone())
+    driver = driver_for(adb)
+    (found,) = await driver.discover()
+    health = await asyncio.to_thread(driver.state, found.id)
+    assert health.as_dict() == {"battery_level": 87, "charging": True, "battery_temp_c": 31.2,
+                                "thermal_status": 0, "free_storage_mb": pytest.approx(93002.2, abs=0.1),
+                                "screen_on": True}  # fmt: skip
+    assert await driver.health(found) is None
+    device.outputs["dumpsys thermalservice"] = "Thermal Status: 3\n"
+    assert await driver.health(found) == "thermal status severe: throttling"
+    device.outputs["dumpsys thermalservice"] = THERMAL
+    device.outputs["dumpsys battery"] = BATTERY.replace(
+        "USB powered: true", "USB powered: false"
+    ).replace("level: 87", "level: 9")
+    assert await driver.health(found) == "battery at 9% and not charging (minimum 20%)"
+    adb.remove(found.id)
+    assert "not found" in (await driver.health(found) or "")
+
+
+def test_typed_text_arrives_exactly_and_never_meets_a_shell_unquoted(adb: AdbStandIn) -> None:
+    device = adb.add(phone())
+    driver = AndroidDriver(AndroidOptions(adb_port=adb.port), "h1")
+    shell = PersistentShell(driver.adb_device(device.serial))
+    keys = AndroidInput(shell)
+    nasty = "; rm -rf / `id` $(id) 'q' \"d\" \\ | & > < ünïcødé 🙂\nnext line"
+    keys.text(nasty)
+    commands = device.received[1:]  # after the probe for `cmd input`
+    typed = []
+    for argv in commands:
+        assert argv[:2] == ["cmd", "input"]  # the shell split it into these words, no more
+        if argv[2] == "text":
+            assert len(argv) == 4
+            typed.append(argv[3].replace("%s", " "))
+        else:
+            assert argv[2:] == ["keyevent", "66"]
+            typed.append("\n")
+    assert "".join(typed) == nasty
+
+
+def test_taps_swipes_keys_and_gestures_take_one_shell(adb: AdbStandIn) -> None:
+    device = adb.add(phone())
+    driver = driver_for(adb)
+    keys = AndroidInput(PersistentShell(driver.adb_device(device.serial)))
+    keys.tap(10, 20)
+    keys.long_press(5, 5)
+    keys.key("back")
+    keys.gesture([Touch(0, 100, 100, 100, 100), Touch(50, 100, 800, 100, 200, 150)])
+    assert device.received[1:] == [
+        ["cmd", "input", "tap", "10", "20"],
+        ["cmd", "input", "swipe", "5", "5", "5", "5", "800"],
+        ["cmd", "input", "keyevent", "4"],
+        ["cmd", "input", "tap", "100", "100"],
+        ["cmd", "input", "swipe", "100", "800", "100", "200", "150"],
+    ]
+    assert len(keys.latencies_ms) == 5
+
+
+def test_a_vanished_device_and_an_adb_server_restart(adb: AdbStandIn) -> None:
+    device = adb.add(phone())
+    driver = driver_for(adb)
+    shell = PersistentShell(driver.adb_device(device.serial))
+    assert shell.run(["getprop", "ro.product.model"]) == ("Pixel 7\n", 0)
+    adb.remove(device.serial)  # unplugged
+    with pytest.raises(InfrastructureError, match="emulator-5554"):
+        shell.run(["getprop", "ro.product.model"])
+    adb.add(device)  # back, as after an adb server restart: the shell reopens by itself
+    assert shell.run(["getprop", "ro.product.model"]) == ("Pixel 7\n", 0)
+
+
+async def test_expose_port_is_adb_reverse(adb: AdbStandIn) -> None:
+    device = adb.add(phone())
+    driver = driver_for(adb)
+    (found,) = await driver.discover()
+    assert await driver.expose_port(found, "127.0.0.1", 8123) == "127.0.0.1:8123"
+    assert device.reverses == ["tcp:8123;tcp:8123"]
+
+
+async def test_app_cold_launch_collects_the_marks_and_memory(
+    adb: AdbStandIn, tmp_path: Path
+) -> None:
+    epochs = iter(range(1_434_771_804_212, 1_434_771_904_212, 10_000))
+
+    def launcher(device: FakeDevice, argv: list[str]) -> None:
+        if argv[0] == "monkey":  # the app starts and logs its marks
+            device.emit(*threadtime_iteration(next(epochs)))
+
+    device = adb.add(phone())
+    device.on_command = launcher
+    driver = driver_for(adb)
+    (found,) = await driver.discover()
+    scenario_cls = driver.scenarios()["app-launch"]
+    params = scenario_cls.Params.model_validate(
+        {"package": "org.mozilla.clock", "app": "clock.gaiamobile.org", "settle_s": 0}
+    )
+    ctx = RunContext("job", 1, found, tmp_path)
+    scenario = scenario_cls(params, ctx)
+    await scenario.setup()
+    try:
+        values = [await scenario.run_iteration(i) for i in range(3)]
+    finally:
+        await scenario.teardown()
+    for v in values:
+        assert {
+            k: v[k]
+            for k in OFFSETS and v
+            if k.startswith("coldlaunch.") and k.split(".")[1] in OFFSETS
+        } == {f"coldlaunch.{k}": float(o) for k, o in OFFSETS.items()}
+        assert v["coldlaunch.pss"] == pytest.approx(52071 / 1024)
+        assert v["coldlaunch.uss"] == pytest.approx((40960 + 2048) / 1024)
+    stabilisation = ctx.fingerprint["stabilisation"]
+    assert stabilisation["animations"] == "off" and stabilisation["battery_temp_c"] == 31.2
+    assert ["am", "force-stop", "org.mozilla.clock"] in device.received
+    assert ["settings", "put", "global", "window_animation_scale", "0"] in device.received
+    assert scenario_cls.check(scenario_cls.Params.model_validate({"package": "x; reboot"})) == [
+        "params.package: 'x; reboot' is not an Android package name"
+    ]
