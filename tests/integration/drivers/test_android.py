@@ -53,7 +53,7 @@ def phone(serial: str = "emulator-5554", **outputs: str) -> FakeDevice:
             "dumpsys power": POWER,
             "dumpsys meminfo": MEMINFO,
             **outputs,
-        },  # fmt: skip
+        },
     )
 
 
@@ -184,11 +184,8 @@ async def test_app_cold_launch_collects_the_marks_and_memory(
     finally:
         await scenario.teardown()
     for v in values:
-        assert {
-            k: v[k]
-            for k in OFFSETS and v
-            if k.startswith("coldlaunch.") and k.split(".")[1] in OFFSETS
-        } == {f"coldlaunch.{k}": float(o) for k, o in OFFSETS.items()}
+        marks = {k: x for k, x in v.items() if k.removeprefix("coldlaunch.") in OFFSETS}
+        assert marks == {f"coldlaunch.{k}": float(o) for k, o in OFFSETS.items()}
         assert v["coldlaunch.pss"] == pytest.approx(52071 / 1024)
         assert v["coldlaunch.uss"] == pytest.approx((40960 + 2048) / 1024)
     stabilisation = ctx.fingerprint["stabilisation"]
