@@ -104,6 +104,7 @@ class AdbStandIn:
     # The protocol -----------------------------------------------------------------------------
 
     def serve(self, conn: socket.socket) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as adb itself does
         device: FakeDevice | None = None
         while True:
             request = _request(conn)

@@ -66,7 +66,7 @@ class LaunchCollector:
         entry = parse_line(line)
         if entry is None:
             return None
-        if type(entry) is Mark:
+        if entry.__class__ is Mark:
             return self._mark(entry)
         assert isinstance(entry, Launch)
         return self._launch(entry)
@@ -91,28 +91,28 @@ class LaunchCollector:
         return self.app is None or app == self.app
 
     def _mark(self, mark: Mark) -> Iteration | None:
-        key = (mark.context, mark.kind, mark.name, mark.epoch)
-        if key in self.seen:  # logcat restarted and replayed its buffer
+        _, kind, name, context, _, duration, epoch = mark  # unpacked once: the hot path
+        key = (context, kind, name, epoch)
+        seen = self.seen
+        if key in seen:  # logcat restarted and replayed its buffer
             return None
-        self.seen.add(key)
-        if mark.name == "appLaunch":
-            return self._open(mark.context, mark.epoch) if self._wanted(mark.context) else None
+        seen.add(key)
+        if name == "appLaunch":
+            return self._open(context, epoch) if self._wanted(context) else None
         it = self.current
-        if it is None or mark.context != it.app or it.launch_epoch is None:
-            if self._wanted(mark.context):
+        if it is None or context != it.app or it.launch_epoch is None:
+            if self._wanted(context):
                 self.orphans += 1
             return None
-        if mark.kind == "measure":
-            it.metrics[PREFIX + mark.name] = mark.duration
+        if kind == "measure":
+            it.metrics[PREFIX + name] = duration
             return None
-        elapsed = mark.epoch - it.launch_epoch
+        elapsed = epoch - it.launch_epoch
         if not 0 <= elapsed <= self.max_span_ms:
-            it.problems.append(
-                f"{mark.name}: {elapsed} ms from the launch (a clock jump?); left out"
-            )
+            it.problems.append(f"{name}: {elapsed} ms from the launch (a clock jump?); left out")
             return None
-        it.metrics[PREFIX + mark.name] = float(elapsed)
-        if mark.name == "fullyLoaded":
+        it.metrics[PREFIX + name] = float(elapsed)
+        if name == "fullyLoaded":
             it.complete = True
             self.current = None
             return it

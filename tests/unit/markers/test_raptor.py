@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labd.markers import LaunchCollector, Mark, parse_line
-from labd.markers.raptor import Launch
+from labd.markers.raptor import Launch, pid_of
 from tests.markers_log import (
     OFFSETS,
     SEED_LAUNCH,
@@ -27,11 +27,19 @@ def collect(
 
 def test_the_seed_lines() -> None:
     launch = parse_line(SEED_LAUNCH)
-    assert launch == Mark(5582, "verticalhome.gaiamobile.org", "mark", "appLaunch", "clock.gaiamobile.org",
-                          80081.16972, 0.0, 1434771804212)  # fmt: skip
+    assert pid_of(SEED_LAUNCH) == 5582
+    assert launch == Mark(
+        "verticalhome.gaiamobile.org",
+        "mark",
+        "appLaunch",
+        "clock.gaiamobile.org",
+        80081.16972,
+        0.0,
+        1434771804212,
+    )
     visually = parse_line(SEED_VISUALLY)
     assert isinstance(visually, Mark)
-    assert (visually.pid, visually.context, visually.name, visually.epoch) == (
+    assert (pid_of(SEED_VISUALLY), visually.context, visually.name, visually.epoch) == (
         6118,
         "clock.gaiamobile.org",
         "visuallyLoaded",
@@ -52,7 +60,7 @@ def test_iterations_in_both_logcat_formats(make) -> None:  # type: ignore[no-unt
         assert it["complete"] is True
         assert it["app"] == "clock.gaiamobile.org"
         assert it["metrics"] == {f"coldlaunch.{k}": float(v) for k, v in OFFSETS.items()}
-    assert parse_line(lines[-1]).pid in (6118, 7001)  # type: ignore[union-attr]
+    assert pid_of(lines[-1]) in (6118, 7001)
 
 
 def test_measures_and_the_context_override() -> None:
@@ -78,8 +86,9 @@ def test_native_launch_lines() -> None:
         "11-22 05:00:00.000   873   901 I ActivityTaskManager: Fully drawn com.android.settings/.Settings: +1s500ms",
         "11-22 05:00:09.000   873   901 I ActivityTaskManager: Displayed com.android.settings/.Settings: +987ms (total +1s2ms)",
     ]
+    assert pid_of(lines[0]) == 873
     assert parse_line(lines[0]) == Launch(
-        873, "displayed", "com.android.settings/.Settings", "com.android.settings", 1234.0
+        "displayed", "com.android.settings/.Settings", "com.android.settings", 1234.0
     )
     done, _ = collect(lines, app="com.android.settings")
     assert [it["metrics"] for it in done] == [
