@@ -1,0 +1,101 @@
+"""The platform-neutral controller: the seed's high-level actions over any driver's input.
+
+Scenarios say what a user does (load a URL, tap or click, swipe or scroll, type, launch an
+app, show a full-screen colour); the controller turns it into the platform's events. The input
+objects come from the drivers (X11Input, AndroidInput, or any with the same methods); their
+calls block, so each runs on a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from labd.errors import UsageError
+
+
+class DesktopInput(Protocol):
+    def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None: ...
+    def scroll(self, direction: str, clicks: int = 1) -> None: ...
+    def key(self, combo: str) -> None: ...
+    def text(self, text: str) -> None: ...
+
+
+class TouchInput(Protocol):
+    def tap(self, x: int, y: int) -> None: ...
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None: ...
+    def key(self, name: str) -> None: ...
+    def text(self, text: str) -> None: ...
+
+
+def color_page(rgb: tuple[int, int, int]) -> str:
+    """A data: URL of a page that is one colour from edge to edge (the seed's sync screens)."""
+    color = "#{:02x}{:02x}{:02x}".format(*rgb)
+    style = f"margin:0;height:100%;background:{color}"
+    html = f"<html style='{style}'><body style='margin:0'></body></html>"
+    return "data:text/html," + quote(html, safe="<>=':;/ ")
+
+
+class Controller:
+    def __init__(
+        self,
+        device_input: DesktopInput | TouchInput,
+        screen: tuple[int, int],
+        url_bar: tuple[int, int] | None = None,
+        launcher: Any = None,
+    ) -> None:
+        """`url_bar`: where to tap on a touch device (desktops use Ctrl+L); `launcher`: a
+        callable that starts an app by name (the driver's)."""
+        self.input = device_input
+        self.touch = hasattr(device_input, "tap")
+        self.screen = screen
+        self.url_bar = url_bar
+        self.launcher = launcher
+
+    async def _do(self, method: str, *args: Any) -> None:
+        await asyncio.to_thread(getattr(self.input, method), *args)
+
+    async def focus_url_bar(self) -> None:
+        if not self.touch:
+            await self._do("key", "ctrl+l")
+        elif self.url_bar is not None:
+            await self._do("tap", *self.url_bar)
+        else:
+            raise UsageError("focus the URL bar: a touch device needs the url_bar position")
+
+    async def load_url(self, url: str) -> None:
+        """Focus the URL bar, type the URL, Enter: the path a user takes."""
+        await self.focus_url_bar()
+        if not self.touch:
+            await self._do("key", "ctrl+a")  # replace what the bar holds
+        await self._do("text", url)
+        await self._do("key", "Return" if not self.touch else "enter")
+
+    async def tap(self, x: int, y: int) -> None:
+        """Tap on touch screens, left click on desktops."""
+        await self._do("tap" if self.touch else "click", x, y)
+
+    async def swipe(self, dx: int, dy: int) -> None:
+        """Move the content: a swipe from the centre on touch screens, wheel clicks on desktops
+        (one per 100 pixels). Positive dy shows what is further down."""
+        if self.touch:
+            cx, cy = self.screen[0] // 2, self.screen[1] // 2
+            await self._do("swipe", cx, cy, cx - dx, cy - dy, 300)
+            return
+        if dy:
+            await self._do("scroll", "down" if dy > 0 else "up", max(1, abs(dy) // 100))
+        if dx:
+            await self._do("scroll", "right" if dx > 0 else "left", max(1, abs(dx) // 100))
+
+    async def type_text(self, text: str) -> None:
+        await self._do("text", text)
+
+    async def launch_app(self, name: str) -> None:
+        if self.launcher is None:
+            raise UsageError(f"launch {name!r}: this device has no app launcher")
+        await asyncio.to_thread(self.launcher, name)
+
+    async def show_color(self, rgb: tuple[int, int, int]) -> None:
+        """Full-screen colour in the browser: the green (start) and red (end) sync screens."""
+        await self.load_url(color_page(rgb))
