@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Mapping
 
 import adbutils
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import InfrastructureError
@@ -15,6 +17,8 @@ from labd_android.health import Health, parse
 from labd_android.input import AndroidInput
 from labd_android.launch import AppLaunch
 from labd_android.shell import PersistentShell, run
+
+log = structlog.get_logger("labd.android")
 
 
 class AndroidOptions(BaseModel):
@@ -27,6 +31,9 @@ class AndroidOptions(BaseModel):
     adb_port: int = Field(5037, ge=1, le=65535, description="The adb server's port.")
     connect: list[str] = Field(
         default_factory=list, description='TCP devices to attach, e.g. ["10.0.0.5:5555"].'
+    )
+    start_adb_server: bool = Field(
+        False, description="Start adb's server (adbutils' bundled adb) when none answers."
     )
     tags: list[str] = Field(default_factory=list, description="Tags for device selectors.")
     min_battery: int = Field(
@@ -48,6 +55,7 @@ class AndroidDriver(Driver):
         super().__init__(options, host)
         self.client = adbutils.AdbClient(host=self.opts.adb_host, port=self.opts.adb_port)
         self.known: dict[str, Device] = {}
+        self.warned = False
         self.launch = type("AppLaunch", (AppLaunch,), {"driver": self})
 
     @property
@@ -64,7 +72,23 @@ class AndroidDriver(Driver):
             return []
         return await asyncio.to_thread(self._discover)
 
+    def _server_answers(self) -> bool:
+        try:
+            socket.create_connection((self.opts.adb_host, self.opts.adb_port), 1).close()
+        except OSError:
+            return False
+        return True
+
     def _discover(self) -> list[Device]:
+        # adbutils would start an adb server as a side effect; a daemon does not, unless told.
+        if not self.opts.start_adb_server and not self._server_answers():
+            if not self.warned:
+                address = f"{self.opts.adb_host}:{self.opts.adb_port}"
+                hint = "adb start-server, or [drivers.android] start_adb_server = true"
+                log.info("no adb server", address=address, hint=hint)
+                self.warned = True
+            return []
+        self.warned = False
         for address in self.opts.connect:
             with contextlib.suppress(adbutils.AdbError, OSError):  # the next round tries again
                 self.client.connect(address, timeout=3)
