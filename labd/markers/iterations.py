@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from labd.markers.raptor import Launch, Mark, parse_line
+from labd.markers.raptor import ENTRY, Launch, Mark, parse_line, parse_mark
 
 LIFECYCLE = (
     "navigationLoaded",
@@ -58,16 +58,18 @@ class LaunchCollector:
         self.count = 0
         self.orphans = 0  # marks with no launch before them
         self.lines = 0
-        self.seen: set[tuple[str, str, str, int]] = set()
+        self.seen: set[Mark] = set()
 
     def feed(self, line: str) -> Iteration | None:
         """One log line; the iteration it completed, if any."""
         self.lines += 1
+        at = line.find(ENTRY)
+        if at >= 0:  # the common case first, without the general parse_line
+            mark = parse_mark(line, at)
+            return None if mark is None else self._mark(mark)
         entry = parse_line(line)
         if entry is None:
             return None
-        if entry.__class__ is Mark:
-            return self._mark(entry)
         assert isinstance(entry, Launch)
         return self._launch(entry)
 
@@ -78,27 +80,26 @@ class LaunchCollector:
             done.problems.append("the log ends before fullyLoaded")
         return done
 
-    def _open(self, app: str, epoch: int | None) -> Iteration | None:
+    def _open(self, app: str, epoch: int | None, launch: Mark | None = None) -> Iteration | None:
         closed = self.finish()
         if closed is not None and closed.metrics == {} and closed.launch_epoch is None:
             closed = None
         self.current = Iteration(self.count, app, epoch)
         self.count += 1
-        self.seen = {(app, "mark", "appLaunch", epoch)} if epoch is not None else set()
+        self.seen = set() if launch is None else {launch}
         return closed
 
     def _wanted(self, app: str) -> bool:
         return self.app is None or app == self.app
 
     def _mark(self, mark: Mark) -> Iteration | None:
-        _, kind, name, context, _, duration, epoch = mark  # unpacked once: the hot path
-        key = (context, kind, name, epoch)
         seen = self.seen
-        if key in seen:  # logcat restarted and replayed its buffer
+        if mark in seen:  # logcat restarted and replayed its buffer
             return None
-        seen.add(key)
+        seen.add(mark)
+        _, kind, name, context, _, duration, epoch = mark  # unpacked once: the hot path
         if name == "appLaunch":
-            return self._open(context, epoch) if self._wanted(context) else None
+            return self._open(context, epoch, mark) if self._wanted(context) else None
         it = self.current
         if it is None or context != it.app or it.launch_epoch is None:
             if self._wanted(context):

@@ -22,11 +22,6 @@ DISPLAYED = "Displayed "
 FULLY_DRAWN = "Fully drawn "
 
 # brief: "I/Tag( 123): ..."; threadtime: "06-19 20:43:25.380  123  456 I Tag: ..."
-# origin|type|name[@context]|start|duration|epoch, in one pass (a regex beats splitting here)
-_ENTRY = re.compile(
-    r"Performance Entry: ([^|]+)\|(mark|measure)\|([^|@]+)(?:@([^|]*))?"
-    r"\|([^|]*)\|([^|]*)\|(\d+(?:\.\d*)?)\s*$"
-)
 _LAUNCH_TIME = re.compile(r"\+(?:(\d+)s)?(?:(\d+)ms)?")
 
 
@@ -68,28 +63,26 @@ def parse_line(line: str) -> Mark | Launch | None:
     """One logcat line; None for anything else, including truncated or garbled marks."""
     at = line.find(ENTRY)
     if at >= 0:
-        return _mark(line, at)
+        return parse_mark(line, at)
     if DISPLAYED in line or FULLY_DRAWN in line:
         return _launch(line)
     return None
 
 
-def _mark(line: str, at: int) -> Mark | None:
-    match = _ENTRY.match(line, at)
-    if match is None:  # truncated or garbled
+def parse_mark(line: str, at: int) -> Mark | None:
+    """The mark of a line holding ENTRY at `at`."""
+    fields = line[at + len(ENTRY) :].rstrip().split("|")
+    if len(fields) != 6:  # truncated or garbled
         return None
-    origin, kind, name, context, start, duration, epoch = match.groups()
+    origin, kind, name, start, duration, epoch = fields
+    if (kind != "mark" and kind != "measure") or not origin or not name:
+        return None
+    context = origin
+    if "@" in name:
+        name, _, context = name.partition("@")
     try:
         epoch_ms = int(epoch) if epoch.isdigit() else int(float(epoch))
-        return Mark(
-            origin,
-            kind,
-            name,
-            context or origin,
-            float(start),
-            float(duration),
-            epoch_ms,
-        )
+        return Mark(origin, kind, name, context, float(start), float(duration), epoch_ms)
     except ValueError:
         return None
 
