@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import subprocess
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import InfrastructureError
 from labd.model import Device, Driver, Scenario
+from labd_x11.pageload import PageLoad
 from labd_x11.xinput import X11Input
 
 
@@ -19,6 +23,10 @@ class X11Options(BaseModel):
 
     displays: list[str] = Field(
         default_factory=list, description='Displays to offer as devices, e.g. [":0", "lab-pc:0"].'
+    )
+    xvfb: list[str] = Field(
+        default_factory=list,
+        description='Virtual displays labd starts itself (Xvfb), by size, e.g. ["1280x800"].',
     )
     tags: list[str] = Field(default_factory=list, description="Tags for device selectors.")
 
@@ -34,9 +42,15 @@ class X11Driver(Driver):
         assert isinstance(self.options, X11Options)
         return self.options
 
+    def __init__(self, options: BaseModel, host: str) -> None:
+        super().__init__(options, host)
+        self.servers: list[tuple[subprocess.Popen[bytes], str]] = []
+
     async def discover(self) -> list[Device]:
+        if self.opts.xvfb and not self.servers:
+            self.servers = [await asyncio.to_thread(start_xvfb, size) for size in self.opts.xvfb]
         devices = []
-        for name in self.opts.displays:
+        for name in [*self.opts.displays, *(display for _, display in self.servers)]:
             size = await asyncio.to_thread(_screen_size, name)
             if size is None:
                 continue  # not reachable now; discovery tries again
@@ -60,7 +74,13 @@ class X11Driver(Driver):
         return None
 
     def scenarios(self) -> Mapping[str, type[Scenario]]:
-        return {}
+        return {PageLoad.name: PageLoad}
+
+    async def close(self) -> None:
+        for process, _ in self.servers:
+            process.terminate()
+            await asyncio.to_thread(process.wait, 10)
+        self.servers = []
 
     def input(self, device: Device) -> X11Input:
         """Input for one desktop (blocking calls: use from a thread)."""
@@ -76,3 +96,20 @@ def _screen_size(name: str) -> tuple[int, int] | None:
     size = (screen.width_in_pixels, screen.height_in_pixels)
     x11.close()
     return size
+
+
+def start_xvfb(size: str) -> tuple[subprocess.Popen[bytes], str]:
+    """An Xvfb of this size ("1280x800") on a free display; (process, display name)."""
+    program = shutil.which("Xvfb")
+    if program is None:
+        raise InfrastructureError("[drivers.x11] xvfb: Xvfb is not installed (Debian package xvfb)")
+    read_end, write_end = os.pipe()
+    # -displayfd: Xvfb picks a free display and writes its number once it accepts clients.
+    argv = [program, "-displayfd", str(write_end), "-screen", "0", f"{size}x24", "-nolisten", "tcp"]
+    process = subprocess.Popen(argv, pass_fds=(write_end,), stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    with os.fdopen(read_end) as ready:
+        number = ready.readline().strip()
+    if not number:
+        raise InfrastructureError(f"Xvfb {size} did not start (exit status {process.poll()})")
+    return process, f":{number}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from Xlib import XK, X, display, error
 from Xlib.ext import xtest
@@ -63,6 +64,7 @@ class X11Input:
         self.root = self.display.screen().root
         self.remapped: dict[int, int] = {}  # keysym -> spare keycode
         self.spares = self._spare_keycodes()
+        self.overlays: list[Any] = []
 
     # Pointer ----------------------------------------------------------------------------------
 
@@ -123,10 +125,15 @@ class X11Input:
             xtest.fake_input(self.display, X.KeyRelease, code)
         self.display.sync()
 
-    def text(self, text: str) -> None:
-        """Types the text exactly, whatever it holds: it is keys, never a command line."""
+    def text(self, text: str, delay_ms: float = 0) -> None:
+        """Types the text exactly, whatever it holds: it is keys, never a command line.
+        `delay_ms` between characters: fields that react to each key (a browser's URL bar with
+        its suggestions) can drop keys sent faster than they handle them."""
         for char in text:
             self._tap(char_keysym(char))
+            if delay_ms:
+                self.display.sync()
+                time.sleep(delay_ms / 1000)
         self.display.sync()
 
     def _tap(self, keysym: int) -> None:
@@ -213,7 +220,29 @@ class X11Input:
         target.configure(stack_mode=X.Above)
         self.display.sync()
 
+    def overlay(self, rgb: tuple[int, int, int]) -> None:
+        """A window of one colour over the whole screen, on top of everything (no window
+        manager is asked): the end screen, shown at once and the same in every browser."""
+        screen = self.display.screen()
+        r, g, b = rgb
+        window = screen.root.create_window(
+            0, 0, screen.width_in_pixels, screen.height_in_pixels, 0, screen.root_depth,
+            override_redirect=True, background_pixel=(r << 16) | (g << 8) | b,
+        )  # fmt: skip
+        window.map()
+        window.configure(stack_mode=X.Above)
+        self.display.sync()
+        self.overlays.append(window)
+
+    def remove_overlays(self) -> None:
+        for window in self.overlays:
+            window.destroy()
+        self.overlays.clear()
+        self.display.sync()
+
     def close(self) -> None:
+        if self.overlays:
+            self.remove_overlays()
         for code in self.remapped.values():
             self.display.change_keyboard_mapping(code, [(0, 0)])
         self.display.sync()

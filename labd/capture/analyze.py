@@ -61,6 +61,11 @@ class AnalysisOptions(BaseModel):
     checkerboard: Checkerboard | None = None
     tearing_colors: list[RGB] = Field(default_factory=list)
     video_max_width: int = Field(960, ge=16)
+    time_zero_ms: float | None = Field(
+        None,
+        description="Measure times from this capture timestamp (e.g. when Enter was pressed) "
+        "instead of from the first frame after the green screen.",
+    )
 
 
 class FrameProgress(BaseModel):
@@ -351,7 +356,7 @@ def _progress(recording: Recording, scan: _Scan, options: AnalysisOptions) -> li
                 yield index, t, None if image is None else area.crop(image)
 
     frames: list[FrameProgress] = []
-    t0 = scan.times[scan.start]
+    t0 = _time_zero(scan, options)
     progress = similar = 0.0
     for (index, t, _image), measured in ordered_map(
         lambda item: None if item[2] is None else measure(item[2]), span()
@@ -381,8 +386,14 @@ def _metrics(
     assert scan.area is not None and scan.start_match is not None
     times = [f.t_ms for f in frames]
     progress = [f.progress for f in frames]
-    end_t = scan.times[scan.end] - scan.times[scan.start]
+    end_t = scan.times[scan.end] - _time_zero(scan, options)
+    span = scan.times[scan.end] - scan.times[scan.start]
     changes = [f.t_ms for f in frames[1:] if f.unique]
+    if options.time_zero_ms is not None:
+        # From the user's action, the first frame unlike the green screen is the first change,
+        # and the screen showed nothing of the page until then.
+        changes.insert(0, frames[0].t_ms)
+        times, progress = [0.0, *times], [0.0, *progress]
     fps, variable, dropped = _frame_rate(scan.times[: scan.end + 1])
     complete = visual.first_reaching(times, progress, 1.0)
     checker = scan.checkerboard
@@ -395,7 +406,7 @@ def _metrics(
         variable_frame_rate=variable,
         dropped_frames=dropped,
         unique_frames=len(scan.unique),
-        unique_fps=round(len(scan.unique) / (end_t / 1000.0), 3) if end_t > 0 else 0.0,
+        unique_fps=round(len(scan.unique) / (span / 1000.0), 3) if span > 0 else 0.0,
         first_visual_change_ms=changes[0] if changes else None,
         last_visual_change_ms=changes[-1] if changes else None,
         visually_complete_ms=complete,
@@ -415,6 +426,18 @@ def _metrics(
         torn_frames=scan.torn if options.tearing_colors else None,
         frames=frames,
     )
+
+
+def _time_zero(scan: _Scan, options: AnalysisOptions) -> float:
+    start = scan.times[scan.start]
+    if options.time_zero_ms is None:
+        return start
+    if options.time_zero_ms > start:
+        raise SyncError(
+            f"time zero ({options.time_zero_ms:.0f} ms) comes after the first frame after the "
+            f"green screen ({start:.0f} ms)"
+        )
+    return options.time_zero_ms
 
 
 def _fps(times: list[float]) -> float:

@@ -29,12 +29,29 @@ class TouchInput(Protocol):
     def text(self, text: str) -> None: ...
 
 
-def color_page(rgb: tuple[int, int, int]) -> str:
-    """A data: URL of a page that is one colour from edge to edge (the seed's sync screens)."""
+# A URL bar updates its suggestions on every key and drops keys that come faster (seen with
+# Chromium on Xvfb: "http://www.labd.test/" arrived as "http://test/").
+TYPING_DELAY_MS = 5
+# Focus moves asynchronously: keys sent at once after Ctrl+L went to the page ("ttp://...").
+FOCUS_WAIT_S = 0.2
+
+
+# An invisible field that has the focus: a URL typed into it and Enter navigate from the page
+# itself, so no URL bar or suggestion list is drawn over the screen while the clock runs.
+NAVIGATOR = (
+    "<input autofocus style='position:absolute;left:-9999px' "
+    "onkeydown='if(event.key==\"Enter\")location.href=this.value'>"
+)
+
+
+def color_page(rgb: tuple[int, int, int], navigator: bool = False) -> str:
+    """A data: URL of a page that is one colour from edge to edge (the seed's sync screens);
+    with `navigator`, typing a URL and Enter on it loads that URL."""
     color = "#{:02x}{:02x}{:02x}".format(*rgb)
     style = f"margin:0;height:100%;background:{color}"
-    html = f"<html style='{style}'><body style='margin:0'></body></html>"
-    return "data:text/html," + quote(html, safe="<>=':;/ ")
+    body = NAVIGATOR if navigator else ""
+    html = f"<html style='{style}'><body style='margin:0'>{body}</body></html>"
+    return "data:text/html," + quote(html, safe="<>=':;/()")  # no spaces: the URL bar would search
 
 
 class Controller:
@@ -58,7 +75,7 @@ class Controller:
 
     async def focus_url_bar(self) -> None:
         if not self.touch:
-            await self._do("key", "ctrl+l")
+            await self._do("key", "ctrl+l")  # focuses the bar and selects what it holds
         elif self.url_bar is not None:
             await self._do("tap", *self.url_bar)
         else:
@@ -67,9 +84,11 @@ class Controller:
     async def load_url(self, url: str) -> None:
         """Focus the URL bar, type the URL, Enter: the path a user takes."""
         await self.focus_url_bar()
+        await asyncio.sleep(FOCUS_WAIT_S)
         if not self.touch:
-            await self._do("key", "ctrl+a")  # replace what the bar holds
-        await self._do("text", url)
+            await self._do("text", url, TYPING_DELAY_MS)
+        else:
+            await self._do("text", url)
         await self._do("key", "Return" if not self.touch else "enter")
 
     async def tap(self, x: int, y: int) -> None:
@@ -96,6 +115,9 @@ class Controller:
             raise UsageError(f"launch {name!r}: this device has no app launcher")
         await asyncio.to_thread(self.launcher, name)
 
-    async def show_color(self, rgb: tuple[int, int, int]) -> None:
+    async def show_color(self, rgb: tuple[int, int, int], navigator: bool = False) -> None:
         """Full-screen colour in the browser: the green (start) and red (end) sync screens."""
-        await self.load_url(color_page(rgb))
+        await self.load_url(color_page(rgb, navigator))
+
+    async def press(self, key: str) -> None:
+        await self._do("key", key)

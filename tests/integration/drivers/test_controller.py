@@ -27,8 +27,8 @@ async def test_desktop_actions_become_x11_events(xvfb: str) -> None:
         x11.close()
         recorder.close()
     keys = [e for e in events if e["type"] == "key" and e["name"] not in ("Control_L", "Shift_L")]
-    assert [(k["name"], k["ctrl"]) for k in keys[:2]] == [("l", True), ("a", True)]
-    assert "".join(k["char"] or "" for k in keys[2:-2]) == "http://site.test/?q=a b"
+    assert (keys[0]["name"], keys[0]["ctrl"]) == ("l", True)
+    assert "".join(k["char"] or "" for k in keys[1:-2]) == "http://site.test/?q=a b"
     assert keys[-2]["name"] == "Return"
     presses = [(e["button"], e["x"], e["y"]) for e in events if e["type"] == "press"]
     assert presses == [(1, 30, 40), (5, 30, 40), (5, 30, 40)]  # a click, then 2 wheel clicks down

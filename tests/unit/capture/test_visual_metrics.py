@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from labd.capture import AnalysisOptions, Artifacts, Checkerboard, FrameList, analyze
+from labd.capture import AnalysisOptions, Artifacts, Checkerboard, FrameList, SyncError, analyze
 from labd.capture.colors import PRESETS
 from labd.capture.synthetic import Block, PageLoad
 
@@ -140,3 +140,18 @@ def test_tearing_is_found_with_disjoint_colour_frames() -> None:
             content[content.shape[0] // 2 :] = colors[1][::-1]
     result = analyze(FrameList(frames), AnalysisOptions(tearing_colors=colors))
     assert result.torn_frames == [page.start_frame + 7]
+
+
+def test_time_zero_at_the_users_action() -> None:
+    """Measured from when Enter was pressed, the wait for the first paint counts too."""
+    page = PageLoad.staircase(steps=5, spacing=6)
+    frames = page.timed_frames()
+    start_ms = frames[page.start_frame][0]
+    plain = analyze(FrameList(frames))
+    shifted = analyze(FrameList(frames), AnalysisOptions(time_zero_ms=start_ms - 100))
+    assert shifted.first_visual_change_ms == pytest.approx(100)
+    assert shifted.visually_complete_ms == pytest.approx(plain.visually_complete_ms + 100)
+    assert shifted.speed_index == pytest.approx(plain.speed_index + 100, abs=0.01)
+    assert shifted.unique_fps == plain.unique_fps
+    with pytest.raises(SyncError, match=r"time zero .* comes after the first frame"):
+        analyze(FrameList(frames), AnalysisOptions(time_zero_ms=start_ms + 1))

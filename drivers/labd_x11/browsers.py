@@ -1,0 +1,112 @@
+"""Browsers launched per job on an X11 display: a fresh profile each time, the flags that keep
+them quiet and repeatable (no first-run pages, no background networking, no updates), the
+job's replay server as their proxy, a fixed window at the top left."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from labd.errors import UsageError
+
+CHROMIUM_FLAGS = [
+    "--test-type",  # no info bar about the flags below
+    "--no-sandbox",  # labd may run as root in a lab; the sandbox refuses that
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,OptimizationGuideModelDownloading",
+    "--disable-client-side-phishing-detection",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+    "--no-pings",
+    "--disable-renderer-backgrounding",
+    "--password-store=basic",
+    "--remote-debugging-port=0",  # the DevTools port is written into the profile
+]
+
+FIREFOX_PREFS = {
+    "browser.shell.checkDefaultBrowser": False,
+    "browser.startup.homepage_override.mstone": "ignore",
+    "startup.homepage_welcome_url": "",
+    "browser.aboutwelcome.enabled": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "toolkit.telemetry.reporting.enabled": False,
+    "app.update.enabled": False,
+    "app.update.auto": False,
+    "extensions.update.enabled": False,
+    "browser.safebrowsing.malware.enabled": False,
+    "browser.safebrowsing.phishing.enabled": False,
+    "network.captive-portal-service.enabled": False,
+    "network.connectivity-service.enabled": False,
+    "browser.sessionstore.resume_from_crash": False,
+    "browser.tabs.warnOnClose": False,
+    "browser.newtabpage.enabled": False,
+    "browser.urlbar.suggest.searches": False,
+    "toolkit.cosmeticAnimations.enabled": False,
+}
+
+KNOWN = {
+    "chromium": ("chromium", "chromium-browser", "google-chrome"),
+    "firefox": ("firefox-esr", "firefox"),
+}
+
+
+def find(browser: str, command: list[str]) -> list[str]:
+    """The browser's command: the configured one, or the first known program on PATH."""
+    if command:
+        if shutil.which(command[0]) is None:
+            raise UsageError(f"browser command {command[0]!r}: not found on PATH")
+        return command
+    if browser not in KNOWN:
+        raise UsageError(f"browser {browser!r}: expected chromium or firefox (or a command)")
+    for name in KNOWN[browser]:
+        if path := shutil.which(name):
+            return [path]
+    raise UsageError(f"browser {browser!r}: none of {', '.join(KNOWN[browser])} is installed")
+
+
+def launch_command(
+    browser: str, program: list[str], profile: Path, size: tuple[int, int], proxy: str
+) -> list[str]:
+    width, height = size
+    if browser == "chromium":
+        argv = [*program, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-position=0,0"]
+        argv.append(f"--window-size={width},{height}")
+        if proxy:
+            # <-loopback> lifts Chromium's implicit bypass, so localhost pages go through too.
+            argv += [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
+        return [*argv, "about:blank"]
+    write_firefox_profile(profile, proxy)
+    return [*program, "--no-remote", "--new-instance", "--profile", str(profile),
+            "--width", str(width), "--height", str(height), "about:blank"]  # fmt: skip
+
+
+def write_firefox_profile(profile: Path, proxy: str) -> None:
+    prefs = dict(FIREFOX_PREFS)
+    if proxy:
+        host, _, port = proxy.removeprefix("http://").rpartition(":")
+        prefs |= {
+            "network.proxy.type": 1,
+            "network.proxy.http": host,
+            "network.proxy.http_port": int(port),
+            "network.proxy.ssl": host,
+            "network.proxy.ssl_port": int(port),
+            "network.proxy.no_proxies_on": "",
+            "network.proxy.allow_hijacking_localhost": True,
+        }
+    profile.mkdir(parents=True, exist_ok=True)
+    lines = [f"user_pref({_js(k)}, {_js(v)});" for k, v in prefs.items()]
+    (profile / "user.js").write_text("\n".join(lines) + "\n")
+
+
+def _js(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,273 @@
+"""The page-load scenario (seed 004): per iteration a full-screen green, the page loaded
+through the URL bar (X11 keys, as a user would), red once the page is done, the frames between
+analysed for what the user saw; the browser's own Navigation Timing beside the pixels."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import mss
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from labd.capture import AnalysisOptions, Artifacts, VideoFile, analyze
+from labd.capture.errors import CaptureError
+from labd.capture.live import Recorder, SourceSpec
+from labd.errors import InfrastructureError, TestFailure, UsageError
+from labd.model import MetricSpec, RunContext, Scenario
+from labd.runner.controller import TYPING_DELAY_MS, Controller
+from labd_x11.browsers import find, launch_command
+from labd_x11.devtools import devtools_port, navigation_timing
+from labd_x11.xinput import X11Input
+
+GREEN, RED = (0, 255, 0), (255, 0, 0)
+VISUAL = ("visually_complete_ms", "speed_index", "first_visual_change_ms", "last_visual_change_ms",
+          "visual_complete_85_ms", "visual_complete_95_ms", "visual_complete_99_ms")  # fmt: skip
+
+
+class PageLoadParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, description="The page (served by the job's replay server).")
+    browser: str = Field("chromium", description="chromium or firefox")
+    command: list[str] = Field(
+        default_factory=list, description="The browser's program, if not the default."
+    )
+    quiet_ms: float = Field(
+        1000, ge=100, le=60_000, description="No pixel change this long: the page is done."
+    )
+    load_timeout_s: float = Field(
+        60, gt=0, le=3600, description="Longest page load before the iteration fails."
+    )
+    fps: float = Field(30, gt=0, le=120, description="Capture frame rate.")
+    stabilise: bool = Field(True, description="Browser pinned to one CPU, profile in tmpfs.")
+    keep_video: bool = Field(
+        True, description="Keep the video, heat map and progress of each iteration."
+    )
+    fresh_browser: bool = Field(
+        True, description="A new browser and profile for every iteration: cold loads, no cache."
+    )
+
+
+class PageLoad(Scenario):
+    name = "page-load"
+    Params = PageLoadParams
+    default_metrics: ClassVar[tuple[MetricSpec, ...]] = tuple(
+        MetricSpec(name=n, unit="ms") for n in VISUAL
+    )
+
+    def __init__(self, params: BaseModel, ctx: RunContext) -> None:
+        super().__init__(params, ctx)
+        self.display = str(ctx.device.capabilities.get("display", ""))
+        self.size = (
+            int(ctx.device.capabilities.get("width", 1280)),
+            int(ctx.device.capabilities.get("height", 800)),
+        )
+        self.browser: subprocess.Popen[bytes] | None = None
+        self.profile: Path | None = None
+        self.x11: X11Input | None = None
+        self.pool = concurrent.futures.ProcessPoolExecutor(1)  # analysis off the event loop
+
+    @property
+    def p(self) -> PageLoadParams:
+        assert isinstance(self.params, PageLoadParams)
+        return self.params
+
+    @classmethod
+    def check(cls, params: BaseModel) -> list[str]:
+        assert isinstance(params, PageLoadParams)
+        try:
+            find(params.browser, params.command)
+        except UsageError as e:
+            return [f"params: {e}"]
+        return []
+
+    async def setup(self) -> None:
+        self.x11 = await asyncio.to_thread(X11Input, self.display)
+        if not self.p.fresh_browser:
+            await self._start_browser()
+
+    async def _start_browser(self) -> None:
+        await asyncio.to_thread(self._launch)
+        await self._wait_window()
+
+    def _launch(self) -> None:
+        """A fresh profile (in tmpfs when stabilising) and the browser, pinned to one CPU."""
+        p = self.p
+        program = find(p.browser, p.command)
+        base = "/dev/shm" if p.stabilise and Path("/dev/shm").is_dir() else None
+        self.profile = Path(tempfile.mkdtemp(prefix="labd-browser-", dir=base))
+        proxy = self.ctx.network.get("proxy", "")
+        argv = launch_command(p.browser, program, self.profile, self.size, proxy)
+        cpu = max(os.sched_getaffinity(0)) if p.stabilise else None
+        self.browser = subprocess.Popen(
+            argv,
+            env={**os.environ, "DISPLAY": self.display},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its helper processes die with it (killpg)
+            preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None,
+        )
+        profile = "fresh, tmpfs" if base else "fresh"
+        self.ctx.fingerprint["browser"] = {
+            "name": p.browser,
+            "command": argv[0],
+            "profile": profile,
+        }
+        self.ctx.fingerprint["stabilisation"] = {
+            "browser_cpu": cpu,
+            "profile_tmpfs": base is not None,
+        }
+
+    async def _wait_window(self) -> None:
+        assert self.x11 is not None and self.browser is not None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.browser.poll() is not None:
+                raise InfrastructureError(
+                    f"{self.p.browser} exited at start (status {self.browser.returncode})"
+                )
+            if await asyncio.to_thread(self.x11.windows):
+                await asyncio.sleep(1.0)  # let it finish drawing its chrome
+                return
+            await asyncio.sleep(0.2)
+        raise InfrastructureError(f"{self.p.browser} opened no window within 30 s")
+
+    async def run_iteration(self, index: int) -> dict[str, float]:
+        if not self.p.fresh_browser:
+            return await self._iteration(index)
+        await self._start_browser()
+        try:
+            return await self._iteration(index)
+        finally:
+            await self._stop_browser()
+
+    async def _iteration(self, index: int) -> dict[str, float]:
+        assert self.x11 is not None
+        p = self.p
+        controller = Controller(self.x11, self.size)
+        folder = self.ctx.workdir / f"iteration-{index}"
+        folder.mkdir(parents=True, exist_ok=True)
+        spool_path = folder / "capture.avi"
+        recorder = Recorder(
+            SourceSpec("x11", self.display, fps=p.fps), spool_path, seconds=p.load_timeout_s + 60
+        )
+        await asyncio.to_thread(recorder.start)
+        timing: dict[str, float] = {}
+        try:
+            await controller.show_color(GREEN, navigator=True)
+            await self._until(lambda frame: _is(frame, GREEN), 15, "the green screen did not show")
+            await asyncio.to_thread(self.x11.text, p.url, TYPING_DELAY_MS)  # into the green page
+            await controller.press("Return")
+            navigated = time.monotonic() * 1000  # Enter has gone out: time zero
+            await self._until_quiet()
+            if port := devtools_port(self.profile) if self.profile else None:
+                timing = await navigation_timing(port)
+            red_at = time.monotonic() * 1000
+            await asyncio.to_thread(self.x11.overlay, RED)
+            await self._until(lambda frame: _is(frame, RED), 15, "the red screen did not show")
+            await asyncio.sleep(0.3)
+        finally:
+            spool = await asyncio.to_thread(recorder.stop)
+            await asyncio.to_thread(self.x11.remove_overlays)
+        artifacts = (
+            Artifacts(folder / "video.webm", folder / "heatmap.png", folder / "progress.json")
+            if p.keep_video
+            else Artifacts()
+        )
+        loop = asyncio.get_running_loop()
+        try:
+            result = await loop.run_in_executor(
+                self.pool, _analyze, spool.path, spool.timestamps, artifacts, navigated
+            )
+        except CaptureError as e:
+            raise TestFailure(str(e)) from e
+        finally:
+            spool.path.unlink(missing_ok=True)
+        end_ms = spool.timestamps[result["end_frame"]]
+        if end_ms < red_at - 1000 / p.fps:
+            raise TestFailure(
+                f"the page showed the end colour itself, {red_at - end_ms:.0f} ms "
+                "before labd's red screen"
+            )
+        values = {name: float(result[name]) for name in VISUAL if result[name] is not None}
+        values["sync_confidence"] = result["sync_confidence"]
+        values["dropped_frames"] = float(result["dropped_frames"] + spool.dropped)
+        return values | timing
+
+    async def _until(self, test: Any, seconds: float, error: str) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if test(await asyncio.to_thread(self._grab)):
+                return
+            await asyncio.sleep(0.05)
+        raise TestFailure(error)
+
+    async def _until_quiet(self) -> None:
+        """Done: the screen changed after the navigation, then stayed still for quiet_ms."""
+        p = self.p
+        began = time.monotonic()
+        first = previous = await asyncio.to_thread(self._grab)
+        changed = False
+        still_since = time.monotonic()
+        while True:
+            await asyncio.sleep(0.05)
+            frame = await asyncio.to_thread(self._grab)
+            now = time.monotonic()
+            if not np.array_equal(frame, previous):
+                still_since = now
+                changed = changed or not np.array_equal(frame, first)
+            previous = frame
+            if changed and (now - still_since) * 1000 >= p.quiet_ms:
+                return
+            if now - began > p.load_timeout_s:
+                raise TestFailure(
+                    f"the page did not finish loading within {p.load_timeout_s:g} s "
+                    "(still changing, or never drawn)"
+                )
+
+    def _grab(self) -> np.ndarray:
+        with mss.MSS(display=self.display) as screen:
+            shot = np.asarray(screen.grab(screen.monitors[0]))
+        return shot[::4, ::4, :3].copy()  # every 4th pixel is enough to see a change
+
+    async def teardown(self) -> None:
+        if self.x11 is not None:
+            await asyncio.to_thread(self.x11.close)
+        await self._stop_browser()
+        self.pool.shutdown(cancel_futures=True)
+
+    async def _stop_browser(self) -> None:
+        if self.browser is not None and self.browser.poll() is None:
+            os.killpg(self.browser.pid, 15)
+            try:
+                await asyncio.to_thread(self.browser.wait, 10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.browser.pid, 9)
+        self.browser = None
+        if self.profile is not None:
+            await asyncio.to_thread(shutil.rmtree, self.profile, True)
+            self.profile = None
+
+
+def _is(frame: np.ndarray, rgb: tuple[int, int, int]) -> bool:
+    """Most of the frame's lower half is this colour (the browser's chrome is at the top)."""
+    lower = frame[frame.shape[0] // 2 :].astype(np.int16)
+    bgr = np.array(rgb[::-1], np.int16)
+    return bool((np.abs(lower - bgr).sum(axis=2) < 60).mean() > 0.9)
+
+
+def _analyze(
+    path: Path, timestamps: list[float], artifacts: Artifacts, zero: float
+) -> dict[str, Any]:
+    """In the analysis process; times from the navigation (capture times share its clock)."""
+    options = AnalysisOptions(time_zero_ms=zero)
+    return analyze(VideoFile(path, timestamps), options, artifacts).model_dump()
