@@ -152,6 +152,7 @@ class PageLoad(Scenario):
 
     async def _iteration(self, index: int) -> dict[str, float]:
         assert self.x11 is not None
+        self.ctx.fingerprint.pop("artifacts", None)  # the last iteration's
         p = self.p
         controller = Controller(self.x11, self.size)
         folder = self.ctx.workdir / f"iteration-{index}"
@@ -198,6 +199,7 @@ class PageLoad(Scenario):
                 f"the page showed the end colour itself, {red_at - end_ms:.0f} ms "
                 "before labd's red screen"
             )
+        self.ctx.fingerprint["artifacts"] = result["artifacts"]  # kept with this iteration
         values = {name: float(result[name]) for name in VISUAL if result[name] is not None}
         values["sync_confidence"] = result["sync_confidence"]
         values["dropped_frames"] = float(result["dropped_frames"] + spool.dropped)

@@ -146,7 +146,7 @@ def _print_results(results: dict[str, Any]) -> None:
             metric,
             str(s["n"]),
             *(_number(s[k]) for k in ("mean", "median", "stddev")),
-            f"{100 * s['cov']:.1f}%",
+            "-" if s["cov"] is None else f"{100 * s['cov']:.1f}%",  # None: a mean of zero
             *(_number(s[k]) for k in ("min", "max", "p95")),
         )
     console.print(table)

@@ -1,0 +1,149 @@
+"""The page-load lab end to end: a real daemon with its own Xvfb, jobs submitted over MQTT
+from the CLI as CI would, Chromium and Firefox from Debian's packages loading the example page
+through the replay server under the "none" and "3g" profiles, the frames captured and analysed,
+events followed on MQTT, results compared."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import cv2
+import pytest
+
+from tests.conftest import need_program, need_service
+from tests.e2e.test_first_run import free_port, labd, start_bare_daemon
+
+ROOT = Path(__file__).parents[2]
+THREE_G_RTT_MS = 300
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> dict[str, Any]:
+    need_program("Xvfb")
+    need_service("mosquitto", "127.0.0.1", 1883)
+    name = f"e2e-page-{uuid.uuid4().hex[:8]}"
+    config = tmp_path / "labd.toml"
+    config.write_text(
+        f'[daemon]\nlab = "{name}"\nstate_dir = "{tmp_path / "state"}"\n'
+        f"[http]\nport = {free_port()}\n"
+        '[drivers.x11]\nxvfb = ["1280x800"]\n[drivers.host]\nenabled = false\n'
+        f'[replay]\narchive_dir = "{ROOT}"\n'
+    )
+    env = {
+        "PATH": "/usr/bin:/bin:/usr/local/bin:" + str(Path(sys.executable).parent),
+        "LABD_CONFIG": str(config),
+        "HOME": str(tmp_path),
+    }
+    daemon = start_bare_daemon(env, tmp_path)
+    yield {"env": env, "cwd": tmp_path, "name": name}
+    daemon.terminate()
+    assert daemon.wait(60) == 0
+
+
+async def run_job(
+    lab: dict[str, Any], manifest: str, succeeds: bool = True
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Submit over MQTT with the CLI; collect the job's events from the broker meanwhile."""
+    job_id = uuid.uuid4().hex[:12]
+    events: list[dict[str, Any]] = []
+    async with aiomqtt.Client("127.0.0.1", 1883, identifier=f"watch-{job_id}") as client:
+        await client.subscribe(f"labd/v1/{lab['name']}/jobs/{job_id}/events", qos=1)
+        submit = asyncio.create_task(
+            asyncio.to_thread(
+                labd,
+                lab["env"],
+                lab["cwd"],
+                "submit",
+                str(ROOT / manifest),
+                "--id",
+                job_id,
+                "--wait",
+            )
+        )
+        async with asyncio.timeout(300):
+            async for message in client.messages:
+                assert isinstance(message.payload, bytes)
+                events.append(json.loads(message.payload))
+                if events[-1]["kind"] == "finished":
+                    break
+        done = await submit
+    assert (done.returncode == 0) == succeeds, done.stderr or done.stdout
+    results = json.loads(
+        labd(lab["env"], lab["cwd"], "jobs", "results", job_id, "--format", "json").stdout
+    )
+    return results, events
+
+
+def measured(results: dict[str, Any]) -> list[dict[str, Any]]:
+    return [i for i in results["iterations"] if not i["warmup"] and not i["error"]]
+
+
+def check_job(results: dict[str, Any], events: list[dict[str, Any]]) -> list[float]:
+    assert results["job"]["state"] == "succeeded", results["job"]["error"]
+    iterations = measured(results)
+    assert len(iterations) >= 5
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))  # in order, no gaps
+    for iteration in iterations:
+        assert iteration["values"]["sync_confidence"] > 0.95
+        video = iteration["fingerprint"]["artifacts"]["video"]
+        playback = cv2.VideoCapture(video)
+        assert playback.read()[0], f"{video} does not play"
+        assert int(playback.get(cv2.CAP_PROP_FOURCC)).to_bytes(4, "little") == b"VP80"
+    return [i["values"]["visually_complete_ms"] for i in iterations]
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_page_load_over_mqtt_under_two_profiles(lab: dict[str, Any], browser: str) -> None:
+    need_program("chromium" if browser == "chromium" else "firefox-esr")
+    fast_results, fast_events = await run_job(lab, f"examples/page/{browser}-none.toml")
+    slow_results, slow_events = await run_job(lab, f"examples/page/{browser}-3g.toml")
+    fast = check_job(fast_results, fast_events)
+    slow = check_job(slow_results, slow_events)
+    # A new connection and the page's request cost two round trips at least.
+    assert statistics.median(slow) - statistics.median(fast) >= 2 * THREE_G_RTT_MS
+    assert slow_results["iterations"][-1]["fingerprint"]["network"]["name"] == "3g"
+    compared = labd(
+        lab["env"],
+        lab["cwd"],
+        "compare",
+        fast_results["job"]["id"],
+        slow_results["job"]["id"],
+        "--json",
+    )
+    verdicts = {m["metric"]: m["verdict"] for m in json.loads(compared.stdout)["metrics"]}
+    assert verdicts["visually_complete_ms"] == "regression"
+
+
+async def test_a_page_that_never_settles_times_out_its_iteration(
+    lab: dict[str, Any], tmp_path: Path
+) -> None:
+    need_program("chromium")
+    manifest = tmp_path / "endless.toml"
+    text = (ROOT / "examples/page/chromium-none.toml").read_text()
+    # A URL the archive lacks: the replay server's 404 page settles at once, so use a page that
+    # never settles instead: a data: page that repaints a counter forever.
+    endless = (
+        "data:text/html,<script>setInterval(()=>document.body.textContent=Date.now(),30)</script>"
+    )
+    text = text.replace('url = "http://www.labd.test/"', f"url = {json.dumps(endless)}")
+    text = (
+        text.replace("load_timeout_s = 60", "load_timeout_s = 5")
+        .replace("iterations = 5", "iterations = 1")
+        .replace("warmup = 1", "warmup = 0")
+    )
+    manifest.write_text(text)
+    results, _ = await run_job(lab, str(manifest), succeeds=False)
+    assert results["job"]["state"] == "failed"
+    (iteration,) = results["iterations"]
+    assert "did not finish loading within 5 s" in iteration["error"]
+    devices = json.loads(labd(lab["env"], lab["cwd"], "devices", "list", "--json").stdout)[
+        "devices"
+    ]
+    assert [d["state"] for d in devices] == ["available"]
