@@ -6,6 +6,7 @@ every reason instead of failing on a device later.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -18,6 +19,7 @@ from labd.errors import InvalidSpec, UsageError
 from labd.events import EventBus, JobQueued, JobRejected
 from labd.model import Device, DeviceState, Driver, Job, TestSpec
 from labd.model.manifest import parse_spec
+from labd.replay.har import load
 from labd.replay.shaping import profile_for
 from labd.runner.network import archive_path
 from labd.store import Store
@@ -89,10 +91,22 @@ class JobService:
             profile_for(spec.network)
         except UsageError as e:
             problems.append(f"{source}: network.profile: {str(e).split(': ', 1)[1]}")
-        problem = archive_path(spec.network, self.replay)[1]
+        path, problem = archive_path(spec.network, self.replay)
         if problem:
             problems.append(f"{source}: {problem}")
+        elif isinstance(url := spec.params.get("url"), str) and url.startswith("http"):
+            problems += self._url_in_archive(url, path, spec.network.ignore_params, source)
         return problems
+
+    def _url_in_archive(self, url: str, path: Any, ignore: list[str], source: str) -> list[str]:
+        """A page the archive lacks would be a 404 from the replay server: say so now."""
+        try:
+            archive = load(path, int(self.replay.max_archive_mb * 2**20), ignore)
+        except UsageError as e:
+            return [f"{source}: network.archive: {e}"]
+        if archive.find("GET", url) is None:
+            return [f"{source}: params.url: {url} is not in the archive {path.name}"]
+        return []
 
     async def check(self, spec: TestSpec, source: str) -> None:
         offering = [d for d in self.drivers.values() if spec.scenario in d.scenarios()]
@@ -119,7 +133,8 @@ class JobService:
                         f"{source}: metrics.{n}.name: scenario {spec.scenario!r} does not "
                         f"produce {metric.name!r} (it produces {', '.join(sorted(produced))})"
                     )
-        problems += self._network_problems(spec, source)
+        # Reading the archive is blocking work: off the event loop.
+        problems += await asyncio.to_thread(self._network_problems, spec, source)
         if not problems and not await self._fitting_devices(spec, offering):
             problems.append(
                 f"{source}: device: no device in the lab matches "

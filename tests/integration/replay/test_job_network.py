@@ -61,6 +61,13 @@ async def test_bad_network_is_refused_at_submit_with_every_reason(
     ]
     with pytest.raises(InvalidSpec, match=r"network.archive: no such file .*missing.har"):
         await jobs.submit(spec(archive="missing.har"), "job.toml", submitter="t")
+    lost = spec(archive="site.har")
+    lost["params"]["url"] = "http://site.test/not-recorded"
+    with pytest.raises(
+        InvalidSpec,
+        match=r"not-recorded is not in the archive site\.har",
+    ):
+        await jobs.submit(lost, "job.toml", submitter="t")
 
 
 async def test_the_job_reaches_its_pages_through_the_shaped_replay_server(
