@@ -112,6 +112,12 @@ class Scheduler:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(1.0):
                     await self._wake.wait()
+            # Python 3.11's asyncio.timeout can turn a cancellation that lands as the time-out
+            # expires into TimeoutError, which the line above swallows: the loop then ignored
+            # the daemon's stop (seen under load in CI). Honour a pending cancellation here.
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
 
     async def dispatch(self) -> int:
         """Lease a job for every free device that has matching work; returns how many."""
