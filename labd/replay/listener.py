@@ -17,6 +17,7 @@ import structlog
 from aiohttp import web
 
 from labd.replay.certs import Authority
+from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.replay")
 
@@ -39,18 +40,14 @@ class Listener:
         self.sock = socket.create_server((host, port), backlog=1024, reuse_port=False)
         self.sock.setblocking(False)
         self.port: int = self.sock.getsockname()[1]
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.accepting: asyncio.Task[None] | None = None
+        self.tasks = TaskSet("replay")  # the accept loop and each connection's set-up
 
     async def start(self) -> None:
-        self.accepting = asyncio.get_running_loop().create_task(self._accept())
+        self.tasks.spawn("accept", self._accept())
 
     async def close(self) -> None:
-        if self.accepting is not None:
-            self.accepting.cancel()
+        await self.tasks.cancel_all(grace=2.0)
         self.sock.close()
-        for task in list(self.tasks):
-            task.cancel()
         await self.server.shutdown(2.0)
 
     async def _accept(self) -> None:
@@ -58,9 +55,7 @@ class Listener:
         while True:
             conn, _ = await loop.sock_accept(self.sock)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            task = loop.create_task(self._dispatch(conn))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            self.tasks.spawn("connection", self._dispatch(conn))
 
     async def _dispatch(self, conn: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -138,7 +133,8 @@ class Tunnel(asyncio.Protocol):
         if self.listener.authority is None:
             self._refuse(501, "HTTPS needs a CA: labd replay serve --ca DIR")
             return
-        asyncio.get_running_loop().create_task(self._upgrade(host))
+        # Held by the listener's task set: an unreferenced task can be collected mid-handshake.
+        self.listener.tasks.spawn("tunnel", self._upgrade(host))
 
     def _refuse(self, status: int, reason: str) -> None:
         assert self.transport is not None

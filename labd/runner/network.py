@@ -3,6 +3,7 @@ from the device, its profile written into every iteration's fingerprint."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -39,7 +40,7 @@ async def test_network(
     network: NetworkSpec, settings: ReplaySettings, driver: Driver, device: Device, ctx: RunContext
 ) -> AsyncIterator[None]:
     profile = profile_for(network)
-    path, _ = archive_path(network, settings)
+    path, _ = await asyncio.to_thread(archive_path, network, settings)  # file checks, off the loop
     ca = Path(settings.ca_dir) if settings.ca_dir else None
     server = ReplayProcess(path, profile, settings.bind, 0, ca, tuple(network.ignore_params))
     await server.start()
