@@ -64,15 +64,29 @@ def parse_line(line: str) -> Mark | Launch | None:
     at = line.find(ENTRY)
     if at >= 0:
         return parse_mark(line, at)
-    if DISPLAYED in line or FULLY_DRAWN in line:
-        return _launch(line)
-    return None
+    return parse_launch(line)
 
 
 def parse_mark(line: str, at: int) -> Mark | None:
     """The mark of a line holding ENTRY at `at`."""
-    fields = line[at + len(ENTRY) :].rstrip().split("|")
-    if len(fields) != 6:  # truncated or garbled
+    raw = split_entry(line[at + len(ENTRY) :].rstrip())
+    if raw is None:
+        return None
+    origin, kind, name, context, start, duration, epoch = raw
+    try:
+        return Mark(origin, kind, name, context, float(start), float(duration), epoch)
+    except ValueError:
+        return None
+
+
+RawEntry = tuple[str, str, str, str, str, str, int]  # Mark's fields, start and duration as text
+
+
+def split_entry(text: str) -> RawEntry | None:
+    """The text after ENTRY in Mark's order, None when it is truncated or garbled. Start and
+    duration stay text: the launch collector, the hot path, needs only a measure's duration."""
+    fields = text.split("|")
+    if len(fields) != 6:
         return None
     origin, kind, name, start, duration, epoch = fields
     if (kind != "mark" and kind != "measure") or not origin or not name:
@@ -81,13 +95,19 @@ def parse_mark(line: str, at: int) -> Mark | None:
     if "@" in name:
         name, _, context = name.partition("@")
     try:
-        epoch_ms = int(epoch) if epoch.isdigit() else int(float(epoch))
-        return Mark(origin, kind, name, context, float(start), float(duration), epoch_ms)
+        epoch_ms = int(epoch)
     except ValueError:
+        try:
+            epoch_ms = int(float(epoch))  # a fractional epoch
+        except ValueError:
+            return None
+    return origin, kind, name, context, start, duration, epoch_ms
+
+
+def parse_launch(line: str) -> Launch | None:
+    """ActivityManager's launch line, None for anything else."""
+    if DISPLAYED not in line and FULLY_DRAWN not in line:  # most lines: skip the loop
         return None
-
-
-def _launch(line: str) -> Launch | None:
     for marker, kind in ((DISPLAYED, "displayed"), (FULLY_DRAWN, "fullyDrawn")):
         at = line.find(marker)
         if at < 0:

@@ -108,6 +108,7 @@ def test_what_real_logs_do() -> None:
         "\x00\x01garbage \ufffd\ufffd Performance Entry: |||",
         "I/PerformanceTiming( 6118): Performance Entry: clock.gaiamobile.org|mark|x|1|0|not-a-number",
         *second[:3],
+        "I/PerformanceTiming( 6118): Performance Entry: clock.gaiamobile.org|measure|db|1|12.5ms|20010",
         # the wall clock jumped back by an hour mid-iteration
         "I/PerformanceTiming( 6118): Performance Entry: clock.gaiamobile.org|mark|visuallyLoaded|1|0|16400000",
         *second[5:],
@@ -117,7 +118,8 @@ def test_what_real_logs_do() -> None:
     assert done[0]["metrics"] == {f"coldlaunch.{k}": float(v) for k, v in OFFSETS.items()}
     assert done[1]["metrics"]["coldlaunch.fullyLoaded"] == 802.0
     assert done[1]["problems"] == [
-        "visuallyLoaded: 16380000 ms from the launch (a clock jump?); left out"
+        "db: duration '12.5ms' is not a number; left out",
+        "visuallyLoaded: 16380000 ms from the launch (a clock jump?); left out",
     ]
 
 
