@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -25,10 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import InfrastructureError, TestFailure
 from labd.model import MetricSpec, Scenario
+from labd.runner.child import child_setup
 from labd_host.probe import environment
 
-PR_SET_PDEATHSIG = 1  # prctl(2) option
-ADDR_NO_RANDOMIZE = 0x0040000  # personality(2) flag: no address-space randomisation
 TMPFS_ROOT = Path("/dev/shm")
 STDERR_TAIL = 400  # characters of the program's stderr kept in a failed iteration's error
 
@@ -93,7 +91,9 @@ class CommandScenario(Scenario):
 
     async def setup(self) -> None:
         await asyncio.to_thread(self._prepare)  # file system and /proc reads: off the loop
-        self._preexec = _child_setup(self.p.cpu, self.p.disable_aslr)
+        self._preexec = child_setup(
+            None if self.p.cpu is None else {self.p.cpu}, self.p.disable_aslr
+        )
 
     def _prepare(self) -> None:
         if self.p.tmpfs:
@@ -130,25 +130,6 @@ class CommandScenario(Scenario):
     async def teardown(self) -> None:
         if self.p.tmpfs:
             await asyncio.to_thread(shutil.rmtree, self.workdir, True)
-
-
-def _child_setup(cpu: int | None, disable_aslr: bool) -> Callable[[], None]:
-    """What the child does between fork and exec: only plain system calls, no Python locks."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    personality = libc.personality if disable_aslr else None
-
-    def setup() -> None:
-        # Die with the thread that started us: if labd is killed, its measured programs
-        # must not run on while a restarted labd runs the same job again.
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if cpu is not None:
-            os.sched_setaffinity(0, {cpu})
-        if personality is not None:
-            current = personality(0xFFFFFFFF)
-            if personality(current | ADDR_NO_RANDOMIZE) == -1:
-                raise OSError(ctypes.get_errno(), "personality(ADDR_NO_RANDOMIZE) failed")
-
-    return setup
 
 
 class _Run:

@@ -83,7 +83,9 @@ def launch_command(
         return [*argv, "about:blank"]
     write_firefox_profile(profile, proxy)
     return [*program, "--no-remote", "--new-instance", "--profile", str(profile),
-            "--width", str(width), "--height", str(height), "about:blank"]  # fmt: skip
+            "--width", str(width), "--height", str(height),
+            "--remote-debugging-port=0",  # WebDriver BiDi; the port is written into the profile
+            "about:blank"]  # fmt: skip
 
 
 def write_firefox_profile(profile: Path, proxy: str) -> None:

@@ -1,10 +1,13 @@
-"""The browser's own timing marks through the Chrome DevTools Protocol (aiohttp's websocket
-client): Navigation Timing of the page on screen, beside what the pixels say."""
+"""The browser's own timing marks, beside what the pixels say: Navigation Timing of the page on
+screen, read over a websocket (aiohttp) through the browser's remote protocol, Chrome DevTools
+for Chromium and WebDriver BiDi for Firefox. Both browsers are started with
+`--remote-debugging-port=0` and write the port they chose into the profile."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -14,38 +17,65 @@ TIMING = """(() => { const t = performance.timing, s = t.navigationStart, d = v 
     domContentLoaded: d(t.domContentLoadedEventEnd), load: d(t.loadEventEnd)}); })()"""
 
 
-def devtools_port(profile: Path) -> int | None:
-    try:
-        return int((profile / "DevToolsActivePort").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-async def navigation_timing(port: int) -> dict[str, float]:
-    """Navigation Timing of the first page target; {} when DevTools does not answer."""
+async def browser_timing(browser: str, profile: Path) -> dict[str, float]:
+    """`browser.<event>` in ms from the navigation's start; {} when the browser does not answer
+    (the pixels are the measurement; these marks are a second opinion)."""
     timeout = aiohttp.ClientTimeout(total=5)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
-            async with http.get(f"http://127.0.0.1:{port}/json/list") as r:
-                targets = await r.json()
-            page = next(t for t in targets if t.get("type") == "page")
-            async with http.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-                await ws.send_json(
-                    {
-                        "id": 1,
-                        "method": "Runtime.evaluate",
-                        "params": {"expression": TIMING, "returnByValue": True},
-                    }
-                )
-                async for message in ws:
-                    reply = json.loads(message.data)
-                    if reply.get("id") == 1:
-                        value = reply.get("result", {}).get("result", {}).get("value")
-                        return (
-                            {f"browser.{k}": float(v) for k, v in json.loads(value).items()}
-                            if value
-                            else {}
-                        )
-    except (aiohttp.ClientError, TimeoutError, StopIteration, KeyError, ValueError):
+            if browser == "firefox":
+                value = await _bidi_evaluate(http, profile)
+            else:
+                value = await _cdp_evaluate(http, profile)
+    except (aiohttp.ClientError, TimeoutError, OSError, LookupError, ValueError, TypeError):
         return {}
-    return {}
+    return {f"browser.{k}": float(v) for k, v in json.loads(value).items()} if value else {}
+
+
+async def _cdp_evaluate(http: aiohttp.ClientSession, profile: Path) -> str | None:
+    """Chromium: DevToolsActivePort holds the port; the first page target evaluates."""
+    port = int((profile / "DevToolsActivePort").read_text().split()[0])
+    async with http.get(f"http://127.0.0.1:{port}/json/list") as r:
+        targets = await r.json()
+    page = next(t for t in targets if t.get("type") == "page")
+    async with http.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0) as ws:
+        params = {"expression": TIMING, "returnByValue": True}
+        reply = await _call(ws, 1, "Runtime.evaluate", params)
+    value = reply["result"]["result"].get("value")
+    return str(value) if value is not None else None
+
+
+async def _bidi_evaluate(http: aiohttp.ClientSession, profile: Path) -> str | None:
+    """Firefox: WebDriverBiDiServer.json holds the port; a session evaluates in the top-level
+    browsing context, then ends (one session at a time is allowed)."""
+    server = json.loads((profile / "WebDriverBiDiServer.json").read_text())
+    url = f"ws://{server['ws_host']}:{server['ws_port']}/session"
+    async with http.ws_connect(url, max_msg_size=0) as ws:
+        await _call(ws, 1, "session.new", {"capabilities": {}})
+        try:
+            tree = await _call(ws, 2, "browsingContext.getTree", {"maxDepth": 0})
+            context = tree["result"]["contexts"][0]["context"]
+            target = {"context": context}
+            params = {"expression": TIMING, "target": target, "awaitPromise": False}
+            reply = await _call(ws, 3, "script.evaluate", params)
+        finally:
+            await _call(ws, 4, "session.end", {})
+    result = reply["result"]
+    if result.get("type") != "success":
+        return None
+    value = result["result"].get("value")
+    return str(value) if value is not None else None
+
+
+async def _call(
+    ws: aiohttp.ClientWebSocketResponse, id_: int, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """One command and its reply (events and other replies in between are skipped)."""
+    await ws.send_json({"id": id_, "method": method, "params": params})
+    async for message in ws:
+        reply: dict[str, Any] = json.loads(message.data)
+        if reply.get("id") == id_:
+            if "error" in reply:
+                raise ValueError(f"{method}: {reply['error']}")
+            return reply
+    raise ValueError(f"{method}: the connection closed before the reply")

@@ -32,7 +32,9 @@ def main() -> None:
     )  # fmt: skip
     assert recorder.stdout is not None
     port = json.loads(recorder.stdout.readline())["listening"]
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"})
+    )
     for name in RESOURCES:
         opener.open(f"http://localhost:8000/{name}").read()
     recorder.send_signal(signal.SIGINT)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import queue
 import shutil
 import subprocess
@@ -187,9 +188,17 @@ class Spool:
 
 
 def _record(
-    spec: SourceSpec, path: Path, ready: Event, stop: Event, seconds: float, buffer: int
+    spec: SourceSpec,
+    path: Path,
+    ready: Event,
+    stop: Event,
+    seconds: float,
+    buffer: int,
+    cpus: set[int] | None,
 ) -> None:
     """The recorder process: grab thread -> bounded queue -> encoder (this thread)."""
+    if cpus:  # before any thread starts: threads inherit it
+        os.sched_setaffinity(0, cpus)
     frames: queue.Queue[tuple[float, Image] | None] = queue.Queue(maxsize=buffer)
     counts = {"frames": 0, "dropped": 0}
     error = ""
@@ -247,7 +256,12 @@ class Recorder:
     """Records a live source in a child process until stopped (or `seconds` pass)."""
 
     def __init__(
-        self, spec: SourceSpec, path: Path, seconds: float = 600.0, buffer: int = 120
+        self,
+        spec: SourceSpec,
+        path: Path,
+        seconds: float = 600.0,
+        buffer: int = 120,
+        cpus: set[int] | None = None,  # where it may run (off a measured program's CPUs)
     ) -> None:
         context = multiprocessing.get_context("spawn")  # no inherited threads or event loop
         self.path = path
@@ -255,7 +269,7 @@ class Recorder:
         self.stop_event = context.Event()
         self.process = context.Process(
             target=_record,
-            args=(spec, path, self.ready, self.stop_event, seconds, buffer),
+            args=(spec, path, self.ready, self.stop_event, seconds, buffer, cpus),
             name="labd-capture",
             daemon=True,
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import statistics
 import sys
 import uuid
@@ -17,11 +18,20 @@ import aiomqtt
 import cv2
 import pytest
 
+from labd.replay.har import har_document, har_entry
 from tests.conftest import need_program, need_service
 from tests.e2e.test_first_run import free_port, labd, start_bare_daemon
 
 ROOT = Path(__file__).parents[2]
 THREE_G_RTT_MS = 300
+BAD_PAGES = [  # served by the replay server like any recorded page
+    har_entry("GET", f"http://www.labd.test/{path}", [], b"", 200, "OK",
+              [("Content-Type", "text/html")], html.encode(), "", 1)
+    for path, html in {
+        "endless": "<script>setInterval(() => document.body.textContent = Date.now(), 30)</script>",
+        "red": "<html style='background: #ff0000; height: 100%'><body>all red</body></html>",
+    }.items()
+]  # fmt: skip
 
 
 @pytest.fixture
@@ -29,12 +39,16 @@ def lab(tmp_path: Path) -> dict[str, Any]:
     need_program("Xvfb")
     need_service("mosquitto", "127.0.0.1", 1883)
     name = f"e2e-page-{uuid.uuid4().hex[:8]}"
+    archives = tmp_path / "archives"
+    (archives / "examples/page").mkdir(parents=True)
+    shutil.copy(ROOT / "examples/page/site.har", archives / "examples/page")
+    (archives / "bad.har").write_text(json.dumps(har_document(BAD_PAGES, "test")))
     config = tmp_path / "labd.toml"
     config.write_text(
         f'[daemon]\nlab = "{name}"\nstate_dir = "{tmp_path / "state"}"\n'
         f"[http]\nport = {free_port()}\n"
         '[drivers.x11]\nxvfb = ["1280x800"]\n[drivers.host]\nenabled = false\n'
-        f'[replay]\narchive_dir = "{ROOT}"\n'
+        f'[replay]\narchive_dir = "{archives}"\n'
     )
     env = {
         "PATH": "/usr/bin:/bin:/usr/local/bin:" + str(Path(sys.executable).parent),
@@ -81,6 +95,19 @@ async def run_job(
     return results, events
 
 
+def bad_page_manifest(page: str, *params: str) -> str:
+    """One iteration of a page from bad.har on Chromium."""
+    text = (ROOT / "examples/page/chromium-none.toml").read_text()
+    for line in params:
+        text = text.replace("load_timeout_s = 60", line)
+    return (
+        text.replace('url = "http://www.labd.test/"', f'url = "http://www.labd.test/{page}"')
+        .replace("examples/page/site.har", "bad.har")
+        .replace("iterations = 5", "iterations = 1")
+        .replace("warmup = 1", "warmup = 0")
+    )
+
+
 def measured(results: dict[str, Any]) -> list[dict[str, Any]]:
     return [i for i in results["iterations"] if not i["warmup"] and not i["error"]]
 
@@ -92,6 +119,7 @@ def check_job(results: dict[str, Any], events: list[dict[str, Any]]) -> list[flo
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))  # in order, no gaps
     for iteration in iterations:
         assert iteration["values"]["sync_confidence"] > 0.95
+        assert iteration["values"]["browser.load"] > 0  # the browser's own marks, beside
         video = iteration["fingerprint"]["artifacts"]["video"]
         playback = cv2.VideoCapture(video)
         assert playback.read()[0], f"{video} does not play"
@@ -108,6 +136,12 @@ async def test_page_load_over_mqtt_under_two_profiles(lab: dict[str, Any], brows
     slow = check_job(slow_results, slow_events)
     # A new connection and the page's request cost two round trips at least.
     assert statistics.median(slow) - statistics.median(fast) >= 2 * THREE_G_RTT_MS
+    # The browser's Navigation Timing sees the round trips too (a second source, same story).
+    first_byte = [
+        statistics.median(i["values"]["browser.responseStart"] for i in measured(results))
+        for results in (fast_results, slow_results)
+    ]
+    assert first_byte[1] - first_byte[0] >= THREE_G_RTT_MS
     assert slow_results["iterations"][-1]["fingerprint"]["network"]["name"] == "3g"
     compared = labd(
         lab["env"],
@@ -126,23 +160,30 @@ async def test_a_page_that_never_settles_times_out_its_iteration(
 ) -> None:
     need_program("chromium")
     manifest = tmp_path / "endless.toml"
-    text = (ROOT / "examples/page/chromium-none.toml").read_text()
-    # A URL the archive lacks: the replay server's 404 page settles at once, so use a page that
-    # never settles instead: a data: page that repaints a counter forever.
-    endless = (
-        "data:text/html,<script>setInterval(()=>document.body.textContent=Date.now(),30)</script>"
-    )
-    text = text.replace('url = "http://www.labd.test/"', f"url = {json.dumps(endless)}")
-    text = (
-        text.replace("load_timeout_s = 60", "load_timeout_s = 5")
-        .replace("iterations = 5", "iterations = 1")
-        .replace("warmup = 1", "warmup = 0")
-    )
-    manifest.write_text(text)
+    manifest.write_text(bad_page_manifest("endless", "load_timeout_s = 5"))
     results, _ = await run_job(lab, str(manifest), succeeds=False)
     assert results["job"]["state"] == "failed"
     (iteration,) = results["iterations"]
-    assert "did not finish loading within 5 s" in iteration["error"]
+    assert "did not finish loading within 5 s (the screen kept changing)" in iteration["error"]
+    devices = json.loads(labd(lab["env"], lab["cwd"], "devices", "list", "--json").stdout)[
+        "devices"
+    ]
+    assert [d["state"] for d in devices] == ["available"]
+
+
+async def test_a_page_that_shows_red_itself_fails_its_iteration(
+    lab: dict[str, Any], tmp_path: Path
+) -> None:
+    """A page drawn in the end colour would end the clock early: labd tells it from its own red
+    screen by time and fails the iteration with the reason, not a wrong number."""
+    need_program("chromium")
+    manifest = tmp_path / "red.toml"
+    manifest.write_text(bad_page_manifest("red"))
+    results, _ = await run_job(lab, str(manifest), succeeds=False)
+    assert results["job"]["state"] == "failed"
+    (iteration,) = results["iterations"]
+    assert "the page showed the end colour itself" in iteration["error"]
+    assert "before labd's red screen" in iteration["error"]
     devices = json.loads(labd(lab["env"], lab["cwd"], "devices", "list", "--json").stdout)[
         "devices"
     ]

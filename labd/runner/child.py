@@ -1,0 +1,43 @@
+"""What a measured program's process does between fork and exec (seed 000's stabilisation):
+die with labd, run on chosen CPUs, no address-space randomisation."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from collections.abc import Callable, Collection
+
+PR_SET_PDEATHSIG = 1  # prctl(2) option
+ADDR_NO_RANDOMIZE = 0x0040000  # personality(2) flag: no address-space randomisation
+
+
+def child_setup(cpus: Collection[int] | None, disable_aslr: bool) -> Callable[[], None]:
+    """A preexec_fn doing only plain system calls: no Python locks between fork and exec."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    personality = libc.personality if disable_aslr else None
+    chosen = set(cpus) if cpus else None
+
+    def setup() -> None:
+        # Die with the thread that started us: if labd is killed, its measured programs
+        # must not run on while a restarted labd runs the same job again.
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if chosen is not None:
+            os.sched_setaffinity(0, chosen)
+        if personality is not None:
+            current = personality(0xFFFFFFFF)
+            if personality(current | ADDR_NO_RANDOMIZE) == -1:
+                raise OSError(ctypes.get_errno(), "personality(ADDR_NO_RANDOMIZE) failed")
+
+    return setup
+
+
+def split_cpus() -> tuple[set[int], set[int]]:
+    """(the measured program's CPUs, everyone else's): the upper half of the CPUs labd may use
+    for the program alone, so labd's capture and analysis do not compete with it. With one CPU
+    both get it."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return set(cpus), set(cpus)
+    half = len(cpus) // 2
+    return set(cpus[half:]), set(cpus[:half])
