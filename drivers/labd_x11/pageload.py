@@ -32,6 +32,7 @@ from labd_x11.xinput import X11Input
 GREEN, RED = (0, 255, 0), (255, 0, 0)
 Stabiliser = Literal["exclusive_cpu", "no_aslr", "tmpfs"]
 STABILISERS: tuple[Stabiliser, ...] = ("exclusive_cpu", "no_aslr", "tmpfs")
+DEFAULT_STABILISERS: tuple[Stabiliser, ...] = ("tmpfs",)  # the one that helped: see the README
 VISUAL = ("visually_complete_ms", "speed_index", "first_visual_change_ms", "last_visual_change_ms",
           "visual_complete_85_ms", "visual_complete_95_ms", "visual_complete_99_ms")  # fmt: skip
 
@@ -52,7 +53,7 @@ class PageLoadParams(BaseModel):
     )
     fps: float = Field(30, gt=0, le=120, description="Capture frame rate.")
     stabilise: list[Stabiliser] = Field(
-        default_factory=lambda: ["tmpfs"],  # the one that helped here, see the README
+        default_factory=lambda: list(DEFAULT_STABILISERS),
         description="Seed 000's stabilisation: exclusive_cpu (the browser alone on half the "
         "CPUs, labd's capture on the others), no_aslr (no address-space randomisation), "
         "tmpfs (profile in RAM). true: all of them, false: none.",
@@ -194,6 +195,11 @@ class PageLoad(Scenario):
             await controller.press("Return")
             navigated = time.monotonic() * 1000  # Enter has gone out: time zero
             await self._until_quiet()
+            if _is(await asyncio.to_thread(self._grab), RED):
+                raise TestFailure(
+                    "the page showed the end colour itself, before labd's red screen: "
+                    "the end of the load cannot be told from the sync screen"
+                )
             if self.profile is not None:
                 timing = await browser_timing(p.browser, self.profile)
             red_at = time.monotonic() * 1000
