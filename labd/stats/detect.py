@@ -32,6 +32,7 @@ from scipy import stats
 METHODS = ("ets+cusum", "ets", "cusum", "talos")
 DEFAULT_METHOD = "ets+cusum"  # chosen by benchmarks/stats/detection_bench.py
 MAD_TO_SD = 1.4826
+TREND_P, TREND_WINDOW = 0.05, 20  # chosen by the detection benchmark (15/30, 0.01 did worse)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,24 @@ def _robust_level(x: Sequence[float]) -> tuple[float, float]:
     if a.size > 2:
         sd = max(sd, float(np.median(np.abs(np.diff(a)))) * MAD_TO_SD / math.sqrt(2))
     return med, sd or max(abs(med) * 1e-6, 1e-12)
+
+
+def _settled(x: Sequence[float], start: int, direction: str) -> int:
+    """Where to start afresh after an alert: the first window of TREND_WINDOW builds from
+    `start` with no trend in the alert's direction (a linear fit's slope, p < TREND_P). A creep
+    still unfolding after its alert is the same change, not the next one; a move back (a
+    revert) is a new one."""
+    sign = 1 if direction == "up" else -1
+    n = len(x)
+    p = start
+    width = TREND_WINDOW
+    while p + width <= n:
+        window = np.asarray(x[p : p + width], dtype=float)
+        fit = stats.linregress(np.arange(width), window)
+        if not (sign * fit.slope > 0 and fit.pvalue < TREND_P):
+            return p
+        p += 2
+    return p
 
 
 def describe_change(
@@ -132,7 +151,7 @@ def detect_cusum(
                     alerts.append(alert)
                 # Start afresh after the alarm: a segment that began at an early-dated
                 # change would hold old values and alarm again for the same change.
-                start, fired = t + 1, True
+                start, fired = _settled(x, t + 1, alert.direction), True
                 break
             if up == 0.0 and down == 0.0:  # only quiet builds refine the reference
                 total += total / count + z * sd * widen
@@ -183,7 +202,7 @@ def detect_ets(
                     alert = describe_change(x, start, candidate[0], t + 1, t, "ets")
                     if abs(alert.magnitude) >= min_change:
                         alerts.append(alert)
-                    start, restarted = candidate[0], True
+                    start, restarted = _settled(x, candidate[0], alert.direction), True
                     break
                 continue  # a candidate does not move the level until it is confirmed
             candidate.clear()
