@@ -74,6 +74,7 @@ def row_to_job(row: Any) -> Job:
 class StoreBase:
     """The engine and the host whose outbox rows a store writes; the parts below use them."""
 
-    engine: AsyncEngine
+    engine: AsyncEngine  # transactions that write
+    reader: AsyncEngine  # reads (SQLite: without the write lock)
     dialect: str
     host: str

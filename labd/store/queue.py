@@ -108,7 +108,7 @@ class JobQueue(StoreBase):
         return max((own_last or 0) + 1, head or 0)
 
     async def get_job(self, job_id: str) -> Job | None:
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             row = (await conn.execute(sa.select(jobs).where(jobs.c.id == job_id))).first()
         return row_to_job(row) if row else None
 
@@ -119,7 +119,7 @@ class JobQueue(StoreBase):
         if states:
             query = query.where(jobs.c.state.in_([s.value for s in states]))
         query = query.order_by(jobs.c.seq.desc() if newest_first else jobs.c.seq)
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             return [row_to_job(row) for row in await conn.execute(query)]
 
     async def finished_jobs(self, suite: str, test: str, limit: int = 10_000) -> list[Job]:
@@ -130,7 +130,7 @@ class JobQueue(StoreBase):
             .order_by(jobs.c.seq.desc())
             .limit(limit)
         )
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             return [row_to_job(row) for row in reversed((await conn.execute(query)).all())]
 
     async def queue_by_priority(self) -> list[tuple[int, int, float]]:
@@ -140,23 +140,23 @@ class JobQueue(StoreBase):
             .where(jobs.c.state == JobState.QUEUED.value)
             .group_by(jobs.c.priority)
         )
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             return [(p, int(n), float(t)) for p, n, t in await conn.execute(query)]
 
     async def count_jobs(self) -> dict[str, int]:
         """Jobs per state."""
         query = sa.select(jobs.c.state, sa.func.count()).group_by(jobs.c.state)
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             return {state: count for state, count in await conn.execute(query)}
 
     async def lanes(self) -> dict[str, DeviceSelector]:
         """Every selector jobs were ever submitted with, by lane key."""
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             rows = await conn.execute(sa.select(lanes.c.key, lanes.c.selector))
             return {key: DeviceSelector.model_validate(sel) for key, sel in rows}
 
     async def active_job_on(self, device_id: str) -> str | None:
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             return await conn.scalar(
                 sa.select(jobs.c.id).where(
                     jobs.c.device_id == device_id, jobs.c.state.in_(ACTIVE_STATES)

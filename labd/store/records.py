@@ -29,7 +29,7 @@ class Records(StoreBase):
 
     async def outbox_pending(self, limit: int = 100) -> list[OutboxRow]:
         """This host's undelivered messages, oldest first."""
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             return await outbox_mod.pending(conn, self.host, limit)
 
     async def outbox_done(self, ids: Sequence[int]) -> None:
@@ -43,7 +43,7 @@ class Records(StoreBase):
             await outbox_mod.append(conn, self.host, stream, key, body)
 
     async def outbox_depth(self) -> int:
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             query = sa.select(sa.func.count()).where(outbox_table.c.host == self.host)
             return int(await conn.scalar(query) or 0)
 
@@ -70,7 +70,7 @@ class Records(StoreBase):
         if attempt is not None:
             query = query.where(iterations.c.attempt == attempt)
         query = query.order_by(iterations.c.attempt, iterations.c.idx)
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             return [Iteration.model_validate(r) for r in await conn.scalars(query)]
 
     # Devices --------------------------------------------------------------------------------
@@ -113,10 +113,10 @@ class Records(StoreBase):
         query = sa.select(devices.c.record).order_by(devices.c.id)
         if host is not None:
             query = query.where(devices.c.host == host)
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             return [Device.model_validate(r) for r in await conn.scalars(query)]
 
     async def get_device(self, device_id: str) -> Device | None:
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             record = await conn.scalar(sa.select(devices.c.record).where(devices.c.id == device_id))
         return Device.model_validate(record) if record is not None else None

@@ -7,6 +7,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+import sqlalchemy as sa
 
 from labd.model import Device, DeviceSelector, Iteration, JobState, TestSpec
 from labd.model.device import AdminState
@@ -228,3 +229,15 @@ async def test_every_job_change_queues_one_numbered_event_in_its_transaction(
     await store.outbox_done([r.id for r in rows[:2]])
     assert [r.seq for r in await store.outbox_pending()] == [3, 4, 5]
     assert await store.outbox_depth() == 3
+
+
+async def test_reads_do_not_wait_for_a_writer(store: Store) -> None:
+    """A long write transaction (a lease sweep, a big result) must not hold up the queries
+    that answer CI and the scheduler: on SQLite reads begin without the write lock."""
+    await store.submit_job("held", spec(), "ci")
+    async with store.engine.begin() as conn:  # a writer holds its transaction open
+        await conn.execute(sa.text("UPDATE jobs SET priority = priority WHERE id = 'held'"))
+        async with asyncio.timeout(2):  # SQLite's busy timeout would be 30 s
+            job = await store.get_job("held")
+            queued = await store.list_jobs([JobState.QUEUED])
+    assert job is not None and [j.id for j in queued] == ["held"]
