@@ -24,13 +24,9 @@ def parse_color(text: str) -> RGB:
     if name in PRESETS:
         return PRESETS[name]
     digits = name.removeprefix("#")
-    if len(digits) == 6:
-        try:
-            value = int(digits, 16)
-        except ValueError:
-            pass
-        else:
-            return (value >> 16, (value >> 8) & 0xFF, value & 0xFF)
+    if len(digits) == 6 and all(c in "0123456789abcdef" for c in digits):
+        value = int(digits, 16)
+        return (value >> 16, (value >> 8) & 0xFF, value & 0xFF)
     raise UsageError(f"colour {text!r}: expected #RRGGBB or one of {', '.join(sorted(PRESETS))}")
 
 

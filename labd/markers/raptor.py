@@ -54,8 +54,8 @@ def pid_of(line: str) -> int:
             return int(line[line.index("(") + 1 : line.index(")")])
         if line[2:3] == "-" and line[5:6] == " ":  # MM-DD hh:mm:ss.mmm pid tid ...
             return int(line.split(None, 3)[2])
-    except ValueError:
-        pass
+    except ValueError:  # a garbled prefix: no process to name
+        return -1
     return -1
 
 
