@@ -199,7 +199,7 @@ async def main() -> None:
             config = work / "labd.toml"
             config.write_text(
                 f'[daemon]\nlab = "bench"\nhost = "bench"\nstate_dir = "{work}"\n[http]\nport = 0\n'
-                f'[log]\nformat = "json"\nlevel = "debug"\n'
+                f'[log]\nformat = "json"\nlevel = "info"\n'
                 f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\nsubmits_per_minute = 100000\n'
             )
             log = work / "labd.log"

@@ -7,6 +7,7 @@ every reason instead of failing on a device later.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,6 +28,8 @@ from labd.validation import describe_errors, did_you_mean
 
 log = structlog.get_logger("labd.scheduler")
 
+DEVICES_MAX_AGE_S = 5.0
+
 
 class JobService:
     """The one way jobs enter the queue (HTTP API, MQTT and CLI all come through here)."""
@@ -44,6 +47,7 @@ class JobService:
         self.bus = bus
         self.on_queued = on_queued
         self.replay = replay or ReplaySettings()
+        self._devices: tuple[float, list[Device]] | None = None  # (read at, the lab's devices)
 
     async def submit(
         self, data: Any, source: str, job_id: str = "", submitter: str = ""
@@ -133,9 +137,15 @@ class JobService:
                         f"{source}: metrics.{n}.name: scenario {spec.scenario!r} does not "
                         f"produce {metric.name!r} (it produces {', '.join(sorted(produced))})"
                     )
-        # Reading the archive is blocking work: off the event loop.
-        problems += await asyncio.to_thread(self._network_problems, spec, source)
-        if not problems and not await self._fitting_devices(spec, offering):
+        if spec.network is not None:  # reading the archive is blocking work: off the loop
+            problems += await asyncio.to_thread(self._network_problems, spec, source)
+        # A device list a few seconds old may say yes (should the device have left since, the
+        # job waits and why_waiting says so); only a fresh one may refuse the job.
+        if (
+            not problems
+            and not await self._fitting_devices(spec, offering, DEVICES_MAX_AGE_S)
+            and not await self._fitting_devices(spec, offering)
+        ):
             problems.append(
                 f"{source}: device: no device in the lab matches "
                 f"{spec.device.describe()} and runs scenario {spec.scenario!r}"
@@ -143,10 +153,14 @@ class JobService:
         if problems:
             raise InvalidSpec(sorted(set(problems), key=problems.index))
 
-    async def _fitting_devices(self, spec: TestSpec, offering: list[Driver]) -> list[Device]:
+    async def _fitting_devices(
+        self, spec: TestSpec, offering: list[Driver], max_age: float = 0.0
+    ) -> list[Device]:
+        now = time.monotonic()
+        if self._devices is None or now - self._devices[0] > max_age:
+            self._devices = (now, await self.store.list_devices())
         names = {d.name for d in offering}
-        devices = await self.store.list_devices()
-        return [d for d in devices if d.driver in names and spec.device.matches(d)]
+        return [d for d in self._devices[1] if d.driver in names and spec.device.matches(d)]
 
     async def why_waiting(self, job: Job) -> str:
         """For a queued job: which devices could take it and why none has yet."""

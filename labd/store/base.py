@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from labd.errors import LabdError
@@ -17,6 +20,8 @@ from labd.model import (
     JobState,
     TestSpec,
 )
+
+T = TypeVar("T")
 
 
 class StoreError(LabdError):
@@ -49,10 +54,6 @@ def lane_key(selector: DeviceSelector) -> str:
     return hashlib.sha256(selector.key().encode()).hexdigest()[:32]
 
 
-def default_sqlite_url(state_dir: Path) -> str:
-    return f"sqlite+aiosqlite:///{state_dir / 'labd.db'}"
-
-
 def row_to_job(row: Any) -> Job:
     """A jobs table row as the domain model."""
     return Job(
@@ -78,3 +79,35 @@ class StoreBase:
     reader: AsyncEngine  # reads (SQLite: without the write lock)
     dialect: str
     host: str
+    known_lanes: set[str]  # lanes this process has committed (lanes are never deleted)
+    sqlite_writer: SqliteWriter | None
+
+    async def write(self, work: Callable[[sa.Connection], T]) -> T:
+        """Run `work` in one write transaction. On SQLite the whole transaction is one hop to
+        a writer thread (through aiosqlite every statement costs several); elsewhere it runs
+        on the async engine."""
+        if self.sqlite_writer is not None:
+            return await self.sqlite_writer.run(work)
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(work)
+
+
+class SqliteWriter:
+    """One thread with one synchronous connection that runs whole transactions: the hot
+    writes (a submission, a drained outbox batch) are serialised here without sleeping in
+    SQLite's busy handler for each other."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="labd-sqlite-writer")
+
+    async def run(self, work: Callable[[sa.Connection], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._run, work)
+
+    def _run(self, work: Callable[[sa.Connection], T]) -> T:
+        with self.engine.begin() as conn:
+            return work(conn)
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True)
+        self.engine.dispose()

@@ -25,6 +25,35 @@ class OutboxRow:
     body: dict[str, Any]
 
 
+def job_event(
+    host: str, job_id: str, seq: int, kind: str, state: str, data: dict[str, Any]
+) -> dict[str, Any]:
+    """The body of a job's event number `seq`."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "event_id": uuid.uuid4().hex,
+        "job_id": job_id,
+        "seq": seq,
+        "kind": kind,
+        "state": state,
+        "time": time.time(),
+        "host": host,
+        "data": data,
+    }
+
+
+def job_event_row(host: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The outbox row that queues a job event."""
+    return {
+        "host": host,
+        "stream": "job",
+        "key": body["job_id"],
+        "seq": body["seq"],
+        "body": body,
+        "created_at": body["time"],
+    }
+
+
 async def append_job_event(
     conn: AsyncConnection, host: str, job_id: str, kind: str, state: str, data: dict[str, Any]
 ) -> None:
@@ -37,23 +66,8 @@ async def append_job_event(
             .returning(jobs.c.event_seq)
         )
     ).scalar_one()
-    now = time.time()
-    body = {
-        "schema_version": SCHEMA_VERSION,
-        "event_id": uuid.uuid4().hex,
-        "job_id": job_id,
-        "seq": seq,
-        "kind": kind,
-        "state": state,
-        "time": now,
-        "host": host,
-        "data": data,
-    }
-    await conn.execute(
-        outbox.insert().values(
-            host=host, stream="job", key=job_id, seq=seq, body=body, created_at=now
-        )
-    )
+    body = job_event(host, job_id, seq, kind, state, data)
+    await conn.execute(outbox.insert(), job_event_row(host, body))
 
 
 async def append(

@@ -35,8 +35,8 @@ class Records(StoreBase):
     async def outbox_done(self, ids: Sequence[int]) -> None:
         """Forget delivered messages."""
         if ids:
-            async with self.engine.begin() as conn:
-                await conn.execute(outbox_table.delete().where(outbox_table.c.id.in_(list(ids))))
+            delete = outbox_table.delete().where(outbox_table.c.id.in_(list(ids)))
+            await self.write(lambda conn: conn.execute(delete))
 
     async def outbox_append(self, stream: str, key: str, body: dict[str, Any]) -> None:
         async with self.engine.begin() as conn:

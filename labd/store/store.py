@@ -7,6 +7,7 @@ begins IMMEDIATE, which serialises writers without deadlocks.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import structlog
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from labd.store.base import StoreError
+from labd.store.base import SqliteWriter, StoreError
 from labd.store.leases import Leases
 from labd.store.migrations import migrate
 from labd.store.records import Records
@@ -31,28 +32,38 @@ class Store(Leases, Records):
     """Async access to labd's database. Create with `await Store.open(url)`."""
 
     def __init__(
-        self, engine: AsyncEngine, host: str = "", reader: AsyncEngine | None = None
+        self,
+        engine: AsyncEngine,
+        host: str = "",
+        reader: AsyncEngine | None = None,
+        sqlite_writer: SqliteWriter | None = None,
     ) -> None:
         self.engine = engine  # transactions that write
         self.reader = reader or engine  # reads
+        self.sqlite_writer = sqlite_writer  # the hot writes on SQLite (see StoreBase.write)
         self.dialect = engine.dialect.name
         self.host = host  # who delivers the outbox rows this store writes
+        self.known_lanes: set[str] = set()
 
     @classmethod
     async def open(cls, url: str, host: str = "") -> Store:
         """Connect, apply pending migrations, and return the store."""
         if url.startswith("sqlite"):
             engine = create_async_engine(url, connect_args={"timeout": 30})
-            _configure_sqlite(engine, writes=True)
+            _configure_sqlite(engine.sync_engine, writes=True)
             # Reads begin DEFERRED on their own engine: in WAL mode they see the last commit
             # without taking the write lock every writer queues for (a submit waited ~3x
             # longer when every read took it too).
             reader = create_async_engine(url, connect_args={"timeout": 30})
-            _configure_sqlite(reader, writes=False)
+            _configure_sqlite(reader.sync_engine, writes=False)
+            sync = sa.create_engine(
+                engine.url.set(drivername="sqlite"), connect_args={"timeout": 30}
+            )
+            _configure_sqlite(sync, writes=True)
+            store = cls(engine, host, reader, SqliteWriter(sync))
         else:
             engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
-            reader = engine
-        store = cls(engine, host, reader)
+            store = cls(engine, host)
         try:
             async with engine.begin() as conn:
                 applied = await conn.run_sync(migrate)
@@ -67,6 +78,8 @@ class Store(Leases, Records):
         await self.engine.dispose()
         if self.reader is not self.engine:
             await self.reader.dispose()
+        if self.sqlite_writer is not None:
+            await asyncio.to_thread(self.sqlite_writer.close)
 
     async def ping(self) -> str | None:
         """None when the database answers, else why not (for /readyz)."""
@@ -78,8 +91,8 @@ class Store(Leases, Records):
         return None
 
 
-def _configure_sqlite(engine: AsyncEngine, writes: bool) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
+def _configure_sqlite(engine: sa.Engine, writes: bool) -> None:
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _: Any) -> None:
         # Take transaction control from the driver so that every transaction can BEGIN
         # IMMEDIATE: writers queue on the busy timeout instead of failing with "locked".
@@ -90,7 +103,7 @@ def _configure_sqlite(engine: AsyncEngine, writes: bool) -> None:
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
