@@ -40,6 +40,7 @@ log = structlog.get_logger("labd.mqtt")
 
 UNSUPPORTED_PROTOCOL = 132  # CONNACK reason code of a broker that speaks MQTT 3.1.1 only
 DRAIN_BATCH = 100
+FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
 
 
 class MqttBridge:
@@ -217,27 +218,34 @@ class MqttBridge:
             self._wake.set()
 
     async def _drain(self, client: aiomqtt.Client) -> None:
+        # Delivered rows are forgotten in batches, when the outbox goes quiet or a batch is
+        # full: a DELETE committed after every event held up the next submission's commit.
+        # Until then they are skipped here; after a crash they go out again, which
+        # at-least-once allows (consumers drop duplicates by event_id).
+        delivered: set[int] = set()
         while True:
             self._wake.clear()
-            rows = await self.store.outbox_pending(DRAIN_BATCH)
-            delivered: list[int] = []
+            rows = await self.store.outbox_pending(DRAIN_BATCH, skip=delivered)
             try:
                 for row in rows:
                     await self._deliver(client, row)
-                    delivered.append(row.id)
+                    delivered.add(row.id)
             except aiomqtt.MqttError:
                 # Forget what did get through, then let the connection loop reconnect. Not on
                 # cancellation: a write then could leave SQLite's write lock held at shutdown,
-                # and a row delivered twice is allowed (consumers drop it by event_id).
-                await self.store.outbox_done(delivered)
+                # and a row delivered twice is allowed.
+                await self.store.outbox_done(sorted(delivered))
                 raise
-            await self.store.outbox_done(delivered)
+            if len(delivered) >= DRAIN_BATCH:
+                await self.store.outbox_done(sorted(delivered))
+                delivered.clear()
             if len(rows) < DRAIN_BATCH:
                 try:  # events wake us at once; the poll catches rows of a restarted daemon
-                    async with asyncio.timeout(0.5):
+                    async with asyncio.timeout(FORGET_AFTER_S):
                         await self._wake.wait()
                 except TimeoutError:
-                    continue
+                    await self.store.outbox_done(sorted(delivered))
+                    delivered.clear()
 
     async def _deliver(self, client: aiomqtt.Client, row: OutboxRow) -> None:
         if row.stream == "alert":

@@ -121,7 +121,8 @@ class Scheduler:
 
     async def dispatch(self) -> int:
         """Lease a job for every free device that has matching work; returns how many."""
-        if not self._accepting:
+        available = self.pool.available()
+        if not self._accepting or not available:
             return 0
         lanes = await self.store.lanes()
         limit = asyncio.Semaphore(DISPATCH_CONCURRENCY)
@@ -133,7 +134,7 @@ class Scheduler:
             async with limit:
                 return await self._claim_for(device, keys)
 
-        claimed = await asyncio.gather(*(offer(d) for d in self.pool.available()))
+        claimed = await asyncio.gather(*(offer(d) for d in available))
         return sum(claimed)
 
     async def _claim_for(self, device: Device, keys: list[str]) -> bool:

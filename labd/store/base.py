@@ -80,34 +80,43 @@ class StoreBase:
     dialect: str
     host: str
     known_lanes: set[str]  # lanes this process has committed (lanes are never deleted)
-    sqlite_writer: SqliteWriter | None
+    sqlite_thread: SqliteThread | None
 
     async def write(self, work: Callable[[sa.Connection], T]) -> T:
         """Run `work` in one write transaction. On SQLite the whole transaction is one hop to
-        a writer thread (through aiosqlite every statement costs several); elsewhere it runs
-        on the async engine."""
-        if self.sqlite_writer is not None:
-            return await self.sqlite_writer.run(work)
+        labd's SQLite thread (through aiosqlite every statement costs several); elsewhere it
+        runs on the async engine."""
+        if self.sqlite_thread is not None:
+            return await self.sqlite_thread.run(work, write=True)
         async with self.engine.begin() as conn:
             return await conn.run_sync(work)
 
+    async def read(self, work: Callable[[sa.Connection], T]) -> T:
+        """Run `work` in one read-only transaction, in one hop like `write`."""
+        if self.sqlite_thread is not None:
+            return await self.sqlite_thread.run(work, write=False)
+        async with self.reader.connect() as conn:
+            return await conn.run_sync(work)
 
-class SqliteWriter:
-    """One thread with one synchronous connection that runs whole transactions: the hot
-    writes (a submission, a drained outbox batch) are serialised here without sleeping in
-    SQLite's busy handler for each other."""
 
-    def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="labd-sqlite-writer")
+class SqliteThread:
+    """One thread with a synchronous writing and a reading connection that runs whole
+    transactions for the hot paths (a submission, the outbox drain). Writes are serialised
+    here without sleeping in SQLite's busy handler for each other."""
 
-    async def run(self, work: Callable[[sa.Connection], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, self._run, work)
+    def __init__(self, writer: sa.Engine, reader: sa.Engine) -> None:
+        self.writer, self.reader = writer, reader
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="labd-sqlite")
 
-    def _run(self, work: Callable[[sa.Connection], T]) -> T:
-        with self.engine.begin() as conn:
+    async def run(self, work: Callable[[sa.Connection], T], write: bool) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, self._run, work, write)
+
+    def _run(self, work: Callable[[sa.Connection], T], write: bool) -> T:
+        with (self.writer if write else self.reader).begin() as conn:
             return work(conn)
 
     def close(self) -> None:
         self._thread.shutdown(wait=True)
-        self.engine.dispose()
+        self.writer.dispose()
+        self.reader.dispose()

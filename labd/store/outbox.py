@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,11 +87,16 @@ async def append(
     )
 
 
-async def pending(conn: AsyncConnection, host: str, limit: int) -> list[OutboxRow]:
-    rows = await conn.execute(
+def pending(
+    conn: sa.Connection, host: str, limit: int, skip: Collection[int] = ()
+) -> list[OutboxRow]:
+    query = (
         sa.select(outbox.c.id, outbox.c.stream, outbox.c.key, outbox.c.seq, outbox.c.body)
         .where(outbox.c.host == host)
         .order_by(outbox.c.id)
         .limit(limit)
     )
+    if skip:
+        query = query.where(outbox.c.id.not_in(list(skip)))
+    rows = conn.execute(query)
     return [OutboxRow(r.id, r.stream, r.key, r.seq, r.body) for r in rows]

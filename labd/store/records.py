@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -27,10 +27,9 @@ class Records(StoreBase):
 
     # Outbox ---------------------------------------------------------------------------------
 
-    async def outbox_pending(self, limit: int = 100) -> list[OutboxRow]:
-        """This host's undelivered messages, oldest first."""
-        async with self.reader.connect() as conn:
-            return await outbox_mod.pending(conn, self.host, limit)
+    async def outbox_pending(self, limit: int = 100, skip: Collection[int] = ()) -> list[OutboxRow]:
+        """This host's undelivered messages, oldest first, but for the ids in `skip`."""
+        return await self.read(lambda conn: outbox_mod.pending(conn, self.host, limit, skip))
 
     async def outbox_done(self, ids: Sequence[int]) -> None:
         """Forget delivered messages."""

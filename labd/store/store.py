@@ -16,7 +16,7 @@ import structlog
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from labd.store.base import SqliteWriter, StoreError
+from labd.store.base import SqliteThread, StoreError
 from labd.store.leases import Leases
 from labd.store.migrations import migrate
 from labd.store.records import Records
@@ -36,11 +36,11 @@ class Store(Leases, Records):
         engine: AsyncEngine,
         host: str = "",
         reader: AsyncEngine | None = None,
-        sqlite_writer: SqliteWriter | None = None,
+        sqlite_thread: SqliteThread | None = None,
     ) -> None:
         self.engine = engine  # transactions that write
         self.reader = reader or engine  # reads
-        self.sqlite_writer = sqlite_writer  # the hot writes on SQLite (see StoreBase.write)
+        self.sqlite_thread = sqlite_thread  # SQLite's hot paths (see StoreBase.write)
         self.dialect = engine.dialect.name
         self.host = host  # who delivers the outbox rows this store writes
         self.known_lanes: set[str] = set()
@@ -56,11 +56,11 @@ class Store(Leases, Records):
             # longer when every read took it too).
             reader = create_async_engine(url, connect_args={"timeout": 30})
             _configure_sqlite(reader.sync_engine, writes=False)
-            sync = sa.create_engine(
-                engine.url.set(drivername="sqlite"), connect_args={"timeout": 30}
-            )
-            _configure_sqlite(sync, writes=True)
-            store = cls(engine, host, reader, SqliteWriter(sync))
+            sync_url = engine.url.set(drivername="sqlite")
+            sync = [sa.create_engine(sync_url, connect_args={"timeout": 30}) for _ in range(2)]
+            _configure_sqlite(sync[0], writes=True)
+            _configure_sqlite(sync[1], writes=False)
+            store = cls(engine, host, reader, SqliteThread(*sync))
         else:
             engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
             store = cls(engine, host)
@@ -78,8 +78,8 @@ class Store(Leases, Records):
         await self.engine.dispose()
         if self.reader is not self.engine:
             await self.reader.dispose()
-        if self.sqlite_writer is not None:
-            await asyncio.to_thread(self.sqlite_writer.close)
+        if self.sqlite_thread is not None:
+            await asyncio.to_thread(self.sqlite_thread.close)
 
     async def ping(self) -> str | None:
         """None when the database answers, else why not (for /readyz)."""
