@@ -4,7 +4,8 @@ Starts a private Mosquitto on a free port and a real `labd run` against it (SQLi
 measures, in one run:
 - the broker's publish -> receive round trip (QoS 1, one client, sequential);
 - submit -> accepted: an MQTT 5 submission until its answer on the response topic;
-- events per second drained from the outbox: N queued events delivered after a restart.
+- events per second drained from the outbox: N queued events delivered after a restart;
+- the share of a submission no broker can remove: the store's transaction alone, and fdatasync.
 
 Run: python benchmarks/mqtt_bench.py [--submits 300] [--events 5000]
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -29,10 +31,19 @@ import numpy as np
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from labd.model import TestSpec
 from labd.store import Store
 from labd.store.tables import outbox
 
 PREFIX = "labd/v1/bench"
+SPEC = {
+    "suite": "bench",
+    "test": "true",
+    "scenario": "command",
+    "iterations": 1,
+    "warmup": 0,
+    "params": {"command": ["true"]},
+}
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]  # as labd's own client does
 
 
@@ -99,14 +110,6 @@ def api(port: int, method: str, path: str) -> Any:
 
 
 async def submit_latency(port: int, count: int, tag: str) -> list[float]:
-    spec = {
-        "suite": "bench",
-        "test": "true",
-        "scenario": "command",
-        "iterations": 1,
-        "warmup": 0,
-        "params": {"command": ["true"]},
-    }
     samples = []
     async with aiomqtt.Client(
         "127.0.0.1", port, protocol=aiomqtt.ProtocolVersion.V5, socket_options=NODELAY
@@ -116,7 +119,7 @@ async def submit_latency(port: int, count: int, tag: str) -> list[float]:
             props = Properties(PacketTypes.PUBLISH)
             props.ResponseTopic = "bench/answers"
             props.CorrelationData = str(n).encode()
-            body = json.dumps({"id": f"{tag}-{n}", "sender": "bench", "spec": spec})
+            body = json.dumps({"id": f"{tag}-{n}", "sender": "bench", "spec": SPEC})
             start = time.perf_counter()
             await c.publish(f"{PREFIX}/jobs/submit", body, qos=1, properties=props)
             async for message in c.messages:
@@ -124,6 +127,30 @@ async def submit_latency(port: int, count: int, tag: str) -> list[float]:
                 break
             samples.append((time.perf_counter() - start) * 1000)
     return samples
+
+
+async def store_share(work: Path, count: int) -> tuple[list[float], list[float]]:
+    """What persisting costs on this disk: the store's submit transaction alone (SQLite,
+    synchronous=FULL), and one fdatasync of a small write."""
+    store = await Store.open(f"sqlite+aiosqlite:///{work / 'share.db'}", host="bench")
+    spec = TestSpec.model_validate(SPEC)
+    commits = []
+    for n in range(count):
+        start = time.perf_counter()
+        await store.submit_job(f"share-{n}", spec, "bench")
+        commits.append((time.perf_counter() - start) * 1000)
+    await store.close()
+    syncs = []
+    fd = os.open(work / "fsync", os.O_WRONLY | os.O_CREAT)
+    try:
+        for _ in range(count):
+            os.write(fd, b"x" * 4096)
+            start = time.perf_counter()
+            os.fdatasync(fd)
+            syncs.append((time.perf_counter() - start) * 1000)
+    finally:
+        os.close(fd)
+    return commits, syncs
 
 
 async def queue_events(db: str, count: int) -> None:
@@ -218,6 +245,7 @@ async def main() -> None:
                 daemon.send_signal(signal.SIGTERM)
                 daemon.wait(60)
             rate = await drain_rate(port, config, log, str(work / "labd.db"), args.events)
+            commits, syncs = await store_share(work, args.submits)
         finally:
             broker.terminate()
     (raw50, raw99) = percentiles(raw)
@@ -227,6 +255,12 @@ async def main() -> None:
         p50, p99 = percentiles(samples)
         label = f"submit -> accepted, {name}"
         print(f"{label:<40} {p50:>8.2f} {p99:>8.2f} {p99 / raw99:>11.1f}x")
+    for name, samples in (
+        ("  of which the store's transaction", commits),
+        ("  of which fdatasync", syncs),
+    ):
+        p50, p99 = percentiles(samples)
+        print(f"{name:<40} {p50:>8.2f} {p99:>8.2f} {p99 / raw99:>11.1f}x")
     print(f"outbox drained: {rate:.0f} events/s ({args.events} events after a restart)")
     print(f"({args.submits} samples each; SQLite store, synchronous=FULL; target p99 <= 3x RT)")
 
