@@ -256,8 +256,8 @@ async def main() -> None:
         label = f"submit -> accepted, {name}"
         print(f"{label:<40} {p50:>8.2f} {p99:>8.2f} {p99 / raw99:>11.1f}x")
     for name, samples in (
-        ("  of which the store's transaction", commits),
-        ("  of which fdatasync", syncs),
+        ("store's submit transaction alone", commits),
+        ("fdatasync alone (same disk)", syncs),
     ):
         p50, p99 = percentiles(samples)
         print(f"{name:<40} {p50:>8.2f} {p99:>8.2f} {p99 / raw99:>11.1f}x")
