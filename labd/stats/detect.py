@@ -9,7 +9,8 @@ the change began (`index`) and when the method could first tell (`raised_at`):
   allowed to move the level or widen later intervals (the seed's Figure 5b).
 - `cusum`: a two-sided CUSUM of robustly standardised values, each clipped so that one outlier
   cannot raise an alert alone; it accumulates small sustained shifts and slow creeps that a
-  one-value test never sees. The change is dated where the sum last left zero.
+  one-value test never sees. The change is dated where the sum last left zero. An alarm on
+  a series whose values wander (strong autocorrelation before the change) is not reported.
 - `ets+cusum` (the default, chosen by measurement): both, a CUSUM alert near an ETS alert
   counting as the same change.
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
@@ -33,6 +34,7 @@ METHODS = ("ets+cusum", "ets", "cusum", "talos")
 DEFAULT_METHOD = "ets+cusum"  # chosen by benchmarks/stats/detection_bench.py
 MAD_TO_SD = 1.4826
 TREND_P, TREND_WINDOW = 0.05, 20  # chosen by the detection benchmark (15/30, 0.01 did worse)
+MEMORY_SPAN, MEMORY_RHO = 30, 0.5  # chosen by the detection benchmark (see the README)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,22 @@ def _settled(x: Sequence[float], start: int, direction: str) -> int:
             return p
         p += 2
     return p
+
+
+def _wanders(x: Sequence[float], start: int, index: int) -> bool:
+    """Whether the segment before the change, x[start:index], has a memory of its own:
+    lag-1 autocorrelation above MEMORY_RHO once a straight line is taken out (so an
+    unfinished creep does not count). The CUSUM assumes independent noise around a level;
+    on a series that wanders (a random walk, a season) it alarms on the wandering."""
+    before = np.asarray(x[max(start, index - MEMORY_SPAN) : index], dtype=float)
+    if before.size < 8:
+        return False
+    k = np.arange(before.size)
+    residual = before - np.polyval(np.polyfit(k, before, 1), k)
+    energy = float((residual * residual).sum())
+    if energy == 0:
+        return False
+    return float((residual[1:] * residual[:-1]).sum()) / energy > MEMORY_RHO
 
 
 def describe_change(
@@ -147,7 +165,7 @@ def detect_cusum(
             if up > threshold or down > threshold:
                 index = up_from if up > threshold else down_from
                 alert = describe_change(x, start, index, t + 1, t, "cusum")
-                if abs(alert.magnitude) >= min_change:
+                if abs(alert.magnitude) >= min_change and not _wanders(x, start, index):
                     alerts.append(alert)
                 # Start afresh after the alarm: a segment that began at an early-dated
                 # change would hold old values and alarm again for the same change.

@@ -71,6 +71,18 @@ def test_a_slow_creep_is_found_by_the_change_point_method() -> None:
     assert [a.index for a in detect(x)] == [a.index for a in creep]
 
 
+def test_a_wandering_series_raises_few_cusum_alarms(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    walks = [100 + np.cumsum(rng.normal(0, 0.5, 300)) for _ in range(20)]
+    reported = sum(len(detect(w, "cusum")) for w in walks)
+    monkeypatch.setattr("labd.stats.detect.MEMORY_RHO", 1.0)  # every alarm reported
+    raised = sum(len(detect(w, "cusum")) for w in walks)
+    assert reported <= 0.7 * raised  # a random walk moves its mean without any change
+    step = history(4, n=200)
+    step[100:] *= 1.03
+    assert [a.index for a in detect(step, "cusum")] == [100]  # independent noise: unaffected
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_pure_noise_rarely_raises_anything(method: str) -> None:
     alerts = sum(len(detect(history(seed + 10, n=300), method)) for seed in range(10))
