@@ -241,6 +241,8 @@ async def main() -> None:
                 for device in devices:  # a busy lab: jobs run back to back meanwhile
                     api(http, "POST", f"/devices/{device['id']}/enable")
                 busy = await submit_latency(port, args.submits, "busy")
+                for device in devices:  # the drain below is measured with no job running
+                    api(http, "POST", f"/devices/{device['id']}/maintenance")
             finally:
                 daemon.send_signal(signal.SIGTERM)
                 daemon.wait(60)

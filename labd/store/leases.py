@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from labd.model import (
     Job,
@@ -33,57 +32,54 @@ class Leases(JobQueue):
         """Lease the best queued job of the given lanes for device_id, or None if none waits."""
         now = time.time()
         token = uuid.uuid4().hex
-        async with self.engine.begin() as conn:
-            best = await self._peek(conn, lane_keys, now)
+
+        def claim(conn: sa.Connection) -> Any:
+            best = self._peek(conn, lane_keys, now)
             if best is None:
                 return None
-            row = (
-                await conn.execute(
-                    jobs.update()
-                    .where(jobs.c.seq == best, jobs.c.state == JobState.QUEUED.value)
-                    .values(
-                        state=JobState.LEASED.value,
-                        device_id=device_id,
-                        lease_owner=owner,
-                        lease_token=token,
-                        lease_expires=now + ttl,
-                        attempts=jobs.c.attempts + 1,
-                    )
-                    .returning(*jobs.c)
+            row = conn.execute(
+                jobs.update()
+                .where(jobs.c.seq == best, jobs.c.state == JobState.QUEUED.value)
+                .values(
+                    state=JobState.LEASED.value,
+                    device_id=device_id,
+                    lease_owner=owner,
+                    lease_token=token,
+                    lease_expires=now + ttl,
+                    attempts=jobs.c.attempts + 1,
                 )
+                .returning(*jobs.c)
             ).first()
-            if row is None:
-                return None
-            await append_job_event(
-                conn,
-                self.host,
-                row.id,
-                "leased",
-                "leased",
-                {"device_id": device_id, "host": owner, "attempt": row.attempts},
-            )
-        return Lease(row_to_job(row), token)
+            if row is not None:
+                append_job_event(
+                    conn,
+                    self.host,
+                    row.id,
+                    "leased",
+                    "leased",
+                    {"device_id": device_id, "host": owner, "attempt": row.attempts},
+                )
+            return row
 
-    async def _peek(
-        self, conn: AsyncConnection, lane_keys: Sequence[str], now: float
-    ) -> int | None:
+        row = await self.write(claim)
+        return Lease(row_to_job(row), token) if row is not None else None
+
+    def _peek(self, conn: sa.Connection, lane_keys: Sequence[str], now: float) -> int | None:
         # The head of each lane is the first entry of ix_jobs_dispatch: one index seek per
         # lane, so the cost stays flat however long the queue grows. Heads another host is
         # claiming right now are skipped, not waited for; they stay locked until we commit.
         heads = []
         for key in lane_keys:
-            row = (
-                await conn.execute(
-                    sa.select(jobs.c.seq, jobs.c.priority, jobs.c.fair_rank)
-                    .where(
-                        jobs.c.state == JobState.QUEUED.value,
-                        jobs.c.lane == key,
-                        jobs.c.not_before <= now,
-                    )
-                    .order_by(jobs.c.priority.desc(), jobs.c.fair_rank, jobs.c.seq)
-                    .limit(1)
-                    .with_for_update(skip_locked=True)
+            row = conn.execute(
+                sa.select(jobs.c.seq, jobs.c.priority, jobs.c.fair_rank)
+                .where(
+                    jobs.c.state == JobState.QUEUED.value,
+                    jobs.c.lane == key,
+                    jobs.c.not_before <= now,
                 )
+                .order_by(jobs.c.priority.desc(), jobs.c.fair_rank, jobs.c.seq)
+                .limit(1)
+                .with_for_update(skip_locked=True)
             ).first()
             if row is not None:
                 heads.append((-row.priority, row.fair_rank, row.seq))
@@ -91,15 +87,14 @@ class Leases(JobQueue):
 
     async def heartbeat(self, job_id: str, token: str, ttl: float) -> tuple[bool, bool]:
         """Extend a lease. Returns (still_held, cancel_requested)."""
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                jobs.update()
-                .where(jobs.c.id == job_id, jobs.c.lease_token == token)
-                .where(jobs.c.state.in_(ACTIVE_STATES))
-                .values(lease_expires=time.time() + ttl)
-                .returning(jobs.c.cancel_requested)
-            )
-            row = result.first()
+        update = (
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.lease_token == token)
+            .where(jobs.c.state.in_(ACTIVE_STATES))
+            .values(lease_expires=time.time() + ttl)
+            .returning(jobs.c.cancel_requested)
+        )
+        row = await self.write(lambda conn: conn.execute(update).first())
         return (row is not None, bool(row.cancel_requested) if row else False)
 
     async def mark_running(self, job_id: str, token: str) -> bool:
@@ -154,25 +149,25 @@ class Leases(JobQueue):
         # Only moves the state machine allows, from states the caller's lease can be in.
         from_states = from_states or [s for s in ACTIVE_STATES if can_move(JobState(s), state)]
         assert all(can_move(JobState(old), state) for old in from_states), (from_states, state)
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                jobs.update()
-                .where(
-                    jobs.c.id == job_id,
-                    jobs.c.lease_token == token,
-                    jobs.c.state.in_(from_states),
-                )
-                .values(state=state.value, **values)
-            )
-            if result.rowcount != 1:
+        update = (
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.state.in_(from_states))
+            .values(state=state.value, **values)
+        )
+
+        def move(conn: sa.Connection) -> bool:
+            if conn.execute(update).rowcount != 1:
                 return False
-            await append_job_event(conn, self.host, job_id, event[0], state.value, event[1])
-        return True
+            append_job_event(conn, self.host, job_id, event[0], state.value, event[1])
+            return True
+
+        return await self.write(move)
 
     async def request_cancel(self, job_id: str) -> Job | None:
         """Cancel a queued job at once; flag an active one for its runner. None if unknown."""
-        async with self.engine.begin() as conn:
-            cancelled = await conn.execute(
+
+        def cancel(conn: sa.Connection) -> None:
+            cancelled = conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.state == JobState.QUEUED.value)
                 .values(
@@ -182,7 +177,7 @@ class Leases(JobQueue):
                     cancel_requested=True,
                 )
             )
-            flagged = await conn.execute(
+            flagged = conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.state.in_(ACTIVE_STATES))
                 .where(jobs.c.cancel_requested.is_(False))
@@ -191,9 +186,11 @@ class Leases(JobQueue):
             )
             if cancelled.rowcount == 1:
                 error = {"error": "cancelled while queued"}
-                await append_job_event(conn, self.host, job_id, "finished", "cancelled", error)
+                append_job_event(conn, self.host, job_id, "finished", "cancelled", error)
             elif (state := flagged.scalar()) is not None:
-                await append_job_event(conn, self.host, job_id, "cancel_requested", state, {})
+                append_job_event(conn, self.host, job_id, "cancel_requested", state, {})
+
+        await self.write(cancel)
         return await self.get_job(job_id)
 
     async def expire_leases(self, now: float | None = None, owner: str = "") -> list[Job]:
@@ -206,9 +203,9 @@ class Leases(JobQueue):
             query = query.where(jobs.c.lease_owner == owner)
         else:
             query = query.where(jobs.c.lease_expires < now)
-        async with self.engine.begin() as conn:
-            rows = (await conn.execute(query.with_for_update(skip_locked=True))).all()
-            for row in rows:
+
+        def expire(conn: sa.Connection) -> None:
+            for row in conn.execute(query.with_for_update(skip_locked=True)).all():
                 held_by = f"lease held by {row.lease_owner} expired"
                 if row.cancel_requested:
                     values = {"state": "cancelled", "error": f"{held_by}; cancelled"}
@@ -220,7 +217,7 @@ class Leases(JobQueue):
                 else:
                     values = {"state": "queued", "error": f"{held_by}; requeued"}
                 finished = now if values["state"] != "queued" else None
-                await conn.execute(
+                conn.execute(
                     jobs.update()
                     .where(jobs.c.seq == row.seq)
                     .values(
@@ -233,6 +230,8 @@ class Leases(JobQueue):
                 )
                 kind = "requeued" if values["state"] == "queued" else "finished"
                 detail = {"reason" if kind == "requeued" else "error": values["error"]}
-                await append_job_event(conn, self.host, row.id, kind, values["state"], detail)
+                append_job_event(conn, self.host, row.id, kind, values["state"], detail)
                 moved.append(row.id)
+
+        await self.write(expire)
         return [job for job_id in moved if (job := await self.get_job(job_id))]

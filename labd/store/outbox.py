@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from labd.store.tables import jobs, outbox
 
@@ -55,27 +54,27 @@ def job_event_row(host: str, body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def append_job_event(
-    conn: AsyncConnection, host: str, job_id: str, kind: str, state: str, data: dict[str, Any]
+# An UPDATE built once with bind parameters: building an expression costs more than running it.
+NEXT_EVENT_SEQ = (
+    jobs.update()
+    .where(jobs.c.id == sa.bindparam("job_id"))
+    .values(event_seq=jobs.c.event_seq + 1)
+    .returning(jobs.c.event_seq)
+)
+
+
+def append_job_event(
+    conn: sa.Connection, host: str, job_id: str, kind: str, state: str, data: dict[str, Any]
 ) -> None:
     """Number the job's next event and queue it, in the caller's transaction."""
-    seq = (
-        await conn.execute(
-            jobs.update()
-            .where(jobs.c.id == job_id)
-            .values(event_seq=jobs.c.event_seq + 1)
-            .returning(jobs.c.event_seq)
-        )
-    ).scalar_one()
+    seq = conn.execute(NEXT_EVENT_SEQ, {"job_id": job_id}).scalar_one()
     body = job_event(host, job_id, seq, kind, state, data)
-    await conn.execute(outbox.insert(), job_event_row(host, body))
+    conn.execute(outbox.insert(), job_event_row(host, body))
 
 
-async def append(
-    conn: AsyncConnection, host: str, stream: str, key: str, body: dict[str, Any]
-) -> None:
+def append(conn: sa.Connection, host: str, stream: str, key: str, body: dict[str, Any]) -> None:
     """Queue a message outside a job's event sequence (a result, an alert, an error)."""
-    await conn.execute(
+    conn.execute(
         outbox.insert().values(
             host=host,
             stream=stream,

@@ -38,8 +38,7 @@ class Records(StoreBase):
             await self.write(lambda conn: conn.execute(delete))
 
     async def outbox_append(self, stream: str, key: str, body: dict[str, Any]) -> None:
-        async with self.engine.begin() as conn:
-            await outbox_mod.append(conn, self.host, stream, key, body)
+        await self.write(lambda conn: outbox_mod.append(conn, self.host, stream, key, body))
 
     async def outbox_depth(self) -> int:
         async with self.reader.connect() as conn:
@@ -49,19 +48,21 @@ class Records(StoreBase):
     # Iterations -----------------------------------------------------------------------------
 
     async def add_iteration(self, iteration: Iteration) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                iterations.insert().values(
-                    job_id=iteration.job_id,
-                    attempt=iteration.attempt,
-                    idx=iteration.index,
-                    record=iteration.model_dump(mode="json"),
-                )
-            )
-            data = iteration.model_dump(
-                mode="json", include={"attempt", "index", "warmup", "values", "error", "device_id"}
-            )
-            await append_job_event(conn, self.host, iteration.job_id, "iteration", "running", data)
+        row = {
+            "job_id": iteration.job_id,
+            "attempt": iteration.attempt,
+            "idx": iteration.index,
+            "record": iteration.model_dump(mode="json"),
+        }
+        data = iteration.model_dump(
+            mode="json", include={"attempt", "index", "warmup", "values", "error", "device_id"}
+        )
+
+        def add(conn: sa.Connection) -> None:
+            conn.execute(iterations.insert(), row)
+            append_job_event(conn, self.host, iteration.job_id, "iteration", "running", data)
+
+        await self.write(add)
 
     async def iterations(self, job_id: str, attempt: int | None = None) -> list[Iteration]:
         """Raw iterations of a job (one attempt, or every attempt), in order."""
@@ -76,37 +77,42 @@ class Records(StoreBase):
 
     async def upsert_device(self, device: Device) -> Device:
         """Record a device as seen now; the stored admin state wins over the given one."""
-        async with self.engine.begin() as conn:
-            admin = await conn.scalar(sa.select(devices.c.admin).where(devices.c.id == device.id))
+
+        def upsert(conn: sa.Connection) -> Device:
+            seen = device
+            admin = conn.scalar(sa.select(devices.c.admin).where(devices.c.id == seen.id))
             if admin is not None:
-                device = device.model_copy(update={"admin": AdminState(admin)})
+                seen = seen.model_copy(update={"admin": AdminState(admin)})
             values = {
-                "host": device.host,
-                "record": device.model_dump(mode="json"),
-                "state": device.state.value,
-                "admin": device.admin.value,
+                "host": seen.host,
+                "record": seen.model_dump(mode="json"),
+                "state": seen.state.value,
+                "admin": seen.admin.value,
                 "updated_at": time.time(),
             }
             if admin is None:
-                await conn.execute(devices.insert().values(id=device.id, **values))
+                conn.execute(devices.insert().values(id=seen.id, **values))
             else:
-                await conn.execute(
-                    devices.update().where(devices.c.id == device.id).values(**values)
-                )
-        return device
+                conn.execute(devices.update().where(devices.c.id == seen.id).values(**values))
+            return seen
+
+        return await self.write(upsert)
 
     async def set_admin(self, device_id: str, admin: AdminState) -> Device | None:
-        async with self.engine.begin() as conn:
-            record = await conn.scalar(sa.select(devices.c.record).where(devices.c.id == device_id))
+
+        def set_admin(conn: sa.Connection) -> Device | None:
+            record = conn.scalar(sa.select(devices.c.record).where(devices.c.id == device_id))
             if record is None:
                 return None
             device = Device.model_validate(record).model_copy(update={"admin": admin})
-            await conn.execute(
+            conn.execute(
                 devices.update()
                 .where(devices.c.id == device_id)
                 .values(admin=admin.value, record=device.model_dump(mode="json"))
             )
-        return device
+            return device
+
+        return await self.write(set_admin)
 
     async def list_devices(self, host: str | None = None) -> list[Device]:
         query = sa.select(devices.c.record).order_by(devices.c.id)
