@@ -84,8 +84,8 @@ class StoreBase:
 
     async def write(self, work: Callable[[sa.Connection], T]) -> T:
         """Run `work` in one write transaction. On SQLite the whole transaction is one hop to
-        labd's SQLite thread (through aiosqlite every statement costs several); elsewhere it
-        runs on the async engine."""
+        labd's SQLite writer thread (through aiosqlite every statement costs three or four);
+        elsewhere it runs on the async engine."""
         if self.sqlite_thread is not None:
             return await self.sqlite_thread.run(work, write=True)
         async with self.engine.begin() as conn:
@@ -100,23 +100,29 @@ class StoreBase:
 
 
 class SqliteThread:
-    """One thread with a synchronous writing and a reading connection that runs whole
-    transactions for the hot paths (a submission, the outbox drain). Writes are serialised
-    here without sleeping in SQLite's busy handler for each other."""
+    """Whole transactions for SQLite, each in one hop from the event loop: writes on one
+    thread with one synchronous connection, so labd's writers queue here rather than sleep in
+    SQLite's busy handler for each other; reads on another, so they never queue behind a
+    write's fsync."""
 
     def __init__(self, writer: sa.Engine, reader: sa.Engine) -> None:
         self.writer, self.reader = writer, reader
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="labd-sqlite")
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix="labd-sqlite-write")
+        self._reads = ThreadPoolExecutor(1, thread_name_prefix="labd-sqlite-read")
 
     async def run(self, work: Callable[[sa.Connection], T], write: bool) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, self._run, work, write)
-
-    def _run(self, work: Callable[[sa.Connection], T], write: bool) -> T:
-        with (self.writer if write else self.reader).begin() as conn:
-            return work(conn)
+        if write:
+            return await loop.run_in_executor(self._writes, _in_transaction, self.writer, work)
+        return await loop.run_in_executor(self._reads, _in_transaction, self.reader, work)
 
     def close(self) -> None:
-        self._thread.shutdown(wait=True)
+        self._writes.shutdown(wait=True)
+        self._reads.shutdown(wait=True)
         self.writer.dispose()
         self.reader.dispose()
+
+
+def _in_transaction(engine: sa.Engine, work: Callable[[sa.Connection], T]) -> T:
+    with engine.begin() as conn:
+        return work(conn)
