@@ -114,6 +114,9 @@ async def fill(store: Store, start: int, stop: int) -> None:
     for at in range(0, len(rows), 5000):  # itertools.batched needs Python 3.12
         async with store.engine.begin() as conn:
             await conn.execute(jobs.insert(), rows[at : at + 5000])
+    if store.dialect == "postgresql":  # as autovacuum would soon after a bulk load
+        async with store.engine.begin() as conn:
+            await conn.execute(sa.text("ANALYZE jobs"))
     async with store.engine.begin() as conn:  # register the lanes as a submit would
         known = set((await conn.execute(sa.select(lanes_table.c.key))).scalars())
         for selector in lanes:
