@@ -9,8 +9,10 @@ the change began (`index`) and when the method could first tell (`raised_at`):
   allowed to move the level or widen later intervals (the seed's Figure 5b).
 - `cusum`: a two-sided CUSUM of robustly standardised values, each clipped so that one outlier
   cannot raise an alert alone; it accumulates small sustained shifts and slow creeps that a
-  one-value test never sees. The change is dated where the sum last left zero. An alarm on
-  a series whose values wander (strong autocorrelation before the change) is not reported.
+  one-value test never sees. The change is dated where the sum last left zero, or, where
+  the noise before it is independent and a ramp fits better than a step, where the ramp
+  began. An alarm on a series whose values wander (strong autocorrelation before the
+  change) is not reported.
 - `ets+cusum` (the default, chosen by measurement): both, a CUSUM alert near an ETS alert
   counting as the same change.
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
@@ -90,20 +92,43 @@ def _settled(x: Sequence[float], start: int, direction: str) -> int:
     return p
 
 
-def _wanders(x: Sequence[float], start: int, index: int) -> bool:
-    """Whether the segment before the change, x[start:index], has a memory of its own:
-    lag-1 autocorrelation above MEMORY_RHO once a straight line is taken out (so an
-    unfinished creep does not count). The CUSUM assumes independent noise around a level;
-    on a series that wanders (a random walk, a season) it alarms on the wandering."""
+def _memory(x: Sequence[float], start: int, index: int) -> float:
+    """The lag-1 autocorrelation of the segment before a change, x[start:index] (its last
+    MEMORY_SPAN builds), once a straight line is taken out so that an unfinished creep does
+    not count: about 0 for independent noise, high for a series that wanders."""
     before = np.asarray(x[max(start, index - MEMORY_SPAN) : index], dtype=float)
     if before.size < 8:
-        return False
+        return 0.0
     k = np.arange(before.size)
     residual = before - np.polyval(np.polyfit(k, before, 1), k)
     energy = float((residual * residual).sum())
     if energy == 0:
-        return False
-    return float((residual[1:] * residual[:-1]).sum()) / energy > MEMORY_RHO
+        return 0.0
+    return float((residual[1:] * residual[:-1]).sum()) / energy
+
+
+def _onset(x: Sequence[float], start: int, end: int, index: int) -> int:
+    """Where a change in x[start:end] began, when a ramp explains the values better than a
+    step: the bend of the best flat-then-straight line (least squares over every bend), else
+    `index`. A creep has no step; the sum that alarmed on it left zero long after it began."""
+    y = np.asarray(x[start:end], dtype=float)
+    m = y.size
+    if m < 8:
+        return index
+    splits = np.arange(3, m - 2)
+    # A step: the squared error of two means, for every split at once.
+    c1, c2 = np.cumsum(y), np.cumsum(y * y)
+    left = c2[splits - 1] - c1[splits - 1] ** 2 / splits
+    right = (c2[-1] - c2[splits - 1]) - (c1[-1] - c1[splits - 1]) ** 2 / (m - splits)
+    step_sse = left + right
+    # A bend: y = a + b * max(0, i - split), one regressor per split.
+    ramp = np.maximum(0, np.arange(m)[None, :] - splits[:, None]).astype(float)
+    ramp -= ramp.mean(axis=1, keepdims=True)
+    centred = y - y.mean()
+    sxy, sxx = ramp @ centred, (ramp * ramp).sum(axis=1)
+    bend_sse = centred @ centred - np.divide(sxy * sxy, sxx, out=np.zeros_like(sxx), where=sxx > 0)
+    best = int(np.argmin(bend_sse))
+    return start + int(splits[best]) if bend_sse[best] < step_sse.min() else index
 
 
 def describe_change(
@@ -164,8 +189,13 @@ def detect_cusum(
             down = max(0.0, down - z - drift)
             if up > threshold or down > threshold:
                 index = up_from if up > threshold else down_from
+                memory = _memory(x, start, index)
+                if memory <= 0:  # independent noise before it: a ramp's bend can be trusted
+                    index = _onset(x, start, t + 1, index)
                 alert = describe_change(x, start, index, t + 1, t, "cusum")
-                if abs(alert.magnitude) >= min_change and not _wanders(x, start, index):
+                # On a series that wanders (a random walk, a season) the CUSUM, which
+                # assumes independent noise around a level, alarms on the wandering.
+                if abs(alert.magnitude) >= min_change and memory <= MEMORY_RHO:
                     alerts.append(alert)
                 # Start afresh after the alarm: a segment that began at an early-dated
                 # change would hold old values and alarm again for the same change.

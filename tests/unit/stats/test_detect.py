@@ -67,7 +67,9 @@ def test_a_slow_creep_is_found_by_the_change_point_method() -> None:
     x[120:] *= 1.05
     assert detect(x, "ets") == []  # smoothing follows a creep: this is why CUSUM is there
     creep = detect(x, "cusum")
-    assert creep and all(80 <= a.index <= 125 and a.direction == "up" for a in creep)
+    # Dated where the ramp began (within the first ramp values, buried in noise), not where
+    # the sum finally left zero.
+    assert creep and all(abs(a.index - 80) <= 3 and a.direction == "up" for a in creep)
     assert [a.index for a in detect(x)] == [a.index for a in creep]
 
 
