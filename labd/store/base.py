@@ -75,8 +75,7 @@ def row_to_job(row: Any) -> Job:
 class StoreBase:
     """The engine and the host whose outbox rows a store writes; the parts below use them."""
 
-    engine: AsyncEngine  # transactions that write
-    reader: AsyncEngine  # reads (SQLite: without the write lock)
+    engine: AsyncEngine
     dialect: str
     host: str
     known_lanes: set[str]  # lanes this process has committed (lanes are never deleted)
@@ -95,7 +94,7 @@ class StoreBase:
         """Run `work` in one read-only transaction, in one hop like `write`."""
         if self.sqlite_thread is not None:
             return await self.sqlite_thread.run(work, write=False)
-        async with self.reader.connect() as conn:
+        async with self.engine.connect() as conn:
             return await conn.run_sync(work)
 
 

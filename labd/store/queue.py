@@ -96,8 +96,8 @@ class JobQueue(StoreBase):
         return job, True
 
     async def get_job(self, job_id: str) -> Job | None:
-        async with self.reader.connect() as conn:
-            row = (await conn.execute(sa.select(jobs).where(jobs.c.id == job_id))).first()
+        query = sa.select(jobs).where(jobs.c.id == job_id)
+        row = await self.read(lambda conn: conn.execute(query).first())
         return row_to_job(row) if row else None
 
     async def list_jobs(
@@ -107,8 +107,7 @@ class JobQueue(StoreBase):
         if states:
             query = query.where(jobs.c.state.in_([s.value for s in states]))
         query = query.order_by(jobs.c.seq.desc() if newest_first else jobs.c.seq)
-        async with self.reader.connect() as conn:
-            return [row_to_job(row) for row in await conn.execute(query)]
+        return await self.read(lambda conn: [row_to_job(row) for row in conn.execute(query)])
 
     async def finished_jobs(self, suite: str, test: str, limit: int = 10_000) -> list[Job]:
         """The test's succeeded jobs, oldest first: the builds of its history."""
@@ -118,8 +117,8 @@ class JobQueue(StoreBase):
             .order_by(jobs.c.seq.desc())
             .limit(limit)
         )
-        async with self.reader.connect() as conn:
-            return [row_to_job(row) for row in reversed((await conn.execute(query)).all())]
+        rows = await self.read(lambda conn: conn.execute(query).all())
+        return [row_to_job(row) for row in reversed(rows)]
 
     async def queue_by_priority(self) -> list[tuple[int, int, float]]:
         """(priority, queued jobs, oldest submission time) per priority that has any."""
@@ -128,28 +127,26 @@ class JobQueue(StoreBase):
             .where(jobs.c.state == JobState.QUEUED.value)
             .group_by(jobs.c.priority)
         )
-        async with self.reader.connect() as conn:
-            return [(p, int(n), float(t)) for p, n, t in await conn.execute(query)]
+        rows = await self.read(lambda conn: conn.execute(query).all())
+        return [(p, int(n), float(t)) for p, n, t in rows]
 
     async def count_jobs(self) -> dict[str, int]:
         """Jobs per state."""
         query = sa.select(jobs.c.state, sa.func.count()).group_by(jobs.c.state)
-        async with self.reader.connect() as conn:
-            return {state: count for state, count in await conn.execute(query)}
+        rows = await self.read(lambda conn: conn.execute(query).all())
+        return {state: count for state, count in rows}
 
     async def lanes(self) -> dict[str, DeviceSelector]:
         """Every selector jobs were ever submitted with, by lane key."""
-        async with self.reader.connect() as conn:
-            rows = await conn.execute(sa.select(lanes.c.key, lanes.c.selector))
-            return {key: DeviceSelector.model_validate(sel) for key, sel in rows}
+        query = sa.select(lanes.c.key, lanes.c.selector)
+        rows = await self.read(lambda conn: conn.execute(query).all())
+        return {key: DeviceSelector.model_validate(sel) for key, sel in rows}
 
     async def active_job_on(self, device_id: str) -> str | None:
-        async with self.reader.connect() as conn:
-            return await conn.scalar(
-                sa.select(jobs.c.id).where(
-                    jobs.c.device_id == device_id, jobs.c.state.in_(ACTIVE_STATES)
-                )
-            )
+        query = sa.select(jobs.c.id).where(
+            jobs.c.device_id == device_id, jobs.c.state.in_(ACTIVE_STATES)
+        )
+        return await self.read(lambda conn: conn.scalar(query))
 
 
 def _fair_rank() -> sa.ColumnElement[int]:

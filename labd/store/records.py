@@ -41,9 +41,9 @@ class Records(StoreBase):
         await self.write(lambda conn: outbox_mod.append(conn, self.host, stream, key, body))
 
     async def outbox_depth(self) -> int:
-        async with self.reader.connect() as conn:
-            query = sa.select(sa.func.count()).where(outbox_table.c.host == self.host)
-            return int(await conn.scalar(query) or 0)
+        query = sa.select(sa.func.count()).where(outbox_table.c.host == self.host)
+        count: int | None = await self.read(lambda conn: conn.scalar(query))
+        return count or 0
 
     # Iterations -----------------------------------------------------------------------------
 
@@ -70,8 +70,8 @@ class Records(StoreBase):
         if attempt is not None:
             query = query.where(iterations.c.attempt == attempt)
         query = query.order_by(iterations.c.attempt, iterations.c.idx)
-        async with self.reader.connect() as conn:
-            return [Iteration.model_validate(r) for r in await conn.scalars(query)]
+        records = await self.read(lambda conn: conn.scalars(query).all())
+        return [Iteration.model_validate(r) for r in records]
 
     # Devices --------------------------------------------------------------------------------
 
@@ -118,10 +118,10 @@ class Records(StoreBase):
         query = sa.select(devices.c.record).order_by(devices.c.id)
         if host is not None:
             query = query.where(devices.c.host == host)
-        async with self.reader.connect() as conn:
-            return [Device.model_validate(r) for r in await conn.scalars(query)]
+        records = await self.read(lambda conn: conn.scalars(query).all())
+        return [Device.model_validate(r) for r in records]
 
     async def get_device(self, device_id: str) -> Device | None:
-        async with self.reader.connect() as conn:
-            record = await conn.scalar(sa.select(devices.c.record).where(devices.c.id == device_id))
+        query = sa.select(devices.c.record).where(devices.c.id == device_id)
+        record = await self.read(lambda conn: conn.scalar(query))
         return Device.model_validate(record) if record is not None else None

@@ -1,8 +1,9 @@
 """The store: jobs, devices and raw iterations, in SQLite or PostgreSQL through the same code.
 
-Every method is one short transaction. Claiming work uses `SELECT ... FOR UPDATE SKIP LOCKED`
-on PostgreSQL so several hosts can share one queue; on SQLite (one host) every transaction
-begins IMMEDIATE, which serialises writers without deadlocks.
+Every method is one short transaction, written as a function of a synchronous connection.
+PostgreSQL runs it on the async engine; claiming work uses `SELECT ... FOR UPDATE SKIP LOCKED`
+so several hosts can share one queue. SQLite (one host) runs it whole on a writer or a reader
+thread, one hop from the event loop; writes begin IMMEDIATE, reads DEFERRED.
 """
 
 from __future__ import annotations
@@ -35,12 +36,10 @@ class Store(Leases, Records):
         self,
         engine: AsyncEngine,
         host: str = "",
-        reader: AsyncEngine | None = None,
         sqlite_thread: SqliteThread | None = None,
     ) -> None:
-        self.engine = engine  # transactions that write
-        self.reader = reader or engine  # reads
-        self.sqlite_thread = sqlite_thread  # SQLite's hot paths (see StoreBase.write)
+        self.engine = engine
+        self.sqlite_thread = sqlite_thread  # SQLite's transactions (see StoreBase.write)
         self.dialect = engine.dialect.name
         self.host = host  # who delivers the outbox rows this store writes
         self.known_lanes: set[str] = set()
@@ -49,24 +48,22 @@ class Store(Leases, Records):
     async def open(cls, url: str, host: str = "") -> Store:
         """Connect, apply pending migrations, and return the store."""
         if url.startswith("sqlite"):
+            # labd's own transactions run on SqliteThread's synchronous connections; the async
+            # engine (no connection until used) is for tools and tests that want one.
             engine = create_async_engine(url, connect_args={"timeout": 30})
             _configure_sqlite(engine.sync_engine, writes=True)
-            # Reads begin DEFERRED on their own engine: in WAL mode they see the last commit
-            # without taking the write lock every writer queues for (a submit waited ~3x
-            # longer when every read took it too).
-            reader = create_async_engine(url, connect_args={"timeout": 30})
-            _configure_sqlite(reader.sync_engine, writes=False)
             sync_url = engine.url.set(drivername="sqlite")
             sync = [sa.create_engine(sync_url, connect_args={"timeout": 30}) for _ in range(2)]
             _configure_sqlite(sync[0], writes=True)
+            # Reads begin DEFERRED: in WAL mode they see the last commit without taking the
+            # write lock (a submit waited ~3x longer when every read took it too).
             _configure_sqlite(sync[1], writes=False)
-            store = cls(engine, host, reader, SqliteThread(*sync))
+            store = cls(engine, host, SqliteThread(*sync))
         else:
             engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
             store = cls(engine, host)
         try:
-            async with engine.begin() as conn:
-                applied = await conn.run_sync(migrate)
+            applied = await store.write(migrate)
         except Exception as e:
             await store.close()
             raise StoreError(f"cannot open the store at {_safe_url(engine)}: {e}") from e
@@ -76,16 +73,13 @@ class Store(Leases, Records):
 
     async def close(self) -> None:
         await self.engine.dispose()
-        if self.reader is not self.engine:
-            await self.reader.dispose()
         if self.sqlite_thread is not None:
             await asyncio.to_thread(self.sqlite_thread.close)
 
     async def ping(self) -> str | None:
         """None when the database answers, else why not (for /readyz)."""
         try:
-            async with self.reader.connect() as conn:
-                await conn.execute(sa.text("SELECT 1"))
+            await self.read(lambda conn: conn.execute(sa.text("SELECT 1")))
         except Exception as e:
             return f"database unreachable: {type(e).__name__}: {e}"
         return None
