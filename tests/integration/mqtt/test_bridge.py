@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,16 @@ async def test_submit_follow_and_result(
         assert ci.on("jobs/job-1/state")[-1]["state"] == "succeeded"
         devices = [b for t, b in ci.messages if t.startswith(f"{PREFIX}/devices/")]
         assert devices and devices[-1]["platform"] == "host"
+    # Delivered rows are forgotten once the outbox goes quiet: it does not grow for ever.
+    database = sqlite3.connect(tmp_path / "labd" / "labd.db")
+    try:
+        for _ in range(50):
+            if database.execute("SELECT count(*) FROM outbox").fetchone() == (0,):
+                break
+            await asyncio.sleep(0.1)
+        assert database.execute("SELECT count(*) FROM outbox").fetchone() == (0,)
+    finally:
+        database.close()
     assert daemon.stop() == 0
 
 
