@@ -223,6 +223,11 @@ class MqttBridge:
         # Until then they are skipped here; after a crash they go out again, which
         # at-least-once allows (consumers drop duplicates by event_id).
         delivered: set[int] = set()
+
+        async def forget() -> None:
+            await self.store.outbox_done(sorted(delivered))
+            delivered.clear()
+
         while True:
             self._wake.clear()
             rows = await self.store.outbox_pending(DRAIN_BATCH, skip=delivered)
@@ -234,18 +239,16 @@ class MqttBridge:
                 # Forget what did get through, then let the connection loop reconnect. Not on
                 # cancellation: a write then could leave SQLite's write lock held at shutdown,
                 # and a row delivered twice is allowed.
-                await self.store.outbox_done(sorted(delivered))
+                await forget()
                 raise
             if len(delivered) >= DRAIN_BATCH:
-                await self.store.outbox_done(sorted(delivered))
-                delivered.clear()
+                await forget()
             if len(rows) < DRAIN_BATCH:
                 try:  # events wake us at once; the poll catches rows of a restarted daemon
                     async with asyncio.timeout(FORGET_AFTER_S):
                         await self._wake.wait()
                 except TimeoutError:
-                    await self.store.outbox_done(sorted(delivered))
-                    delivered.clear()
+                    await forget()
 
     async def _deliver(self, client: aiomqtt.Client, row: OutboxRow) -> None:
         if row.stream == "alert":
