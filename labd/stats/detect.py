@@ -36,7 +36,7 @@ METHODS = ("ets+cusum", "ets", "cusum", "talos")
 DEFAULT_METHOD = "ets+cusum"  # chosen by benchmarks/stats/detection_bench.py
 MAD_TO_SD = 1.4826
 TREND_P, TREND_WINDOW = 0.05, 20  # chosen by the detection benchmark (15/30, 0.01 did worse)
-MEMORY_SPAN, MEMORY_RHO = 30, 0.5  # chosen by the detection benchmark (see the README)
+MEMORY_SPAN, MEMORY_RHO = 60, 0.5  # chosen by the detection benchmark (see the README)
 
 
 @dataclass(frozen=True)
@@ -92,19 +92,21 @@ def _settled(x: Sequence[float], start: int, direction: str) -> int:
     return p
 
 
-def _memory(x: Sequence[float], start: int, index: int) -> float:
-    """The lag-1 autocorrelation of the segment before a change, x[start:index] (its last
-    MEMORY_SPAN builds), once a straight line is taken out so that an unfinished creep does
-    not count: about 0 for independent noise, high for a series that wanders."""
-    before = np.asarray(x[max(start, index - MEMORY_SPAN) : index], dtype=float)
-    if before.size < 8:
-        return 0.0
-    k = np.arange(before.size)
-    residual = before - np.polyval(np.polyfit(k, before, 1), k)
-    energy = float((residual * residual).sum())
-    if energy == 0:
-        return 0.0
-    return float((residual[1:] * residual[:-1]).sum()) / energy
+def _memory(x: Sequence[float], segments: list[tuple[int, int]], index: int) -> float:
+    """The lag-1 autocorrelation of the noise before a change at `index`: the residuals of a
+    straight line fitted to each segment between changes (so that neither an earlier change
+    nor an unfinished creep counts), pooled over the last MEMORY_SPAN builds. About 0 for
+    independent noise, high for a series that wanders or follows a season."""
+    lag = energy = 0.0
+    for start, end in segments:
+        segment = np.asarray(x[max(start, index - MEMORY_SPAN) : end], dtype=float)
+        if end <= index - MEMORY_SPAN or segment.size < 8:
+            continue
+        k = np.arange(segment.size)
+        residual = segment - np.polyval(np.polyfit(k, segment, 1), k)
+        lag += float((residual[1:] * residual[:-1]).sum())
+        energy += float((residual * residual).sum())
+    return lag / energy if energy > 0 else 0.0
 
 
 def _onset(x: Sequence[float], start: int, end: int, index: int) -> int:
@@ -170,6 +172,7 @@ def detect_cusum(
     """Two-sided CUSUM of values standardised against the running (clipped) mean of the
     current segment, so the reference sharpens as builds accumulate."""
     alerts: list[Alert] = []
+    segments: list[tuple[int, int]] = []  # (start, change) of the segments already closed
     n = len(x)
     start = 0
     while start + warmup < n:
@@ -189,7 +192,8 @@ def detect_cusum(
             down = max(0.0, down - z - drift)
             if up > threshold or down > threshold:
                 index = up_from if up > threshold else down_from
-                memory = _memory(x, start, index)
+                segments.append((start, index))
+                memory = _memory(x, segments, index)
                 if memory <= 0:  # independent noise before it: a ramp's bend can be trusted
                     index = _onset(x, start, t + 1, index)
                 alert = describe_change(x, start, index, t + 1, t, "cusum")

@@ -79,7 +79,9 @@ def test_a_wandering_series_raises_few_cusum_alarms(monkeypatch: pytest.MonkeyPa
     reported = sum(len(detect(w, "cusum")) for w in walks)
     monkeypatch.setattr("labd.stats.detect.MEMORY_RHO", 1.0)  # every alarm reported
     raised = sum(len(detect(w, "cusum")) for w in walks)
-    assert reported <= 0.7 * raised  # a random walk moves its mean without any change
+    # A random walk moves its mean without any change. Its short segments between alarms
+    # show little of that alone; pooled with the segments before them they do (0.61 -> 0.45).
+    assert reported <= 0.5 * raised
     step = history(4, n=200)
     step[100:] *= 1.03
     assert [a.index for a in detect(step, "cusum")] == [100]  # independent noise: unaffected
