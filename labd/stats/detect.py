@@ -36,7 +36,8 @@ METHODS = ("ets+cusum", "ets", "cusum", "talos")
 DEFAULT_METHOD = "ets+cusum"  # chosen by benchmarks/stats/detection_bench.py
 MAD_TO_SD = 1.4826
 TREND_P, TREND_WINDOW = 0.05, 20  # chosen by the detection benchmark (15/30, 0.01 did worse)
-MEMORY_SPAN, MEMORY_RHO = 60, 0.5  # chosen by the detection benchmark (see the README)
+NOISE_SPAN = 60  # builds whose noise the wandering gate and a fresh start's scale pool
+MEMORY_RHO = 0.5  # chosen by the detection benchmark with NOISE_SPAN (see the README)
 
 
 @dataclass(frozen=True)
@@ -92,21 +93,47 @@ def _settled(x: Sequence[float], start: int, direction: str) -> int:
     return p
 
 
+def _recent(x: Sequence[float], segments: list[tuple[int, int]], end: int) -> list[np.ndarray]:
+    """The values of each segment between changes, (start, end) pairs, that fall within the
+    last NOISE_SPAN builds before `end`."""
+    since = end - NOISE_SPAN
+    return [np.asarray(x[max(a, since) : b], dtype=float) for a, b in segments if b > since]
+
+
 def _memory(x: Sequence[float], segments: list[tuple[int, int]], index: int) -> float:
     """The lag-1 autocorrelation of the noise before a change at `index`: the residuals of a
-    straight line fitted to each segment between changes (so that neither an earlier change
-    nor an unfinished creep counts), pooled over the last MEMORY_SPAN builds. About 0 for
-    independent noise, high for a series that wanders or follows a season."""
+    straight line fitted to each segment (so that neither an earlier change nor an unfinished
+    creep counts), pooled over the recent segments. About 0 for independent noise, high for a
+    series that wanders or follows a season."""
     lag = energy = 0.0
-    for start, end in segments:
-        segment = np.asarray(x[max(start, index - MEMORY_SPAN) : end], dtype=float)
-        if end <= index - MEMORY_SPAN or segment.size < 8:
+    for segment in _recent(x, segments, index):
+        if segment.size < 8:
             continue
         k = np.arange(segment.size)
         residual = segment - np.polyval(np.polyfit(k, segment, 1), k)
         lag += float((residual[1:] * residual[:-1]).sum())
         energy += float((residual * residual).sum())
     return lag / energy if energy > 0 else 0.0
+
+
+def _noise_scale(x: Sequence[float], segments: list[tuple[int, int]], end: int) -> float:
+    """A robust standard deviation from the successive differences within the recent
+    segments (0 when there are too few); differences do not see the segments' levels."""
+    diffs = [np.diff(segment) for segment in _recent(x, segments, end) if segment.size >= 2]
+    d = np.concatenate(diffs) if diffs else np.empty(0)
+    return float(np.median(np.abs(d))) * MAD_TO_SD / math.sqrt(2) if d.size >= 10 else 0.0
+
+
+def _fresh_start(
+    x: Sequence[float], start: int, warmup: int, segments: list[tuple[int, int]]
+) -> tuple[float, float]:
+    """Level and noise of a segment from its first `warmup` builds; after a change, the noise
+    no smaller than the recent segments show: a change moves the level, not the noise, and a
+    few builds that happen to be quiet must not make ordinary noise look like a change."""
+    level, sd = _robust_level(x[start : start + warmup])
+    if segments:
+        sd = max(sd, _noise_scale(x, [*segments, (start, start + warmup)], start + warmup))
+    return level, sd
 
 
 def _onset(x: Sequence[float], start: int, end: int, index: int) -> int:
@@ -176,7 +203,7 @@ def detect_cusum(
     n = len(x)
     start = 0
     while start + warmup < n:
-        mean, sd = _robust_level(x[start : start + warmup])
+        mean, sd = _fresh_start(x, start, warmup, segments)
         total, count = mean * warmup, warmup
         up = down = 0.0
         up_from = down_from = start + warmup
@@ -226,10 +253,11 @@ def detect_ets(
     """Simple exponential smoothing; alert when `confirm` + 1 values in a row fall outside the
     prediction interval on the same side."""
     alerts: list[Alert] = []
+    segments: list[tuple[int, int]] = []  # (start, change) of the segments already closed
     n = len(x)
     start = 0
     while start + warmup < n:
-        level, sd = _robust_level(x[start : start + warmup])
+        level, sd = _fresh_start(x, start, warmup, segments)
         var = sd * sd
         candidate: list[int] = []
         side = 0
@@ -254,6 +282,7 @@ def detect_ets(
                     alert = describe_change(x, start, candidate[0], t + 1, t, "ets")
                     if abs(alert.magnitude) >= min_change:
                         alerts.append(alert)
+                    segments.append((start, candidate[0]))
                     start, restarted = _settled(x, candidate[0], alert.direction), True
                     break
                 continue  # a candidate does not move the level until it is confirmed

@@ -87,6 +87,23 @@ def test_a_wandering_series_raises_few_cusum_alarms(monkeypatch: pytest.MonkeyPa
     assert [a.index for a in detect(step, "cusum")] == [100]  # independent noise: unaffected
 
 
+def test_a_fresh_start_after_a_step_keeps_the_noise_the_series_has_shown() -> None:
+    # A step moves the level, not the noise. When the builds just after it happen to be
+    # quiet, ordinary noise afterwards must not look like new changes (4 alerts in 20
+    # histories; 32 when a fresh start took the noise from its own few builds alone).
+    rng = np.random.default_rng(11)
+    later = []
+    for _ in range(20):
+        e = rng.normal(0, 1, 300)
+        e[100:115] *= 0.3
+        x = 100 * (1 + 0.01 * e)
+        x[100:] *= 1.05
+        changes = [a.index for a in detect(x)]
+        assert any(abs(i - 100) <= 2 for i in changes)
+        later += [i for i in changes if i > 105]
+    assert len(later) <= 8
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_pure_noise_rarely_raises_anything(method: str) -> None:
     alerts = sum(len(detect(history(seed + 10, n=300), method)) for seed in range(10))
