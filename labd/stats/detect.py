@@ -191,7 +191,7 @@ def describe_change(
 def detect_cusum(
     x: Sequence[float],
     threshold: float = 8.0,
-    drift: float = 0.75,
+    drift: float = 1.0,
     clip: float = 3.5,
     warmup: int = 10,
     min_change: float = 0.0,
@@ -235,6 +235,10 @@ def detect_cusum(
             if up == 0.0 and down == 0.0:  # only quiet builds refine the reference
                 total += total / count + z * sd * widen
                 count += 1
+                if count % 10 == 0 and count >= 30:
+                    # Enough quiet builds to measure the noise itself: the fresh start's
+                    # estimate from a few builds erred on the wide side.
+                    sd = _noise_scale(x, [*segments, (start, t + 1)], t + 1) or sd
         if not fired:
             break
     return alerts
