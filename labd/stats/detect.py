@@ -18,7 +18,9 @@ the change began (`index`) and when the method could first tell (`raised_at`):
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
   as the baseline every other method must beat.
 
-After an alert each method starts afresh at the change, so a change is reported once.
+After an alert each method starts afresh at the change, so a change is reported once. A fresh
+start takes its level from its first builds but keeps the noise the series has shown: a change
+moves the level, not the noise.
 """
 
 from __future__ import annotations
@@ -237,7 +239,7 @@ def detect_cusum(
                 count += 1
                 if count % 10 == 0 and count >= 30:
                     # Enough quiet builds to measure the noise itself: the fresh start's
-                    # estimate from a few builds erred on the wide side.
+                    # estimate from a few builds errs on the wide side.
                     sd = _noise_scale(x, [*segments, (start, t + 1)], t + 1) or sd
         if not fired:
             break
