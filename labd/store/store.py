@@ -53,12 +53,14 @@ class Store(Leases, Records):
             engine = create_async_engine(url, connect_args={"timeout": 30})
             _configure_sqlite(engine.sync_engine, writes=True)
             sync_url = engine.url.set(drivername="sqlite")
-            sync = [sa.create_engine(sync_url, connect_args={"timeout": 30}) for _ in range(2)]
-            _configure_sqlite(sync[0], writes=True)
+            writer, reader = (
+                sa.create_engine(sync_url, connect_args={"timeout": 30}) for _ in range(2)
+            )
+            _configure_sqlite(writer, writes=True)
             # Reads begin DEFERRED: in WAL mode they see the last commit without taking the
             # write lock (a submit waited ~3x longer when every read took it too).
-            _configure_sqlite(sync[1], writes=False)
-            store = cls(engine, host, SqliteThread(*sync))
+            _configure_sqlite(reader, writes=False)
+            store = cls(engine, host, SqliteThread(writer, reader))
         else:
             engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
             store = cls(engine, host)
