@@ -9,10 +9,10 @@ the change began (`index`) and when the method could first tell (`raised_at`):
   allowed to move the level or widen later intervals (the seed's Figure 5b).
 - `cusum`: a two-sided CUSUM of robustly standardised values, each clipped so that one outlier
   cannot raise an alert alone; it accumulates small sustained shifts and slow creeps that a
-  one-value test never sees. The change is dated where the sum last left zero, or, where
-  the noise before it is independent and a ramp fits better than a step, where the ramp
-  began. An alarm on a series whose values wander (strong autocorrelation before the
-  change) is not reported.
+  one-value test never sees. The change is dated where the sum last left zero, or, where a
+  ramp fits better than a step (with up to 10 builds after the alarm, where the history has
+  them), where the ramp began. An alarm on a series whose values wander (strong
+  autocorrelation before the change) is not reported.
 - `ets+cusum` (the default, chosen by measurement): both, a CUSUM alert near an ETS alert
   counting as the same change.
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
@@ -40,6 +40,7 @@ MAD_TO_SD = 1.4826
 TREND_P, TREND_WINDOW = 0.05, 20  # chosen by the detection benchmark (15/30, 0.01 did worse)
 NOISE_SPAN = 60  # builds whose noise the wandering gate and a fresh start's scale pool
 MEMORY_RHO = 0.5  # chosen by the detection benchmark with NOISE_SPAN (see the README)
+HINDSIGHT = 10  # builds after a CUSUM alarm that help date its change (see the README)
 
 
 @dataclass(frozen=True)
@@ -223,8 +224,11 @@ def detect_cusum(
                 index = up_from if up > threshold else down_from
                 segments.append((start, index))
                 memory = _memory(x, segments, index)
-                if memory <= 0:  # independent noise before it: a ramp's bend can be trusted
-                    index = _onset(x, start, t + 1, index)
+                # Dated with hindsight where the history has it: a creep's ramp is clearer
+                # some builds on. Never before the builds that set the reference, nor after
+                # the alarm.
+                onset = _onset(x, start, min(n, t + 1 + HINDSIGHT), index)
+                index = min(max(onset, start + warmup), t)
                 alert = describe_change(x, start, index, t + 1, t, "cusum")
                 # On a series that wanders (a random walk, a season) the CUSUM, which
                 # assumes independent noise around a level, alarms on the wandering.
