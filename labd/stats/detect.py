@@ -12,7 +12,8 @@ the change began (`index`) and when the method could first tell (`raised_at`):
   one-value test never sees. The change is dated where the sum last left zero, or, where a
   ramp fits better than a step (with up to 10 builds after the alarm, where the history has
   them), where the ramp began. An alarm on a series whose values wander (strong
-  autocorrelation before the change) is not reported.
+  autocorrelation before the change) is not reported, nor one on a trend the history began
+  with.
 - `ets+cusum` (the default, chosen by measurement): both, a CUSUM alert near an ETS alert
   counting as the same change.
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
@@ -78,20 +79,18 @@ def _robust_level(x: Sequence[float]) -> tuple[float, float]:
     return med, sd or max(abs(med) * 1e-6, 1e-12)
 
 
+def _trends(values: Sequence[float], direction: str) -> bool:
+    """Whether a straight line through the values slopes in `direction` (p < TREND_P)."""
+    fit = stats.linregress(np.arange(len(values)), np.asarray(values, dtype=float))
+    return bool((fit.slope > 0) == (direction == "up") and fit.slope != 0 and fit.pvalue < TREND_P)
+
+
 def _settled(x: Sequence[float], start: int, direction: str) -> int:
     """Where to start afresh after an alert: the first window of TREND_WINDOW builds from
-    `start` with no trend in the alert's direction (a linear fit's slope, p < TREND_P). A creep
-    still unfolding after its alert is the same change, not the next one; a move back (a
-    revert) is a new one."""
-    sign = 1 if direction == "up" else -1
-    n = len(x)
+    `start` with no trend in the alert's direction. A creep still unfolding after its alert is
+    the same change, not the next one; a move back (a revert) is a new one."""
     p = start
-    width = TREND_WINDOW
-    while p + width <= n:
-        window = np.asarray(x[p : p + width], dtype=float)
-        fit = stats.linregress(np.arange(width), window)
-        if not (sign * fit.slope > 0 and fit.pvalue < TREND_P):
-            return p
+    while p + TREND_WINDOW <= len(x) and _trends(x[p : p + TREND_WINDOW], direction):
         p += 2
     return p
 
@@ -231,8 +230,11 @@ def detect_cusum(
                 index = min(max(onset, start + warmup), t)
                 alert = describe_change(x, start, index, t + 1, t, "cusum")
                 # On a series that wanders (a random walk, a season) the CUSUM, which
-                # assumes independent noise around a level, alarms on the wandering.
-                if abs(alert.magnitude) >= min_change and memory <= MEMORY_RHO:
+                # assumes independent noise around a level, alarms on the wandering. And
+                # where the history's own first builds already trend the way it alarms, it
+                # alarms on that trend: no build of it is where a change began.
+                inherited = start == 0 and index == warmup and _trends(x[:warmup], alert.direction)
+                if abs(alert.magnitude) >= min_change and memory <= MEMORY_RHO and not inherited:
                     alerts.append(alert)
                 # Start afresh after the alarm: a segment that began at an early-dated
                 # change would hold old values and alarm again for the same change.

@@ -90,6 +90,20 @@ def test_a_creep_is_dated_where_it_began() -> None:
     assert dated >= 21
 
 
+def test_a_trend_from_the_first_build_is_not_dated_at_the_first_monitored_one() -> None:
+    # A history that rises from its first build (like a country's GDP) has no build where a
+    # change began; the CUSUM, whose reference is its first 10 builds, used to date one at
+    # build 3 to 11 in each of these 5. The same trend in a flat history is still a change.
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        trend = 1 + 0.004 * np.arange(60)
+        rising = 100 * trend * (1 + rng.normal(0, 0.005, 60))
+        assert all(a.index >= 20 for a in detect(rising)), seed
+        later = 100 * (1 + rng.normal(0, 0.005, 120))
+        later[60:] *= trend
+        assert any(0 <= a.index - 60 <= 8 and a.direction == "up" for a in detect(later)), seed
+
+
 def test_a_wandering_series_raises_few_cusum_alarms(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(5)
     walks = [100 + np.cumsum(rng.normal(0, 0.5, 300)) for _ in range(20)]
