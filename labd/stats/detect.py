@@ -42,6 +42,7 @@ TREND_P, TREND_WINDOW = 0.05, 20  # chosen by the detection benchmark (15/30, 0.
 NOISE_SPAN = 60  # builds whose noise the wandering gate and a fresh start's scale pool
 MEMORY_RHO = 0.5  # chosen by the detection benchmark with NOISE_SPAN (see the README)
 HINDSIGHT = 10  # builds after a CUSUM alarm that help date its change (see the README)
+ETS_Z = 3.25  # prediction standard deviations that make an ETS candidate (see the README)
 
 
 @dataclass(frozen=True)
@@ -192,8 +193,8 @@ def describe_change(
 
 def detect_cusum(
     x: Sequence[float],
-    threshold: float = 8.0,
-    drift: float = 1.0,
+    threshold: float = 7.0,
+    drift: float = 1.1,
     clip: float = 3.5,
     warmup: int = 10,
     min_change: float = 0.0,
@@ -255,7 +256,7 @@ def detect_cusum(
 def detect_ets(
     x: Sequence[float],
     alpha: float = 0.2,
-    z: float = 3.0,
+    z: float = ETS_Z,
     confirm: int = 1,
     warmup: int = 10,
     min_change: float = 0.0,
@@ -349,8 +350,7 @@ def detect_talos(
 def detect_ets_cusum(x: Sequence[float], gap: int = 12) -> list[Alert]:
     """ETS for the large changes it flags within a build, CUSUM for the small sustained
     shifts and creeps it cannot see; a CUSUM alert within `gap` builds of an ETS one is the
-    same change. (ETS at its own z and this gap were chosen by the detection benchmark: z 3.5
-    and gap 8 did worse on both data sets.)"""
+    same change. (Its settings were chosen by the detection benchmark; the README says how.)"""
     fast = detect_ets(x)
     slow = [a for a in detect_cusum(x) if all(abs(a.index - b.index) > gap for b in fast)]
     return sorted(fast + slow, key=lambda a: a.index)
@@ -373,7 +373,7 @@ def detect(x: Sequence[float], method: str = DEFAULT_METHOD, **options: Any) -> 
 
 
 def prediction_band(
-    x: Sequence[float], alpha: float = 0.2, z: float = 3.0, warmup: int = 10
+    x: Sequence[float], alpha: float = 0.2, z: float = ETS_Z, warmup: int = 10
 ) -> tuple[list[float], list[float]]:
     """The exponential-smoothing prediction interval before each build (NaN while warming
     up), for plots: values outside it are what `ets` treats as candidates."""
