@@ -21,6 +21,7 @@ from scipy import stats
 
 from labd.stats.diagnostics import as_array, diagnose, mode_count, tukey_outliers
 from labd.stats.summary import Summary, summarize
+from labd.stats.welch import welch_t
 
 Method = Literal["auto", "welch", "hodges-lehmann", "bootstrap"]
 Verdict = Literal["regression", "improvement", "no change", "inconclusive"]
@@ -83,15 +84,10 @@ def choose_method(base: NDArray[np.float64], new: NDArray[np.float64]) -> str:
 
 
 def welch(base: NDArray[np.float64], new: NDArray[np.float64], alpha: float) -> Interval:
-    mb, mn = base.mean(), new.mean()
-    vb, vn = base.var(ddof=1) / base.size, new.var(ddof=1) / new.size
-    se = math.sqrt(vb + vn)
-    df = (vb + vn) ** 2 / (vb**2 / (base.size - 1) + vn**2 / (new.size - 1))
-    t = stats.t.ppf(1 - alpha / 2, df)
-    diff = mn - mb
-    p = float(2 * stats.t.sf(abs(diff) / se, df))
-    ratio_low, ratio_high = _fieller(mb, mn, vb, vn, t)
-    return Interval("welch", diff, diff - t * se, diff + t * se, mn / mb, ratio_low, ratio_high, p)
+    mb, mn = float(base.mean()), float(new.mean())
+    w = welch_t(base, new, alpha)
+    ratio_low, ratio_high = _fieller(mb, mn, w.var_base, w.var_new, w.quantile)
+    return Interval("welch", w.diff, w.low, w.high, mn / mb, ratio_low, ratio_high, w.p_value)
 
 
 def _fieller(mb: float, mn: float, vb: float, vn: float, t: float) -> tuple[float, float]:

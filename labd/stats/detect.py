@@ -33,7 +33,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
+
+from labd.stats.welch import welch_t
 
 METHODS = ("ets+cusum", "ets", "cusum", "talos")
 DEFAULT_METHOD = "ets+cusum"  # chosen by benchmarks/stats/detection_bench.py
@@ -81,9 +83,19 @@ def _robust_level(x: Sequence[float]) -> tuple[float, float]:
 
 
 def _trends(values: Sequence[float], direction: str) -> bool:
-    """Whether a straight line through the values slopes in `direction` (p < TREND_P)."""
-    fit = stats.linregress(np.arange(len(values)), np.asarray(values, dtype=float))
-    return bool((fit.slope > 0) == (direction == "up") and fit.slope != 0 and fit.pvalue < TREND_P)
+    """Whether a straight line through the values slopes in `direction` (p < TREND_P): the
+    least-squares slope's t-test in closed form (scipy's linregress costs ten times more)."""
+    y = np.asarray(values, dtype=float)
+    k = np.arange(y.size) - (y.size - 1) / 2
+    sxx = float(k @ k)
+    slope = float(k @ (y - y.mean())) / sxx
+    if slope == 0 or (slope > 0) != (direction == "up"):
+        return False
+    sse = float(np.sum((y - y.mean() - slope * k) ** 2))
+    if sse <= 0:
+        return True  # a perfect line
+    t = slope / math.sqrt(sse / (y.size - 2) / sxx)
+    return bool(2 * special.stdtr(y.size - 2, -abs(t)) < TREND_P)
 
 
 def _settled(x: Sequence[float], start: int, direction: str) -> int:
@@ -173,9 +185,8 @@ def describe_change(
     scale = abs(base) or 1.0
     diff = float(np.median(after)) - base
     if before.size >= 2 and after.size >= 2 and (before.std() > 0 or after.std() > 0):
-        test = stats.ttest_ind(after, before, equal_var=False)
-        ci = test.confidence_interval(0.95)
-        low, high, p = float(ci.low), float(ci.high), float(test.pvalue)
+        test = welch_t(before, after)
+        low, high, p = test.low, test.high, test.p_value
     else:
         low = high = diff
         p = 0.0 if diff else 1.0

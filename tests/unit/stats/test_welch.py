@@ -1,0 +1,35 @@
+"""The closed forms the detector uses, against scipy as the reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from labd.stats.detect import TREND_P, _trends
+from labd.stats.welch import welch_t
+
+
+@pytest.mark.parametrize(("n_base", "n_new"), [(2, 2), (30, 2), (5, 40), (30, 30)])
+def test_welch_matches_scipy(n_base: int, n_new: int) -> None:
+    rng = np.random.default_rng(n_base * 100 + n_new)
+    for _ in range(20):
+        base = rng.normal(100, rng.uniform(0.1, 3), n_base)
+        new = rng.normal(101, rng.uniform(0.1, 3), n_new)
+        ours = welch_t(base, new, alpha=0.05)
+        ref = stats.ttest_ind(new, base, equal_var=False)
+        ci = ref.confidence_interval(0.95)
+        assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15)
+        assert (ours.low, ours.high) == pytest.approx((ci.low, ci.high), rel=1e-9)
+
+
+def test_a_trend_is_judged_as_scipy_would() -> None:
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        y = np.linspace(0, rng.normal(0, 2), 20) + rng.normal(0, 1, 20)
+        fit = stats.linregress(np.arange(20), y)
+        for direction in ("up", "down"):
+            sloped = (fit.slope > 0) == (direction == "up")
+            assert _trends(y, direction) == (sloped and fit.pvalue < TREND_P)
+    assert _trends([1.0, 2.0, 3.0], "up") and not _trends([1.0, 2.0, 3.0], "down")
+    assert not _trends([5.0] * 20, "up") and not _trends([5.0] * 20, "down")
