@@ -86,6 +86,8 @@ def _trends(values: Sequence[float], direction: str) -> bool:
     """Whether a straight line through the values slopes in `direction` (p < TREND_P): the
     least-squares slope's t-test in closed form (scipy's linregress costs ten times more)."""
     y = np.asarray(values, dtype=float)
+    if y.size < 3:
+        return False  # no residual left to test a slope against
     k = np.arange(y.size) - (y.size - 1) / 2
     sxx = float(k @ k)
     slope = float(k @ (y - y.mean())) / sxx

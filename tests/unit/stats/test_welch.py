@@ -33,3 +33,4 @@ def test_a_trend_is_judged_as_scipy_would() -> None:
             assert _trends(y, direction) == (sloped and fit.pvalue < TREND_P)
     assert _trends([1.0, 2.0, 3.0], "up") and not _trends([1.0, 2.0, 3.0], "down")
     assert not _trends([5.0] * 20, "up") and not _trends([5.0] * 20, "down")
+    assert not _trends([1.0, 2.0], "up") and not _trends([1.0], "up")  # too few to test
