@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import InfrastructureError, TestFailure
-from labd.model import MetricSpec, Scenario
+from labd.model import MetricSpec, Policy, Scenario
 from labd.runner.child import child_setup
 from labd_host.probe import environment
 
@@ -88,6 +88,16 @@ class CommandScenario(Scenario):
         if params.cwd and not Path(params.cwd).is_dir():
             problems.append(f"params.cwd: {params.cwd!r} is not a directory")
         return problems
+
+    @classmethod
+    def policy_problems(cls, params: BaseModel, policy: Policy) -> list[str]:
+        assert isinstance(params, CommandParams)
+        problems = policy.env_problems(params.env)
+        try:
+            policy.program(params.command[0])
+        except ValueError as e:
+            problems.insert(0, f"command: {e}")
+        return [f"params.{p}" for p in problems]
 
     async def setup(self) -> None:
         await asyncio.to_thread(self._prepare)  # file system and /proc reads: off the loop

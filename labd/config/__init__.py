@@ -2,13 +2,16 @@
 
 from labd.config.loader import LoadedConfig, find_config_file, load_config
 from labd.config.models import (
+    AuthSettings,
     DaemonSettings,
     EventSettings,
     HttpSettings,
     LogSettings,
     MetricsSettings,
     MqttSettings,
+    PolicySettings,
     PoolSettings,
+    PrincipalSettings,
     ReplaySettings,
     SchedulerSettings,
     Settings,
@@ -16,6 +19,7 @@ from labd.config.models import (
 )
 
 __all__ = [
+    "AuthSettings",
     "DaemonSettings",
     "EventSettings",
     "HttpSettings",
@@ -23,7 +27,9 @@ __all__ = [
     "LogSettings",
     "MetricsSettings",
     "MqttSettings",
+    "PolicySettings",
     "PoolSettings",
+    "PrincipalSettings",
     "ReplaySettings",
     "SchedulerSettings",
     "Settings",

@@ -2,7 +2,10 @@
 
 from labd.events.bus import EventBus, SubscriberStats, Subscription, dispatch
 from labd.events.types import (
+    AccessRefused,
     ChangeFound,
+    ComponentDown,
+    ComponentUp,
     ConfigRejected,
     ConfigReloaded,
     DaemonStarted,
@@ -21,7 +24,10 @@ from labd.events.types import (
 )
 
 __all__ = [
+    "AccessRefused",
     "ChangeFound",
+    "ComponentDown",
+    "ComponentUp",
     "ConfigRejected",
     "ConfigReloaded",
     "DaemonStarted",

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from labd.model.device import Device
+from labd.model.policy import Policy
 from labd.model.spec import MetricSpec
 
 
@@ -35,6 +36,8 @@ class RunContext:
     # The job's test network when it has one: "proxy" (http://address:port the device uses),
     # "address" (host:port) and "profile".
     network: dict[str, str] = field(default_factory=dict)
+    # The admin's policy: which programs and environment a job may use, and as whom.
+    policy: Policy = field(default_factory=Policy)
 
 
 class Scenario(ABC):
@@ -55,6 +58,12 @@ class Scenario(ABC):
     @classmethod
     def check(cls, params: BaseModel) -> list[str]:
         """Problems knowable at submit time beyond types (e.g. a missing program)."""
+        return []
+
+    @classmethod
+    def policy_problems(cls, params: BaseModel, policy: Policy) -> list[str]:
+        """What the admin's policy does not allow in these parameters (checked at submit
+        time; a scenario that starts programs checks them again when it starts one)."""
         return []
 
     async def setup(self) -> None:

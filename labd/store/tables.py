@@ -110,3 +110,15 @@ outbox = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Index("ix_outbox_host", "host", "id"),
 )
+
+# Nonces of signed MQTT messages this host has acted on, until they would be refused as expired
+# anyway: a captured message replayed later finds its nonce here, even after a restart.
+auth_nonces = sa.Table(
+    "auth_nonces",
+    metadata,
+    sa.Column("host", sa.String(256), primary_key=True),
+    sa.Column("principal", sa.String(128), primary_key=True),
+    sa.Column("nonce", sa.String(64), primary_key=True),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Index("ix_auth_nonces_expiry", "expires_at"),
+)
