@@ -13,6 +13,7 @@ from labd.auth.credentials import (
 from labd.auth.limits import RateLimiter
 from labd.auth.passwords import check_password, hash_password
 from labd.auth.principals import Action, Principal, Principals, Role, token_digest
+from labd.auth.redaction import redact_job, redact_params, redact_spec
 from labd.auth.signing import Signed, sign, verify
 
 __all__ = [
@@ -32,6 +33,9 @@ __all__ = [
     "new_credentials",
     "permits",
     "read_credentials",
+    "redact_job",
+    "redact_params",
+    "redact_spec",
     "replies_prefix",
     "rules_for",
     "sign",
