@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import InfrastructureError, TestFailure
 from labd.model import MetricSpec, Policy, Scenario
+from labd.model.policy import ProgramNotFound
 from labd.runner.child import child_setup
 from labd_host.probe import environment
 
@@ -95,6 +96,9 @@ class CommandScenario(Scenario):
         problems = policy.env_problems(params.env)
         try:
             policy.program(params.command[0])
+        except ProgramNotFound as e:
+            if shutil.which(params.command[0]) is not None:  # else `check` said so already
+                problems.insert(0, f"command: {e}")
         except ValueError as e:
             problems.insert(0, f"command: {e}")
         return [f"params.{p}" for p in problems]

@@ -49,6 +49,7 @@ class Principal:
     scenarios: frozenset[str] = frozenset()  # empty: every scenario the policy allows
     submits_per_minute: int = 120
     max_active_jobs: int = 1000
+    broker_password_hash: str = field(default="", repr=False)
 
     def may(self, action: Action) -> bool:
         return action in ALLOWED[self.role]
@@ -80,6 +81,7 @@ def from_settings(name: str, s: PrincipalSettings) -> Principal:
         scenarios=frozenset(s.scenarios),
         submits_per_minute=s.submits_per_minute,
         max_active_jobs=s.max_active_jobs,
+        broker_password_hash=s.broker_password_hash,
     )
 
 

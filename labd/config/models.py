@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from labd.model.ids import ID_PATTERN, id_problem
+from labd.model.ids import ID_PATTERN, OPTIONAL_ID_PATTERN, id_problem
 
 LOCAL_PRINCIPAL = "local"
 
@@ -35,7 +35,7 @@ class DaemonSettings(Section):
     )
     host: str = Field(
         "",
-        pattern=r"^$|" + ID_PATTERN[1:],
+        pattern=OPTIONAL_ID_PATTERN,
         description="Name of this host in the lab; empty means the machine's hostname.",
     )
     state_dir: str = Field(
@@ -187,17 +187,20 @@ class MqttSettings(Section):
     tls_ca: str = Field("", description="CA certificate file to verify the broker (mqtts).")
     tls_cert: str = Field("", description="Client certificate file, for mutual TLS.")
     tls_key: str = Field("", description="Client key file, for mutual TLS.")
-    admin_users: list[str] = Field(
-        default_factory=list,
-        description="Senders (usernames or client ids) whose device commands are accepted.",
-    )
     max_payload_bytes: int = Field(
         262_144, ge=1024, le=16 * 2**20, description="Larger incoming payloads are refused."
     )
-    submits_per_minute: int = Field(
-        120, ge=1, le=100_000, description="Submissions accepted per sender per minute."
-    )
     keepalive_s: int = Field(30, ge=5, le=3600, description="MQTT keep-alive.")
+    session_expiry_s: int = Field(
+        86_400,
+        ge=0,
+        le=2**32 - 1,
+        description=(
+            "How long the broker keeps labd's session (subscriptions and QoS 1 requests "
+            "published meanwhile) while labd is away (MQTT 5; 3.1.1 brokers keep it by "
+            "their own settings)."
+        ),
+    )
     reconnect_max_s: float = Field(
         30, ge=1, le=3600, description="Longest wait between reconnection attempts."
     )

@@ -21,6 +21,7 @@ from labd.events.types import (
     JobRejected,
     JobRequeued,
     JobStarted,
+    OutboxRowSetAside,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "JobRejected",
     "JobRequeued",
     "JobStarted",
+    "OutboxRowSetAside",
     "SubscriberStats",
     "Subscription",
     "dispatch",

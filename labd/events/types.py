@@ -191,3 +191,11 @@ class ComponentUp(Event):
     """A supervised task that had failed runs again."""
 
     component: str
+
+
+class OutboxRowSetAside(Event):
+    """A queued message could not be published (`error`) and was set aside in the store."""
+
+    stream: str
+    key: str
+    error: str

@@ -16,7 +16,9 @@ from typing import Annotated
 from pydantic import AfterValidator
 
 MAX_LENGTH = 128
-ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.@:-]{0,127}$"
+_CORE = r"[A-Za-z0-9_][A-Za-z0-9_.@:-]{0,127}"
+ID_PATTERN = rf"^{_CORE}$"
+OPTIONAL_ID_PATTERN = rf"^(?:{_CORE})?$"  # a name, or empty for "choose one for me"
 _ID = re.compile(ID_PATTERN)
 
 RULE = (

@@ -22,6 +22,10 @@ LOADER_KEYS = ("LD_*", "*PATH", "PYTHON*", "PERL5*", "RUBY*", "NODE_OPTIONS", "B
 LOADER_KEYS_EXACT = frozenset({"ENV", "IFS", "GCONV_PATH", "HOSTALIASES", "MALLOC_CHECK_"})
 
 
+class ProgramNotFound(ValueError):
+    """The program is not on the policy's path (or not a file)."""
+
+
 @dataclass(frozen=True)
 class RunAs:
     """The unprivileged account measured programs run as when labd runs as root."""
@@ -61,11 +65,11 @@ class Policy:
 
     def program(self, argv0: str) -> str:
         """The absolute path to start for argv[0]; ValueError naming the rule when the
-        policy does not allow it."""
+        policy does not allow it (ProgramNotFound when it is nowhere to be found)."""
         found = shutil.which(argv0, path=self.path) if "/" not in argv0 else argv0
         if not found or not Path(found).is_file():
             where = "" if "/" in argv0 else f" on the policy's path ({self.path})"
-            raise ValueError(f"program {argv0!r} not found{where}")
+            raise ProgramNotFound(f"program {argv0!r} not found{where}")
         real = os.path.realpath(found)
         if real not in self.programs:
             allowed = ", ".join(sorted(set(self.programs.values()))) or "none"
