@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 REQUIRE_SERVICES = os.environ.get("LABD_REQUIRE_SERVICES") == "1"
+# What test daemons may run (the job policy allows these programs and nothing else).
+TEST_PROGRAMS = ["sleep", "true", "python3", sys.executable]
 
 
 def service_available(host: str, port: int) -> bool:
@@ -122,6 +124,7 @@ def labd_config(tmp_path: Path) -> Iterator[Path]:
         f'[daemon]\nlab = "t-{uuid.uuid4().hex[:10]}"\n'
         f'state_dir = "{tmp_path / "state"}"\nshutdown_grace = 5\n'
         '[http]\nport = 0\n[log]\nformat = "json"\n'
+        f"[policy]\nprograms = {json.dumps(TEST_PROGRAMS)}\n"
     )
     yield path
 

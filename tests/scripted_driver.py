@@ -20,6 +20,7 @@ class ScriptParams(BaseModel):
     step: float = 1.0  # iteration i returns value + step * i
     infra_failures: int = 0  # the first N attempts fail with an InfrastructureError
     fail_iteration: int = -1  # this iteration raises TestFailure
+    env: dict[str, str] = {}  # unused: there to hold secrets that answers must redact
 
 
 class ScriptScenario(Scenario):

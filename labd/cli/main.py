@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay_commands(nouns)
     _add_marker_commands(nouns)
 
+    _add_auth_commands(nouns)
+
     config = nouns.add_parser("config", help="inspect the configuration")
     config_verbs = config.add_subparsers(dest="verb", metavar="VERB", required=True)
     check = config_verbs.add_parser(
@@ -138,6 +140,35 @@ def _add_job_commands(nouns: Any) -> None:
             )
     for cmd in verbs.choices.values():
         cmd.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_auth_commands(nouns: Any) -> None:
+    auth = nouns.add_parser("auth", help="principals: credentials, key rotation, broker files")
+    verbs = auth.add_subparsers(dest="verb", metavar="VERB", required=True)
+    add = verbs.add_parser(
+        "add", help="make credentials for a new principal; print its configuration"
+    )
+    add.add_argument("name", help="principal name (a CI system, a person, a dashboard)")
+    add.add_argument("--role", choices=["viewer", "submitter", "admin"], required=True)
+    add.add_argument("--key-id", default="k1", help="name of its first key (default k1)")
+    add.add_argument("--out", help="credentials file to write (default NAME.credentials.toml)")
+    add.add_argument("--force", action="store_true", help="replace an existing file")
+    add.set_defaults(handler=_lazy("labd.cli.auth_cmd:add"))
+    rotate = verbs.add_parser("rotate", help="a new key, token and password for a principal")
+    rotate.add_argument("name")
+    rotate.add_argument("--key-id", required=True, help="name of the new key, e.g. 2026-12")
+    rotate.add_argument("--out", help="credentials file to write (default NAME.credentials.toml)")
+    rotate.add_argument("--force", action="store_true", help="replace an existing file")
+    rotate.set_defaults(handler=_lazy("labd.cli.auth_cmd:rotate"))
+    mosquitto = verbs.add_parser(
+        "mosquitto", help="write Mosquitto's password and ACL files from the principals"
+    )
+    mosquitto.add_argument("--out", required=True, metavar="DIR", help="where to write them")
+    mosquitto.add_argument("--daemon-user", help="labd's broker account (default mqtt.username)")
+    mosquitto.set_defaults(handler=_lazy("labd.cli.auth_cmd:mosquitto"))
+    whoami = verbs.add_parser("whoami", help="which credentials this command uses")
+    whoami.add_argument("--json", action="store_true", help="print JSON")
+    whoami.set_defaults(handler=_lazy("labd.cli.auth_cmd:whoami"))
 
 
 def _add_device_commands(nouns: Any) -> None:

@@ -20,7 +20,13 @@ from urllib.parse import urlsplit
 
 import aiomqtt
 
-from labd.auth import Credentials, find_credentials, replies_prefix, sign
+from labd.auth import (
+    Credentials,
+    ensure_local_credentials,
+    find_credentials,
+    replies_prefix,
+    sign,
+)
 from labd.config import Settings
 from labd.errors import LabdError, UsageError
 
@@ -28,7 +34,13 @@ SCHEMA_VERSION = 2  # of the requests labd takes
 
 
 def credentials_for(settings: Settings) -> Credentials:
+    """The credentials to sign with. On the daemon's own account they are the local admin's,
+    made here first when this command runs before the daemon ever has (same file, same
+    race-free creation)."""
     found = find_credentials(settings.daemon.state_path)
+    if found is None and settings.auth.local_credentials:
+        with contextlib.suppress(OSError):
+            found = ensure_local_credentials(settings.daemon.state_path)
     if found is None:
         raise UsageError(
             "no labd credentials: set LABD_CREDENTIALS to a credentials file, put one at "
@@ -76,6 +88,28 @@ class Session:
 
     def is_answer(self, topic: str, body: dict[str, Any], correlation: str) -> bool:
         return topic == self.replies and body.get("correlation") == correlation
+
+    @property
+    def errors(self) -> str:
+        return f"{self.prefix}/errors"
+
+    async def listen(self, *topics: str) -> None:
+        for topic in (self.replies, self.errors, *topics):
+            await self.client.subscribe(topic, qos=1)
+
+    def refusal(self, topic: str, body: dict[str, Any], correlation: str) -> UsageError | None:
+        """labd's refusal of our request on <prefix>/errors (a request whose signature did
+        not hold is answered only there), as the error to raise."""
+        if topic != self.errors or body.get("correlation") != correlation:
+            return None
+        problems = "\n".join(body.get("problems") or ["refused"])
+        if body.get("reason") in ("bad_signature", "unknown_key", "unknown_principal"):
+            where = self.creds.path or "the credentials file"
+            problems += (
+                f"\n(signed as {self.creds.principal!r} with {where}: labd does not know these "
+                "credentials; run as the account that runs `labd run`, or set LABD_CREDENTIALS)"
+            )
+        return UsageError(problems)
 
 
 def _client(settings: Settings, creds: Credentials) -> aiomqtt.Client:
@@ -173,13 +207,14 @@ async def submit_and_follow(
             await _wait_for_a_host(session, answer_within)
             events_topic = f"{prefix}/jobs/{job_id}/events"
             results_topic = f"{prefix}/results/{spec['suite']}/{spec['test']}"
-            for topic in (session.replies, events_topic, results_topic):
-                await session.client.subscribe(topic, qos=1)
+            await session.listen(events_topic, results_topic)
             request = {"id": job_id, "source": source, "spec": spec}
             topic, payload, correlation = session.signed(f"{prefix}/jobs/submit", request)
             await session.client.publish(topic, payload, qos=1)
             async with asyncio.timeout(answer_within) as timer:
                 async for found, body in session.messages():
+                    if refused := session.refusal(found, body, correlation):
+                        raise refused
                     if session.is_answer(found, body, correlation):
                         answer = body
                         timer.reschedule(None)  # the daemon answered: no time limit now
@@ -230,11 +265,13 @@ async def _ask(settings: Settings, suffix: str, body: dict[str, Any], within: fl
     try:
         async with _connected(settings, within) as session:
             await _wait_for_a_host(session, within)
-            await session.client.subscribe(session.replies, qos=1)
+            await session.listen()
             topic, payload, correlation = session.signed(f"{session.prefix}/{suffix}", body)
             await session.client.publish(topic, payload, qos=1)
             async with asyncio.timeout(within):
                 async for found, answer in session.messages():
+                    if refused := session.refusal(found, answer, correlation):
+                        raise refused
                     if session.is_answer(found, answer, correlation):
                         return answer
     except TimeoutError:

@@ -177,6 +177,7 @@ class Daemon:
             on_queued=lambda: self.scheduler.wake(),
             replay=settings.replay,
             policy=self.policy,
+            limiter=self.limiter,
         )
         self.scheduler = Scheduler(
             store.store,
@@ -236,7 +237,6 @@ class Daemon:
             self.scheduler,
             self.pool,
             self.audit,
-            self.limiter,
         )
         bridge = MqttBridge(
             settings,

@@ -24,7 +24,6 @@ from labd.auth import (
     Audit,
     Principal,
     Principals,
-    RateLimiter,
     Signed,
     redact_job,
     replies_prefix,
@@ -114,11 +113,10 @@ class Inbound:
         scheduler: Scheduler,
         pool: Pool,
         audit: Audit,
-        limiter: RateLimiter,
     ) -> None:
         self.settings, self.auth, self.topics = settings, auth, topics
         self.principals, self.jobs, self.scheduler, self.pool = principals, jobs, scheduler, pool
-        self.audit, self.limiter = audit, limiter
+        self.audit = audit
         self.routes = (
             Route(topics.submit, SubmitRequest, Action.SUBMIT, self._submit),
             Route(topics.query, JobQuery, Action.READ, self._query),
@@ -134,13 +132,15 @@ class Inbound:
     ) -> list[Reply]:
         """The replies to one message (never raises for bad input)."""
         route = self.route_for(topic)
-        claimed = ""
+        claimed = correlation_claimed = ""
         incoming: Incoming | None = None
         try:
             if route is None:
                 raise Refused([f"labd does not take messages on {topic}"])
             data = self._parse(topic, payload)
             claimed = _claimed_principal(data)
+            if isinstance(data.get("correlation"), str):
+                correlation_claimed = _shown(data["correlation"])
             try:
                 signed = verify(
                     data, topic, self.principals, self.auth.max_age_s, self.auth.clock_skew_s
@@ -166,7 +166,7 @@ class Inbound:
                 )
             replies = await route.handler(incoming)
         except Refused as refused:
-            return self._refusal(topic, route, claimed, refused, incoming)
+            return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         action = route.action.value
         self.audit.allowed("mqtt", claimed, action, _target(topic, self.topics), "broker")
         return replies
@@ -215,6 +215,7 @@ class Inbound:
         topic: str,
         route: Route | None,
         claimed: str,
+        correlation: str,
         refused: Refused,
         incoming: Incoming | None,
     ) -> list[Reply]:
@@ -224,7 +225,11 @@ class Inbound:
             "mqtt", claimed, action, _target(topic, self.topics), "broker", refused.reason, detail
         )
         error = ErrorMessage(
-            topic=topic, problems=refused.problems, reason=refused.reason, principal=claimed
+            topic=topic,
+            problems=refused.problems,
+            reason=refused.reason,
+            principal=claimed,
+            correlation=correlation,
         )
         replies = [Reply(self.topics.errors, error)]
         # Only a principal whose signature held is answered on its own topics (and only its
@@ -266,7 +271,6 @@ class Inbound:
         # (QoS 1 after a reconnect) then makes a duplicate, never a second job.
         job_id = request.id or _id_from_nonce(principal.name, incoming.signed.nonce)
         try:
-            self.limiter.take(principal)
             source = request.source or f"mqtt {principal.name}"
             job, created = await self.jobs.submit(request.spec, source, job_id, principal=principal)
         except AuthError as e:

@@ -198,13 +198,14 @@ class RequestAnswer(Message):
 
 class ErrorMessage(Message):
     """Out, on <prefix>/errors: input that was refused, and every reason. `reason` is a short
-    code (unsigned, bad_signature, expired, replayed, forbidden, invalid ...); `principal` the
-    signer, when the signature held."""
+    code (unsigned, bad_signature, expired, replayed, forbidden, invalid ...); `principal` and
+    `correlation` as the refused message claimed them (so a client can match its own)."""
 
     topic: str
     problems: list[str]
     reason: str = "invalid"
     principal: str = ""
+    correlation: str = ""
 
 
 MESSAGES: dict[str, type[Message]] = {

@@ -16,7 +16,13 @@ CHANNELS = [
     ("submit", "jobs/submit", "submit_request", "receive", "CI submits a job."),
     ("cancel", "jobs/{job_id}/cancel", "cancel_request", "receive", "Cancel a job."),
     ("query", "jobs/query", "job_query", "receive", "List jobs, or one job's state or results."),
-    ("queryAnswers", "{reply_to}", "query_answer", "send", "The answer to a query."),
+    (
+        "queryAnswers",
+        "replies/{principal}/{reply_id}",
+        "query_answer",
+        "send",
+        "The answer to a query, on the asker's reply_to, only it may read.",
+    ),
     (
         "command",
         "devices/{device_id}/command",
@@ -44,17 +50,26 @@ CHANNELS = [
         "hosts/{host}/status",
         "host_status",
         "send",
-        "online, or offline (retained; the last will when labd dies).",
+        "online, degraded (a component down), or offline (retained; the last will when "
+        "labd dies).",
     ),
     ("results", "results/{suite}/{test}", "result", "send", "The summary of a finished job."),
     ("alerts", "alerts", "alert", "send", "A regression or improvement against a baseline."),
     ("errors", "errors", "error", "send", "Refused input, with every reason."),
     (
         "answers",
-        "{response_topic}",
+        "replies/{principal}/{reply_id}",
         "submit_answer",
         "send",
-        "The answer to a submission, on its MQTT 5 response topic, with its correlation data.",
+        "The answer to a submission, on its reply_to (and MQTT 5 response topic, with its "
+        "correlation data), under the submitter's own replies.",
+    ),
+    (
+        "requestAnswers",
+        "replies/{principal}/{reply_id}",
+        "request_answer",
+        "send",
+        "The answer to a cancel or a device command, on its reply_to.",
     ),
 ]
 

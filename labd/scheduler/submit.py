@@ -15,11 +15,12 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from labd.auth.limits import RateLimiter
 from labd.auth.principals import Principal
 from labd.config import ReplaySettings
 from labd.errors import InvalidSpec, UsageError
 from labd.events import EventBus, JobQueued, JobRejected
-from labd.model import Device, DeviceState, Driver, Job, Policy, TestSpec
+from labd.model import Device, DeviceState, Driver, Job, Policy, TestSpec, id_problem
 from labd.model.manifest import parse_spec
 from labd.replay.har import load
 from labd.replay.shaping import profile_for
@@ -43,9 +44,11 @@ class JobService:
         on_queued: Callable[[], None] = lambda: None,
         replay: ReplaySettings | None = None,
         policy: Policy | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.store = store
         self.policy = policy or Policy()
+        self.limiter = limiter or RateLimiter()
         self.drivers = drivers
         self.bus = bus
         self.on_queued = on_queued
@@ -61,8 +64,13 @@ class JobService:
         principal: Principal | None = None,
     ) -> tuple[Job, bool]:
         """Validate and persist; returns (job, created). Raises InvalidSpec with every reason.
-        With a principal, its scenarios and its quota of unfinished jobs are checked too."""
+        With a principal (the way every MQTT and API request comes), its rate limit (AuthError),
+        its scenarios and its quota of unfinished jobs are checked too."""
+        if principal is not None:
+            self.limiter.take(principal)
         job_id = job_id or uuid.uuid4().hex
+        if problem := id_problem(job_id, "id"):
+            raise InvalidSpec([f"{source}: {problem}"])
         submitter = principal.name if principal else submitter
         try:
             spec = data if isinstance(data, TestSpec) else parse_spec(data, source)

@@ -95,7 +95,8 @@ def test_bad_submissions_are_refused_with_the_reason(
         )
         android = tmp_path / "android.toml"
         android.write_text(
-            'suite = "s"\ntest = "t"\nscenario = "command"\n[params]\ncommand = ["true"]\n'
+            'suite = "s"\ntest = "t"\nscenario = "command"\n[params]\n'
+            'command = ["python3", "-c", "pass"]\n'
             '[device]\nplatform = "android"\n'
         )
         result = labd(bare_env, tmp_path, "submit", str(android))
@@ -131,7 +132,7 @@ def test_a_bare_machine_without_any_broker(bare_env: dict[str, str], tmp_path: P
     manifest = tmp_path / "quick.toml"
     manifest.write_text(
         'suite = "bare"\ntest = "true"\nscenario = "command"\niterations = 3\n'
-        '[params]\ncommand = ["true"]\n'
+        '[params]\ncommand = ["python3", "-c", "pass"]\n'
     )
     daemon = start_bare_daemon(env, tmp_path)
     try:

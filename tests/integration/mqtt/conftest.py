@@ -9,7 +9,6 @@ import json
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import aiomqtt
 import pytest
 
 from labd.auth import Credentials, hash_password, new_credentials, sign, token_digest
-from tests.conftest import REQUIRE_SERVICES
+from tests.conftest import REQUIRE_SERVICES, TEST_PROGRAMS
 
 
 def free_port() -> int:
@@ -92,8 +91,6 @@ CI = new_credentials("ci")
 OPS = new_credentials("ops")
 VIEWER = new_credentials("dash")
 ROLES = {CI: "submitter", OPS: "admin", VIEWER: "viewer"}
-# What the test jobs run (the policy allows these and nothing else).
-PROGRAMS = ["sleep", "true", "python3", sys.executable]
 
 
 def principal_toml(creds: Credentials, role: str, **more: Any) -> str:
@@ -115,7 +112,7 @@ def daemon_config(tmp_path: Path, mqtt: str, name: str = "labd", extra: str = ""
         f'[daemon]\nlab = "lab1"\nhost = "{name}"\nstate_dir = "{tmp_path / name}"\n'
         f'shutdown_grace = 3\n[http]\nport = 0\n[log]\nformat = "json"\n'
         f"[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
-        f"[policy]\nprograms = {json.dumps(PROGRAMS)}\n"
+        f"[policy]\nprograms = {json.dumps(TEST_PROGRAMS)}\n"
         f"{principals}"
         f"[mqtt]\n{mqtt}\n{extra}"
     )
@@ -153,8 +150,15 @@ def spec(iterations: int = 3, seconds: float = 0.01) -> dict[str, Any]:
 class Follower:
     """A CI-like client: subscribes to a prefix and records every message by topic."""
 
-    def __init__(self, port: int, prefix: str = "labd/v1/lab1", **client: Any) -> None:
+    def __init__(
+        self,
+        port: int,
+        prefix: str = "labd/v1/lab1",
+        topics: list[str] | None = None,
+        **client: Any,
+    ) -> None:
         self.port, self.prefix, self.client_kw = port, prefix, client
+        self.topics = topics or [f"{prefix}/#"]
         self.messages: list[tuple[str, Any]] = []
         self.task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
@@ -162,14 +166,10 @@ class Follower:
     async def run(self) -> None:
         while True:
             try:
-                async with aiomqtt.Client(
-                    "127.0.0.1",
-                    self.port,
-                    identifier="follower",
-                    clean_session=False,
-                    **self.client_kw,
-                ) as client:
-                    await client.subscribe(f"{self.prefix}/#", qos=1)
+                options = {"identifier": "follower", "clean_session": False, **self.client_kw}
+                async with aiomqtt.Client("127.0.0.1", self.port, **options) as client:
+                    for topic in self.topics:
+                        await client.subscribe(topic, qos=1)
                     self.ready.set()
                     async for message in client.messages:
                         try:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import LabdProcess
-from tests.integration.mqtt.conftest import Follower, daemon_config, publish, spec
+from tests.integration.mqtt.conftest import Follower, daemon_config, publish_signed, spec
 from tests.integration.mqtt.test_bridge import PREFIX, assert_complete, events_of, finished
 
 
@@ -21,8 +20,8 @@ async def test_broker_away_for_10_s_mid_job_loses_no_event(
     )
     daemon.wait_for_log("mqtt connected")
     async with Follower(broker.port) as ci:
-        job = json.dumps({"id": "long", "spec": spec(iterations=24, seconds=0.5)}).encode()
-        await publish(broker.port, f"{PREFIX}/jobs/submit", job)
+        job = {"id": "long", "spec": spec(iterations=24, seconds=0.5)}
+        await publish_signed(broker.port, f"{PREFIX}/jobs/submit", job)
         await ci.wait_for(lambda: any(e["kind"] == "running" for e in events_of(ci, "long")))
         broker.stop()
         await asyncio.sleep(2)
@@ -47,8 +46,8 @@ async def test_sigkilled_daemon_restarts_and_its_outbox_drains(
     daemon: LabdProcess = start_labd(config)
     daemon.wait_for_log("mqtt connected")
     async with Follower(broker.port) as ci:
-        job = json.dumps({"id": "survivor", "spec": spec(iterations=10, seconds=0.3)}).encode()
-        await publish(broker.port, f"{PREFIX}/jobs/submit", job)
+        job = {"id": "survivor", "spec": spec(iterations=10, seconds=0.3)}
+        await publish_signed(broker.port, f"{PREFIX}/jobs/submit", job)
         await ci.wait_for(lambda: len(events_of(ci, "survivor")) >= 5)
         daemon.kill()
         # The broker notices the dead connection and sends labd's last will.
@@ -61,4 +60,27 @@ async def test_sigkilled_daemon_restarts_and_its_outbox_drains(
     kinds = [e["kind"] for e in sorted(events, key=lambda e: e["seq"])]
     assert "requeued" in kinds and kinds[-1] == "finished"
     assert events[-1]["state"] == "succeeded"
+    assert daemon.stop() == 0
+
+
+async def test_requests_sent_while_labd_is_away_are_handled_when_it_returns(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """labd keeps its MQTT session: QoS 1 requests the broker took while labd was stopped,
+    and while the broker itself restarted, are handled once labd is back."""
+    broker = mosquitto_factory()
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+    assert daemon.stop() == 0
+    async with Follower(broker.port) as ci:
+        submit = f"{PREFIX}/jobs/submit"
+        await publish_signed(broker.port, submit, {"id": "while-away", "spec": spec(2)})
+        broker.stop()  # and the broker restarts too, from its persistence file
+        broker.start()
+        await publish_signed(broker.port, submit, {"id": "after-restart", "spec": spec(2)})
+        daemon = start_labd(config)
+        await ci.wait_for(lambda: finished(ci, "while-away") and finished(ci, "after-restart"))
+    assert events_of(ci, "while-away")[-1]["state"] == "succeeded"
+    assert events_of(ci, "after-restart")[-1]["state"] == "succeeded"
     assert daemon.stop() == 0

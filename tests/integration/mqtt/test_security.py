@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,10 +11,11 @@ import trustme
 
 from tests.conftest import LabdProcess
 from tests.integration.mqtt.conftest import (
+    CI,
     Follower,
     daemon_config,
     free_port,
-    publish,
+    publish_signed,
     spec,
 )
 from tests.integration.mqtt.test_bridge import PREFIX, finished
@@ -78,11 +78,14 @@ async def test_embedded_broker_on_a_bare_machine(start_labd: Any, tmp_path: Path
     daemon: LabdProcess = start_labd(daemon_config(tmp_path, f"embedded_port = {port}"))
     daemon.wait_for_log("embedded mqtt broker listening")
     assert daemon.wait_for_log("mqtt connected")["protocol"] == "V311"
-    async with Follower(port) as ci:
-        await publish(
-            port, f"{PREFIX}/jobs/submit", json.dumps({"id": "e1", "spec": spec()}).encode()
-        )
+    login = {"username": CI.broker_username, "password": CI.broker_password}
+    async with Follower(port, topics=[f"{PREFIX}/jobs/+/events"], **login) as ci:
+        await publish_signed(port, f"{PREFIX}/jobs/submit", {"id": "e1", "spec": spec()}, **login)
         await ci.wait_for(lambda: finished(ci, "e1"))
+    # The local admin's credentials: made on first start, readable by labd's account only.
+    local = tmp_path / "labd" / "credentials" / "local.toml"
+    assert local.stat().st_mode & 0o777 == 0o600
+    assert local.parent.stat().st_mode & 0o777 == 0o700
     assert daemon.stop() == 0
 
 

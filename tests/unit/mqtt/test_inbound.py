@@ -1,48 +1,245 @@
-"""Inbound limits that need no broker: the per-sender rate limit and the payload size."""
+"""Who may do what over MQTT, without a broker: signatures, roles, replays, reply topics,
+rate limits and hostile text, through the real inbound handler and a real SQLite store."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from labd.config import MqttSettings
+import pytest
+
+from labd.auth import (
+    Audit,
+    Credentials,
+    Principals,
+    RateLimiter,
+    new_credentials,
+    sign,
+)
+from labd.auth.principals import Principal, Role
+from labd.config import AuthSettings, MqttSettings
 from labd.mqtt import Inbound, Topics
-from labd.mqtt.messages import ErrorMessage, SubmitAnswer
+from labd.mqtt.bridge import encode
+from labd.mqtt.inbound import Reply
+from labd.mqtt.messages import ErrorMessage, QueryAnswer, RequestAnswer, SubmitAnswer
 from labd.store import Store
-from tests.integration.scheduler.test_scheduler import make_lab
+from tests.integration.scheduler.test_scheduler import Lab, make_lab
 
 TOPICS = Topics("labd/v1/t")
+CI, OTHER, OPS, DASH = (new_credentials(n) for n in ("ci", "other", "ops", "dash"))
+ROLES = {CI: Role.SUBMITTER, OTHER: Role.SUBMITTER, OPS: Role.ADMIN, DASH: Role.VIEWER}
+SPEC = {"suite": "s", "test": "t", "scenario": "script", "device": {"platform": "scripted"}}
 
 
-async def test_rate_limit_per_sender_and_window(tmp_path: Path) -> None:
+def principal(creds: Credentials, role: Role, **more: Any) -> Principal:
+    return Principal(creds.principal, role, keys={creds.key_id: creds.key}, **more)
+
+
+@dataclass
+class Harness:
+    lab: Lab
+    inbound: Inbound
+    now: list[float]
+
+    async def send(
+        self, topic: str, body: dict[str, Any], creds: Credentials | None = CI, **auth: Any
+    ) -> list[Reply]:
+        return await self.inbound.handle(topic, payload(topic, body, creds, **auth))
+
+    async def raw(self, topic: str, data: bytes) -> list[Reply]:
+        return await self.inbound.handle(topic, data)
+
+
+def payload(topic: str, body: dict[str, Any], creds: Credentials | None, **auth: Any) -> bytes:
+    message = {"schema_version": 2, **body}
+    if creds is not None:
+        message = sign(message, topic, creds.principal, creds.key_id, creds.key, **auth)
+    return json.dumps(message).encode()
+
+
+def replies_to(creds: Credentials) -> str:
+    return f"{TOPICS.prefix}/replies/{creds.principal}/x"
+
+
+def error(replies: list[Reply]) -> ErrorMessage:
+    (found,) = [r.message for r in replies if r.topic == TOPICS.errors]
+    assert isinstance(found, ErrorMessage)
+    return found
+
+
+def answer(replies: list[Reply], creds: Credentials = CI) -> Any:
+    (found,) = [r.message for r in replies if r.topic == replies_to(creds)]
+    return found
+
+
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'db'}")
     lab = await make_lab(store, tmp_path, ["d1"])
     now = [0.0]
+    principals = Principals(
+        [principal(c, r, submits_per_minute=3 if c is CI else 120) for c, r in ROLES.items()]
+    )
     inbound = Inbound(
-        MqttSettings(submits_per_minute=3),
+        MqttSettings(),
+        AuthSettings(),
         TOPICS,
+        principals,
         lab.jobs,
         lab.scheduler,
         lab.pool,
-        clock=lambda: now[0],
+        Audit(lab.bus),
     )
-
-    async def submit(sender: str, n: int) -> object:
-        spec = {"suite": "s", "test": "t", "scenario": "script", "device": {"platform": "scripted"}}
-        body = json.dumps({"id": f"{sender}-{n}", "sender": sender, "spec": spec}).encode()
-        (reply, *_) = await inbound.handle(TOPICS.submit, body, "answers") or [None]
-        return reply.message if reply else None  # type: ignore[attr-defined]
-
+    lab.jobs.limiter = RateLimiter(clock=lambda: now[0])
     try:
-        for n in range(3):
-            assert isinstance(await submit("ci", n), SubmitAnswer)
-        refused = await submit("ci", 3)
-        assert isinstance(refused, ErrorMessage)
-        assert "submitted 3 jobs in the last minute (limit 3)" in refused.problems[0]
-        assert isinstance(await submit("other", 0), SubmitAnswer)  # per sender
-        now[0] = 61.0
-        assert isinstance(await submit("ci", 4), SubmitAnswer)  # the window moved on
+        yield Harness(lab, inbound, now)
     finally:
         await lab.scheduler.stop(1)
         await lab.pool.stop(1)
+        lab._recorder.cancel()  # type: ignore[attr-defined]
         await store.close()
+
+
+async def test_unsigned_and_forged_messages_do_nothing(harness: Harness) -> None:
+    body = {"id": "j1", "reply_to": replies_to(CI), "spec": SPEC}
+    assert error(await harness.send(TOPICS.submit, body, None)).reason == "unsigned"
+    stranger = new_credentials("ci", key_id="k9")  # right name, a key it does not have
+    refused = error(await harness.send(TOPICS.submit, body, stranger))
+    assert refused.reason == "unknown_key"
+    forged = Credentials(**{**CI.__dict__, "secret_key": stranger.secret_key})  # wrong secret
+    assert error(await harness.send(TOPICS.submit, body, forged)).reason == "bad_signature"
+    nobody = new_credentials("mallory")
+    assert error(await harness.send(TOPICS.submit, body, nobody)).reason == "unknown_principal"
+    # A signed message altered on the way: the signature no longer holds.
+    data = json.loads(payload(TOPICS.submit, body, CI))
+    data["spec"]["priority"] = 100
+    refused = error(await harness.raw(TOPICS.submit, json.dumps(data).encode()))
+    assert refused.reason == "bad_signature"
+    assert await harness.lab.store.get_job("j1") is None
+
+
+async def test_identity_never_comes_from_the_payload(harness: Harness) -> None:
+    body = {"id": "j1", "sender": "ops", "spec": SPEC}
+    refused = error(await harness.send(TOPICS.submit, body, CI))
+    assert refused.reason == "invalid" and "sender: unknown key" in refused.problems[0]
+    await harness.send(TOPICS.submit, {"id": "j2", "spec": SPEC}, CI)
+    job = await harness.lab.store.get_job("j2")
+    assert job is not None and job.submitter == "ci"
+
+
+async def test_stale_future_and_replayed_messages_are_refused(harness: Harness) -> None:
+    import time
+
+    body = {"id": "j1", "spec": SPEC}
+    stale = await harness.send(TOPICS.submit, body, CI, now=time.time() - 3600)
+    assert error(stale).reason == "expired"
+    future = await harness.send(TOPICS.submit, body, CI, now=time.time() + 3600)
+    assert error(future).reason == "future"
+    original = payload(TOPICS.submit, {"id": "j1", "spec": SPEC}, CI)
+    assert not [r for r in await harness.raw(TOPICS.submit, original) if r.topic == TOPICS.errors]
+    refused = error(await harness.raw(TOPICS.submit, original))
+    assert refused.reason == "replayed"
+    # Signed for one topic, replayed onto another: the topic is part of what is signed.
+    cancel_a = payload(f"{TOPICS.prefix}/jobs/j1/cancel", {}, CI)
+    refused = error(await harness.raw(f"{TOPICS.prefix}/jobs/j9/cancel", cancel_a))
+    assert refused.reason == "bad_signature"
+
+
+async def test_roles_decide_who_may_submit_cancel_and_administer(harness: Harness) -> None:
+    replies = await harness.send(TOPICS.submit, {"id": "v1", "spec": SPEC}, DASH)
+    assert error(replies).reason == "forbidden"
+    await harness.send(TOPICS.submit, {"id": "mine", "spec": {**SPEC, "priority": -5}}, CI)
+    cancel = f"{TOPICS.prefix}/jobs/mine/cancel"
+    refused = error(await harness.send(cancel, {"reply_to": replies_to(OTHER)}, OTHER))
+    assert refused.reason == "forbidden" and "may not cancel job 'mine' of 'ci'" in str(refused)
+    job = await harness.lab.store.get_job("mine")
+    assert job is not None and not job.cancel_requested
+    command = f"{TOPICS.prefix}/devices/d1/command"
+    assert error(await harness.send(command, {"action": "drain"}, CI)).reason == "forbidden"
+    ok = answer(
+        await harness.send(command, {"action": "drain", "reply_to": replies_to(OPS)}, OPS), OPS
+    )
+    assert isinstance(ok, RequestAnswer) and ok.ok
+    ok = answer(await harness.send(cancel, {"reply_to": replies_to(OPS)}, OPS), OPS)
+    assert isinstance(ok, RequestAnswer) and ok.ok
+
+
+async def test_answers_go_only_to_the_askers_own_topic_with_secrets_redacted(
+    harness: Harness,
+) -> None:
+    spec = {**SPEC, "params": {"env": {"API_TOKEN": "hunter2"}}}
+    await harness.send(TOPICS.submit, {"id": "s1", "spec": spec}, CI)
+    query = {"query": "show", "job_id": "s1", "reply_to": f"{TOPICS.prefix}/alerts"}
+    refused = error(await harness.send(TOPICS.query, query, DASH))
+    assert refused.reason == "forbidden" and "reply_to must lie under" in refused.problems[0]
+    query["reply_to"] = replies_to(DASH)
+    replies = await harness.send(TOPICS.query, query, DASH)
+    assert [r.topic for r in replies] == [replies_to(DASH)]
+    shown = answer(replies, DASH)
+    assert isinstance(shown, QueryAnswer) and shown.ok
+    assert "hunter2" not in encode(shown).decode()
+    assert shown.data["job"]["spec"]["params"]["env"] == {"API_TOKEN": "**********"}
+
+
+async def test_rate_limit_is_per_authenticated_principal(harness: Harness) -> None:
+    async def submit(creds: Credentials, n: int) -> Any:
+        body = {"id": f"{creds.principal}-{n}", "reply_to": replies_to(creds), "spec": SPEC}
+        replies = await harness.send(TOPICS.submit, body, creds)
+        return answer(replies, creds)
+
+    for n in range(3):
+        assert (await submit(CI, n)).accepted
+    refused = await submit(CI, 3)
+    assert isinstance(refused, SubmitAnswer) and not refused.accepted
+    assert "submitted 3 jobs in the last minute (limit 3)" in refused.problems[0]
+    assert (await submit(OTHER, 0)).accepted  # another principal has its own budget
+    harness.now[0] = 61.0
+    assert (await submit(CI, 4)).accepted  # the window moved on
+
+
+@pytest.mark.parametrize(
+    "job_id", ["build#123", "a+b", "a/b", "\ud800", "x\x00y", "-rf", "..", "x" * 10_000]
+)
+async def test_hostile_ids_are_refused_with_the_rule_and_answers_stay_publishable(
+    harness: Harness, job_id: str
+) -> None:
+    body = {"id": job_id, "spec": SPEC}
+    try:
+        replies = await harness.send(TOPICS.submit, body, CI)
+    except Exception:  # no JSON canonical form (a lone surrogate): forge the auth member
+        fake = {"principal": "ci", "key_id": "k1", "time": 1.0, "nonce": "abcdefgh"}
+        data = {"schema_version": 2, **body, "auth": {**fake, "signature": "x"}}
+        replies = await harness.raw(TOPICS.submit, json.dumps(data).encode())
+        assert error(replies).reason == "malformed"
+    else:
+        refused = error(replies)
+        assert refused.reason == "invalid" and "id:" in refused.problems[0]
+    for reply in replies:  # every answer encodes, whatever the input held
+        encode(reply.message)
+        reply.topic.encode()
+        assert "#" not in reply.topic and "+" not in reply.topic
+
+
+async def test_a_lone_surrogate_as_principal_is_refused_and_reported_safely(
+    harness: Harness,
+) -> None:
+    message = {
+        "schema_version": 2,
+        "spec": SPEC,
+        "auth": {
+            "principal": "\ud800\x00",
+            "key_id": "k",
+            "time": 1.0,
+            "nonce": "abcdefgh",
+            "signature": "x",
+        },
+    }
+    data = json.dumps(message).encode()
+    replies = await harness.raw(TOPICS.submit, data)
+    refused = error(replies)
+    assert refused.reason == "unknown_principal"
+    text = encode(refused).decode()
+    assert "\\\\ud800" in text or "\\ud800" in text

@@ -1,0 +1,121 @@
+"""`labd auth`: make a principal's credentials, rotate them, write Mosquitto's files, whoami."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from labd.auth import (
+    Credentials,
+    Principals,
+    find_credentials,
+    hash_password,
+    mosquitto_acl,
+    new_credentials,
+    token_digest,
+)
+from labd.auth.principals import from_settings
+from labd.config import load_config
+from labd.config.models import LOCAL_PRINCIPAL
+from labd.errors import UsageError
+from labd.model import id_problem
+from labd.mqtt.bridge import broker_credentials
+
+
+def _write_private(path: Path, text: str, force: bool) -> None:
+    """Write a file only its owner can read; never over an existing one without --force."""
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists; pass --force to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    path.chmod(0o600)
+
+
+def principal_snippet(creds: Credentials, role: str) -> str:
+    """The [auth.principals.<name>] table that admits these credentials."""
+    return (
+        f"[auth.principals.{creds.principal}]\n"
+        f'role = "{role}"\n'
+        f'secret_keys = {{ "{creds.key_id}" = "{creds.secret_key}" }}\n'
+        f'token_sha256 = ["{token_digest(creds.token)}"]\n'
+        f'broker_password_hash = "{hash_password(creds.broker_password)}"\n'
+    )
+
+
+def add(args: argparse.Namespace) -> int:
+    if problem := id_problem(args.name, "principal name"):
+        raise UsageError(problem)
+    if args.name == LOCAL_PRINCIPAL:
+        raise UsageError(f"{LOCAL_PRINCIPAL!r} is the local admin's name; choose another")
+    creds = new_credentials(args.name, args.key_id)
+    out = Path(args.out or f"{args.name}.credentials.toml")
+    _write_private(out, creds.to_toml(), args.force)
+    print("# Add to labd.toml on every host of the lab (then restart labd):\n")
+    print(principal_snippet(creds, args.role))
+    print(f"# Credentials for {args.name} written to {out} (mode 0600): give it to them only.")
+    return 0
+
+
+def rotate(args: argparse.Namespace) -> int:
+    settings = load_config(args.config).settings
+    principal = settings.auth.principals.get(args.name)
+    if principal is None:
+        raise UsageError(f"no principal {args.name!r} in the configuration")
+    if args.key_id in principal.secret_keys:
+        raise UsageError(f"principal {args.name!r} already has a key {args.key_id!r}")
+    creds = new_credentials(args.name, args.key_id)
+    out = Path(args.out or f"{args.name}.credentials.toml")
+    _write_private(out, creds.to_toml(), args.force)
+    keys = {**principal.secret_keys, creds.key_id: creds.secret_key}
+    tokens = [*principal.token_sha256, token_digest(creds.token)]
+    print("# 1. Replace these keys of the principal on every host, restart labd:")
+    print(f"[auth.principals.{args.name}]")
+    print("secret_keys = { " + ", ".join(f'"{k}" = "{v}"' for k, v in keys.items()) + " }")
+    print(f"token_sha256 = {json.dumps(tokens)}")
+    print(f'broker_password_hash = "{hash_password(creds.broker_password)}"')
+    print(f"# 2. Hand over {out}; then regenerate the broker's files (labd auth mosquitto).")
+    print("# 3. Once its clients use the new file, remove the old key and token above.")
+    return 0
+
+
+def mosquitto(args: argparse.Namespace) -> int:
+    loaded = load_config(args.config)
+    settings = loaded.settings
+    principals = Principals(from_settings(n, s) for n, s in settings.auth.principals.items())
+    prefix = settings.mqtt.prefix or f"labd/v1/{settings.daemon.lab}"
+    user, password = broker_credentials(settings.mqtt)
+    daemon_user = args.daemon_user or user
+    if not daemon_user or not password:
+        raise UsageError(
+            "labd's own broker account is not configured: set mqtt.username and mqtt.password "
+            "(or write them in mqtt.url) first"
+        )
+    lines = [f"{daemon_user}:{hash_password(password)}"]
+    missing = []
+    for p in principals:
+        if p.broker_password_hash:
+            lines.append(f"{p.name}:{p.broker_password_hash}")
+        else:
+            missing.append(p.name)
+    out = Path(args.out)
+    _write_private(out / "passwd", "\n".join(lines) + "\n", force=True)
+    (out / "acl").write_text(mosquitto_acl(prefix, principals, [daemon_user]))
+    print(f"wrote {out / 'passwd'} and {out / 'acl'}; in mosquitto.conf:")
+    print(f"  allow_anonymous false\n  password_file {out / 'passwd'}\n  acl_file {out / 'acl'}")
+    if missing:
+        print(f"no broker password (cannot connect): {', '.join(missing)}")
+    return 0
+
+
+def whoami(args: argparse.Namespace) -> int:
+    settings = load_config(args.config).settings
+    creds = find_credentials(settings.daemon.state_path)
+    if creds is None:
+        raise UsageError("no credentials found (LABD_CREDENTIALS, ~/.config/labd, state dir)")
+    view = {"principal": creds.principal, "key_id": creds.key_id, "file": str(creds.path)}
+    print(json.dumps(view) if args.json else f"{creds.principal} ({creds.path})")
+    return 0
