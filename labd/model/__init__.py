@@ -4,6 +4,7 @@ from labd.model.device import AdminState, Device, DeviceSelector, DeviceState
 from labd.model.driver import Driver, NoOptions, PowerControl, RunContext, Scenario
 from labd.model.iteration import Iteration
 from labd.model.job import TERMINAL, Job, JobState, can_move
+from labd.model.runas import RunAs
 from labd.model.spec import BuildInfo, MetricSpec, NetworkSpec, TestSpec
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "NetworkSpec",
     "NoOptions",
     "PowerControl",
+    "RunAs",
     "RunContext",
     "Scenario",
     "TestSpec",

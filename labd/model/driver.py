@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from labd.model.device import Device
+from labd.model.runas import RunAs
 from labd.model.spec import MetricSpec
 
 
@@ -35,6 +36,11 @@ class RunContext:
     # The job's test network when it has one: "proxy" (http://address:port the device uses),
     # "address" (host:port) and "profile".
     network: dict[str, str] = field(default_factory=dict)
+    # Measured programs and browsers run as this user (when labd is root); None: as labd.
+    run_as: RunAs | None = None
+    # Why the current iteration's values cannot be trusted: a scenario adds a reason (a
+    # time-out, a poor sync), the runner flags the iteration with it; reset per iteration.
+    flags: list[str] = field(default_factory=list)
 
 
 class Scenario(ABC):
