@@ -9,7 +9,6 @@ import pwd
 import shutil
 import statistics
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,10 +88,13 @@ async def test_the_program_runs_as_the_given_user_never_root(
     tmp_path: Path, launcher_kind: str
 ) -> None:
     nobody = _nobody()
-    probe = "import os; open('who', 'w').write(f'{os.getuid()} {os.geteuid()} {os.getgid()} {sorted(os.getgroups())}')"
+    probe = (
+        "import os; open('who', 'w').write("
+        "f'{os.getuid()} {os.geteuid()} {os.getgid()} {sorted(os.getgroups())}')"
+    )
     ctx = RunContext("job", 1, DEVICE, tmp_path / "work", run_as=nobody)
     (tmp_path / "work").mkdir()
-    os.chmod(tmp_path, 0o755)
+    tmp_path.chmod(0o755)  # the user reaches its workdir
     s = CommandScenario(CommandParams(command=["/usr/bin/python3", "-c", probe]), ctx)
     await s.setup()
     await s.run_iteration(0)
