@@ -158,6 +158,8 @@ class Daemon:
             self.bus,
             on_queued=lambda: self.scheduler.wake(),
             replay=settings.replay,
+            measurement=settings.measurement,
+            perfherder=settings.perfherder,
         )
         self.scheduler = Scheduler(
             store.store,

@@ -5,10 +5,11 @@ from labd.model.driver import Driver, NoOptions, PowerControl, RunContext, Scena
 from labd.model.iteration import Iteration
 from labd.model.job import TERMINAL, Job, JobState, can_move
 from labd.model.runas import RunAs
-from labd.model.spec import BuildInfo, MetricSpec, NetworkSpec, TestSpec
+from labd.model.spec import ABSpec, BuildInfo, MetricSpec, NetworkSpec, TestSpec, Variant
 
 __all__ = [
     "TERMINAL",
+    "ABSpec",
     "AdminState",
     "BuildInfo",
     "Device",
@@ -26,5 +27,6 @@ __all__ = [
     "RunContext",
     "Scenario",
     "TestSpec",
+    "Variant",
     "can_move",
 ]
