@@ -79,7 +79,11 @@ def compare_variants(job: Job, iterations: list[Iteration]) -> list[Any]:
     from labd.stats.compare import compare
 
     base, new = measured(iterations, "base"), measured(iterations, "new")
-    directions = {m.name: m.higher_is_better for m in job.spec.metrics}
+    directions = {
+        name: bool(spec.get("higher_is_better"))
+        for it in iterations
+        for name, spec in it.fingerprint.get("metrics", {}).items()
+    } | {m.name: m.higher_is_better for m in job.spec.metrics}
     shared = sorted(base.keys() & new.keys())
     return compare({m: (base[m], new[m], directions.get(m, False)) for m in shared})
 
