@@ -43,6 +43,39 @@ def _reason_kind(flag: str) -> str:
     return flag.split(":")[0].split(" (")[0] if ":" in flag or " (" in flag else flag
 
 
+def one_variant(results: dict[str, Any], variant: str, name: str) -> dict[str, Any]:
+    """An A/B job's results narrowed to one variant, read as a job of its own."""
+    if variant not in ("base", "new"):
+        from labd.errors import UsageError
+
+        raise UsageError(f"{name}: expected JOB@base or JOB@new, not @{variant}")
+    iterations = [
+        {**it, "variant": ""} for it in results["iterations"] if it.get("variant") == variant
+    ]
+    return {**results, "iterations": iterations}
+
+
+def comparability(base: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    """What `labd compare` says beside its verdicts: how many iterations each side set aside
+    and why, and where the two runs' conditions differ (the fingerprint's comparable part)."""
+    from labd.runner.fingerprint import differences
+
+    aside: dict[str, Any] = {}
+    prints: dict[str, dict[str, Any]] = {}
+    for side, results in (("base", base), ("new", new)):
+        if results is None:
+            continue
+        attempt = results["job"]["attempts"]
+        last = [Iteration.model_validate(i) for i in results["iterations"]
+                if i["attempt"] == attempt]  # fmt: skip
+        aside[side] = set_aside(last)
+        measured_ones = [it for it in last if not it.warmup and not it.error]
+        if measured_ones:
+            prints[side] = measured_ones[0].fingerprint
+    differ = differences(prints["base"], prints["new"]) if len(prints) == 2 else []
+    return {"set_aside": aside, "conditions_differ": differ}
+
+
 async def measured_values(store: Store, job: Job, variant: str = "") -> dict[str, list[float]]:
     """`measured` for the job's last attempt."""
     return measured(await store.iterations(job.id, attempt=job.attempts), variant)
