@@ -14,12 +14,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import TestFailure
 from labd.model import MetricSpec, Scenario
 from labd.runner.launcher import Launch, launcher_command
 from labd_host.probe import environment
+from labd_host.tuning import Tuning, tune
+
+log = structlog.get_logger("labd.host")
 
 TMPFS_ROOT = Path("/dev/shm")
 STDERR_TAIL = 400  # characters of the program's stderr kept in a failed iteration's error
@@ -39,11 +43,17 @@ class CommandParams(BaseModel):
     disable_aslr: bool = Field(False, description="Run the program without ASLR.")
     tmpfs: bool = Field(False, description="Run in a fresh directory on tmpfs (/dev/shm).")
     iteration_timeout_s: float = Field(600, gt=0, description="Time-out of one run.")
+    host_tuning: bool = Field(
+        True,
+        description="Performance governor and no turbo/boost for the job, restored after "
+        "(where the host allows it; recorded either way).",
+    )
     ok_exit_codes: list[int] = Field(default_factory=lambda: [0], min_length=1)
 
 
 class CommandScenario(Scenario):
     name = "command"
+    tuning: Tuning | None = None
     Params = CommandParams
     default_metrics = (
         MetricSpec(name="wall_time_ms", unit="ms"),
@@ -86,6 +96,12 @@ class CommandScenario(Scenario):
             self.workdir.mkdir(parents=True, exist_ok=True)
         if run_as is not None and (self.p.tmpfs or not self.p.cwd):
             run_as.give(self.workdir)  # labd made it for the program
+        self.tuning = tune() if self.p.host_tuning else None
+        tuned = (
+            self.tuning.record
+            if self.tuning
+            else {"cpu_governor": "not asked", "turbo": "not asked"}
+        )
         _, launcher = launcher_command()
         self.ctx.fingerprint.update(
             environment(),
@@ -95,6 +111,7 @@ class CommandScenario(Scenario):
                 "cpu_affinity": [self.p.cpu] if self.p.cpu is not None else "all",
                 "aslr": "disabled" if self.p.disable_aslr else "enabled",
                 "workdir": f"tmpfs:{self.workdir}" if self.p.tmpfs else str(self.workdir),
+                **tuned,
             },
         )
 
@@ -135,6 +152,8 @@ class CommandScenario(Scenario):
         return values
 
     async def teardown(self) -> None:
+        if self.tuning is not None and (problems := await asyncio.to_thread(self.tuning.restore)):
+            log.warning("host settings not restored", problems=problems)
         if self.p.tmpfs:
             await asyncio.to_thread(shutil.rmtree, self.workdir, True)
 

@@ -51,7 +51,9 @@ async def test_stabilisation_is_applied_to_the_child_and_recorded(tmp_path: Path
     assert int(personality, 16) & 0x0040000  # ADDR_NO_RANDOMIZE
     assert cwd.startswith("/dev/shm/labd-")
     stabilisation = s.ctx.fingerprint["stabilisation"]
-    assert stabilisation == {"cpu_affinity": [cpu], "aslr": "disabled", "workdir": f"tmpfs:{cwd}"}
+    expected = {"cpu_affinity": [cpu], "aslr": "disabled", "workdir": f"tmpfs:{cwd}"}
+    assert stabilisation.items() >= expected.items()
+    assert {"cpu_governor", "turbo"} <= stabilisation.keys()  # applied, or why not
     await s.teardown()
     assert not Path(cwd).exists()
 
