@@ -13,17 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "drivers"))
-
-from labd.model import Device, RunContext  # noqa: E402
-from labd_host.command import CommandParams, CommandScenario  # noqa: E402
+from labd.model import Device, RunContext
+from labd_host.command import CommandParams, CommandScenario
 
 SETUPS: dict[str, dict[str, Any]] = {
     "none": {"host_tuning": False},
