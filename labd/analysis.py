@@ -30,7 +30,9 @@ class BaselineAnalyst:
         self._tasks = TaskSet("analysis")
 
     async def start(self) -> None:
-        self._tasks.spawn("finished", dispatch(self._finished, self._on_finished))
+        self._tasks.supervise(
+            "finished", lambda: dispatch(self._finished, self._on_finished), self.bus
+        )
 
     async def stop(self, grace: float) -> None:
         self.bus.unsubscribe(self._finished)

@@ -42,6 +42,17 @@ class InvalidSpec(UsageError):
         super().__init__("\n".join(problems))
 
 
+class AuthError(LabdError):
+    """A request was refused for who sent it: `reason` is a short stable code (for metrics),
+    the message says what was wrong."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
 class InfrastructureError(LabdError):
     """The device or its driver failed (lost, unreachable, crashed): worth a retry elsewhere."""
 

@@ -1,14 +1,27 @@
-"""Named background tasks whose references are kept and whose crashes are logged, not lost."""
+"""Named background tasks whose references are kept and whose crashes are logged, not lost.
+
+A long-lived loop is `supervise`d: when it fails it is restarted after a backoff (doubling,
+with jitter), and the bus hears `ComponentDown` and, once it has run a while again,
+`ComponentUp`, so /readyz, the metrics and the host's status say what is down. No task can
+end silently.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import random
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import structlog
 
+from labd.events import ComponentDown, ComponentUp, EventBus
+
 log = structlog.get_logger("labd.tasks")
+
+BACKOFF_FIRST_S = 0.5
+BACKOFF_MAX_S = 30.0
+HEALTHY_AFTER_S = 10.0  # a restarted loop that ran this long counts as up again
 
 
 class TaskSet:
@@ -24,6 +37,57 @@ class TaskSet:
         self._tasks.add(task)
         task.add_done_callback(self._finished)
         return task
+
+    def supervise(
+        self,
+        name: str,
+        factory: Callable[[], Coroutine[Any, Any, Any]],
+        bus: EventBus | None = None,
+        backoff_max_s: float = BACKOFF_MAX_S,
+    ) -> asyncio.Task[Any]:
+        """Run the loop `factory()` makes, and make it again whenever it fails or returns."""
+        return self.spawn(
+            name, self._supervised(f"{self.owner}:{name}", factory, bus, backoff_max_s)
+        )
+
+    async def _supervised(
+        self,
+        component: str,
+        factory: Callable[[], Coroutine[Any, Any, Any]],
+        bus: EventBus | None,
+        backoff_max_s: float,
+    ) -> None:
+        delay = BACKOFF_FIRST_S
+        down = False
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            marker = loop.call_later(HEALTHY_AFTER_S, self._up, component, bus) if down else None
+            try:
+                await factory()
+                error = "ended unexpectedly"
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                error = f"{type(e).__name__}: {e}"
+                log.error("task failed; restarting", task=component, error=error, exc_info=e)
+            finally:
+                if marker is not None:
+                    marker.cancel()
+            if loop.time() - started >= HEALTHY_AFTER_S:
+                delay = BACKOFF_FIRST_S  # it had been running well: a fresh failure
+            wait = min(delay, backoff_max_s) * random.uniform(0.75, 1.25)
+            if bus is not None:
+                bus.publish(ComponentDown(component=component, error=error, retry_in_s=wait))
+            down = True
+            await asyncio.sleep(wait)
+            delay = min(delay * 2, backoff_max_s)
+
+    @staticmethod
+    def _up(component: str, bus: EventBus | None) -> None:
+        log.info("task running again", task=component)
+        if bus is not None:
+            bus.publish(ComponentUp(component=component))
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)

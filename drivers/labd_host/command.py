@@ -18,7 +18,8 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import TestFailure
-from labd.model import MetricSpec, Scenario
+from labd.model import MetricSpec, Policy, Scenario
+from labd.model.policy import ProgramNotFound
 from labd.runner.launcher import Launch, launcher_command
 from labd_host.probe import environment
 from labd_host.tuning import Tuning, tune
@@ -84,11 +85,24 @@ class CommandScenario(Scenario):
             problems.append(f"params.cwd: {params.cwd!r} is not a directory")
         return problems
 
+    @classmethod
+    def policy_problems(cls, params: BaseModel, policy: Policy) -> list[str]:
+        assert isinstance(params, CommandParams)
+        problems = policy.env_problems(params.env)
+        try:
+            policy.program(params.command[0])
+        except ProgramNotFound as e:
+            if shutil.which(params.command[0]) is not None:  # else `check` said so already
+                problems.insert(0, f"command: {e}")
+        except ValueError as e:
+            problems.insert(0, f"command: {e}")
+        return [f"params.{p}" for p in problems]
+
     async def setup(self) -> None:
         await asyncio.to_thread(self._prepare)  # file system, /proc reads, maybe a compile
 
     def _prepare(self) -> None:
-        run_as = self.ctx.run_as
+        run_as = self.ctx.policy.run_as
         if self.p.tmpfs:
             self.workdir = Path(tempfile.mkdtemp(prefix="labd-", dir=TMPFS_ROOT))
         else:
@@ -124,7 +138,7 @@ class CommandScenario(Scenario):
                 env=env,
                 cpus=None if self.p.cpu is None else {self.p.cpu},
                 disable_aslr=self.p.disable_aslr,
-                run_as=self.ctx.run_as,
+                run_as=self.ctx.policy.run_as,
                 timeout_s=self.p.iteration_timeout_s,
                 stderr=stderr,
             )

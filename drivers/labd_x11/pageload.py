@@ -144,7 +144,7 @@ class PageLoad(Scenario):
             self.cpus, self.capture_cpus = split_cpus()
         no_aslr = "no_aslr" in p.stabilise
         env = {**os.environ, "DISPLAY": self.display}
-        run_as = self.ctx.run_as
+        run_as = self.ctx.policy.run_as
         if run_as is not None:  # never a browser as root: the profile is its home
             for path in (self.profile, *self.profile.iterdir()):
                 run_as.give(path)

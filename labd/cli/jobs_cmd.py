@@ -35,7 +35,6 @@ def submit(args: argparse.Namespace) -> int:
         "spec": spec.model_dump(mode="json"),
         "id": args.id or "",
         "source": path.name,
-        "submitter": args.submitter,
     }
     job = client.call("POST", "/jobs", body)["job"]
     if not args.wait:
@@ -77,7 +76,6 @@ def _submit_over_mqtt(
                 settings,
                 spec,
                 args.id or "",
-                args.submitter,
                 source,
                 args.wait,
                 args.connect_wait,

@@ -89,7 +89,6 @@ def _add_job_commands(nouns: Any) -> None:
     submit.add_argument("file", help="test manifest (TOML)")
     submit.add_argument("--wait", action="store_true", help="follow the job, print its results")
     submit.add_argument("--id", help="job id (submitting the same id again is harmless)")
-    submit.add_argument("--submitter", default="cli", help="who submits (for fair queuing)")
     submit.add_argument(
         "--connect-wait",
         type=float,

@@ -1,7 +1,10 @@
 """The `labd` command as an MQTT client of a running daemon: submit and follow, show, cancel.
 
-It reaches the broker the daemon uses (mqtt.url, else the embedded address), and talks the
-same topics a CI system does, so what it shows is what CI sees.
+It reaches the broker the daemon uses (mqtt.url, else the embedded address), talks the same
+topics a CI system does, and signs every request with the credentials it finds (see
+labd.auth.credentials), so what it shows is what CI sees. Answers come on this principal's own
+reply topic and are matched by topic and correlation; nothing else that arrives is mistaken
+for them.
 """
 
 from __future__ import annotations
@@ -17,11 +20,65 @@ from urllib.parse import urlsplit
 
 import aiomqtt
 
+from labd.auth import Credentials, find_credentials, replies_prefix, sign
 from labd.config import Settings
 from labd.errors import LabdError, UsageError
 
+SCHEMA_VERSION = 2  # of the requests labd takes
 
-def _client(settings: Settings) -> aiomqtt.Client:
+
+def credentials_for(settings: Settings) -> Credentials:
+    found = find_credentials(settings.daemon.state_path)
+    if found is None:
+        raise UsageError(
+            "no labd credentials: set LABD_CREDENTIALS to a credentials file, put one at "
+            "~/.config/labd/credentials.toml (an admin makes it with `labd auth add`), or run "
+            "this as the account that runs `labd run`"
+        )
+    return found
+
+
+def _prefix(settings: Settings) -> str:
+    return settings.mqtt.prefix or f"labd/v1/{settings.daemon.lab}"
+
+
+class Session:
+    """A connected, signing client with a reply topic of its own."""
+
+    def __init__(self, settings: Settings, creds: Credentials) -> None:
+        self.settings, self.creds = settings, creds
+        self.prefix = _prefix(settings)
+        self.replies = f"{replies_prefix(self.prefix, creds.principal)}/{uuid.uuid4().hex}"
+        self.client = _client(settings, creds)
+
+    def signed(self, topic: str, body: dict[str, Any]) -> tuple[str, bytes, str]:
+        """(topic, payload, correlation) of a request, signed, answered on our reply topic."""
+        correlation = uuid.uuid4().hex
+        message = {
+            "schema_version": SCHEMA_VERSION,
+            "reply_to": self.replies,
+            "correlation": correlation,
+            **body,
+        }
+        creds = self.creds
+        payload = sign(message, topic, creds.principal, creds.key_id, creds.key)
+        return topic, json.dumps(payload).encode(), correlation
+
+    async def messages(self) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """(topic, JSON object) of every message; anything else that arrives is skipped."""
+        async for message in self.client.messages:
+            try:
+                body = json.loads(message.payload)  # type: ignore[arg-type,unused-ignore]
+            except (TypeError, ValueError):
+                continue
+            if isinstance(body, dict):
+                yield message.topic.value, body
+
+    def is_answer(self, topic: str, body: dict[str, Any], correlation: str) -> bool:
+        return topic == self.replies and body.get("correlation") == correlation
+
+
+def _client(settings: Settings, creds: Credentials) -> aiomqtt.Client:
     m = settings.mqtt
     if m.url:
         parts = urlsplit(m.url)
@@ -33,8 +90,8 @@ def _client(settings: Settings) -> aiomqtt.Client:
     return aiomqtt.Client(
         host,
         port,
-        username=m.username or None,
-        password=m.password or None,
+        username=creds.broker_username,
+        password=creds.broker_password,
         identifier=f"labd-cli-{uuid.uuid4().hex[:8]}",
         tls_params=tls,
         timeout=10,
@@ -42,153 +99,166 @@ def _client(settings: Settings) -> aiomqtt.Client:
     )
 
 
-def _prefix(settings: Settings) -> str:
-    return settings.mqtt.prefix or f"labd/v1/{settings.daemon.lab}"
+@contextlib.asynccontextmanager
+async def _connected(settings: Settings, within: float) -> AsyncIterator[Session]:
+    """A connected session, trying for `within` seconds: on a bare machine the broker is the
+    daemon's embedded one, which may still be starting (and writing our credentials)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        try:
+            session = Session(settings, credentials_for(settings))
+            await session.client.__aenter__()
+            break
+        except (aiomqtt.MqttError, UsageError):
+            if loop.time() >= deadline:
+                raise
+            await asyncio.sleep(0.2)
+    try:
+        yield session
+    finally:
+        with contextlib.suppress(aiomqtt.MqttError):
+            await session.client.__aexit__(None, None, None)
+
+
+async def _wait_for_a_host(session: Session, within: float) -> None:
+    """Return once some labd host is online (retained status): a request published with no
+    daemon subscribed would be dropped by the broker."""
+    topic = f"{session.prefix}/hosts/+/status"
+    await session.client.subscribe(topic, qos=1)
+    try:
+        async with asyncio.timeout(within):
+            async for found, body in session.messages():
+                if aiomqtt.Topic(found).matches(topic) and body.get("status") in (
+                    "online",
+                    "degraded",
+                ):
+                    break
+    except TimeoutError:
+        raise LabdError(
+            f"no labd host is online on {session.prefix} within {within:g} s "
+            "(is `labd run` running?)"
+        ) from None
+    finally:
+        await session.client.unsubscribe(topic)
+
+
+def _mqtt_failure(e: aiomqtt.MqttError) -> LabdError:
+    text = str(e)
+    if "ot authorized" in text or "bad user name or password" in text.lower():
+        return UsageError(f"the MQTT broker refused these credentials: {text}")
+    return LabdError(f"cannot reach the MQTT broker: {text} (is `labd run` running?)")
 
 
 async def submit_and_follow(
     settings: Settings,
     spec: dict[str, Any],
     job_id: str,
-    sender: str,
     source: str,
     wait: bool,
     answer_within: float,
     on_event: Callable[[dict[str, Any]], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Submit; return {"job_id", "events", "result"} once answered (or, with wait, finished)."""
-    prefix, job_id = _prefix(settings), job_id or uuid.uuid4().hex
+    """Submit; return {"job_id", "events", "result"} once answered (or, with wait, finished).
+
+    UsageError when labd refuses it, or when the id names a job that exists already."""
+    job_id = job_id or uuid.uuid4().hex
     events: list[dict[str, Any]] = []
     seen: set[str] = set()
     result: dict[str, Any] | None = None
+    answer: dict[str, Any] | None = None
     try:
-        async with _connected(settings, answer_within) as client:
-            await _wait_for_a_host(client, prefix, answer_within)
+        async with _connected(settings, answer_within) as session:
+            prefix = session.prefix
+            await _wait_for_a_host(session, answer_within)
             events_topic = f"{prefix}/jobs/{job_id}/events"
-            await client.subscribe(events_topic, qos=1)
-            await client.subscribe(f"{prefix}/results/{spec['suite']}/{spec['test']}", qos=1)
-            request = {
-                "schema_version": 1,
-                "id": job_id,
-                "sender": sender,
-                "source": source,
-                "spec": spec,
-            }
-            await client.publish(f"{prefix}/jobs/submit", json.dumps(request), qos=1)
+            results_topic = f"{prefix}/results/{spec['suite']}/{spec['test']}"
+            for topic in (session.replies, events_topic, results_topic):
+                await session.client.subscribe(topic, qos=1)
+            request = {"id": job_id, "source": source, "spec": spec}
+            topic, payload, correlation = session.signed(f"{prefix}/jobs/submit", request)
+            await session.client.publish(topic, payload, qos=1)
             async with asyncio.timeout(answer_within) as timer:
-                async for message in client.messages:
-                    body = json.loads(message.payload)
-                    topic = message.topic.value
-                    if topic.startswith(f"{prefix}/results/"):
-                        if body.get("job_id") == job_id:
-                            result = body
-                    elif topic != events_topic:
-                        continue  # e.g. a host status still queued from before
-                    elif body["event_id"] not in seen:  # at-least-once: drop duplicates
-                        seen.add(body["event_id"])
+                async for found, body in session.messages():
+                    if session.is_answer(found, body, correlation):
+                        answer = body
+                        timer.reschedule(None)  # the daemon answered: no time limit now
+                        if not body.get("accepted") or body.get("duplicate") or not wait:
+                            break
+                    elif found == results_topic and body.get("job_id") == job_id:
+                        result = body
+                    elif found == events_topic and body.get("event_id") not in seen:
+                        seen.add(body["event_id"])  # at-least-once: drop duplicates
                         events.append(body)
                         on_event(body)
-                        timer.reschedule(None)  # the daemon answered: no time limit now
-                    if not events:
-                        continue
-                    last = events[-1]["kind"]
-                    # Without --wait the answer is enough; with it, the end and its result
-                    # (published right after the "finished" event).
-                    if not wait or last == "rejected" or (last == "finished" and result):
+                    # With --wait: the end and its result (published right after "finished").
+                    if events and events[-1].get("kind") == "finished" and result:
                         break
     except TimeoutError:
         raise LabdError(
-            f"no answer from labd on {prefix} within {answer_within:g} s (is `labd run` running?)"
+            f"no answer from labd on {_prefix(settings)} within {answer_within:g} s "
+            "(is `labd run` running?)"
         ) from None
     except aiomqtt.MqttError as e:
-        raise LabdError(f"cannot reach the MQTT broker: {e} (is `labd run` running?)") from e
-    if events and events[0]["kind"] == "rejected":
-        raise UsageError("\n".join(events[0]["data"]["problems"]))
+        raise _mqtt_failure(e) from e
+    if answer is not None and not answer.get("accepted"):
+        raise UsageError("\n".join(answer.get("problems") or ["refused"]))
+    if answer is not None and answer.get("duplicate"):
+        raise UsageError(f"job {job_id} exists: {answer.get('state') or 'unknown state'}")
     return {"job_id": job_id, "events": events, "result": result}
-
-
-@contextlib.asynccontextmanager
-async def _connected(settings: Settings, within: float) -> AsyncIterator[aiomqtt.Client]:
-    """A connected client, trying for `within` seconds: on a bare machine the broker is the
-    daemon's embedded one, which may still be starting."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        client = _client(settings)
-        try:
-            await client.__aenter__()
-            break
-        except aiomqtt.MqttError:
-            if loop.time() >= deadline:
-                raise
-            await asyncio.sleep(0.2)
-    try:
-        yield client
-    finally:
-        await client.__aexit__(None, None, None)
-
-
-async def _wait_for_a_host(client: aiomqtt.Client, prefix: str, within: float) -> None:
-    """Return once some labd host is online (retained status): a submission published with
-    no daemon subscribed would be dropped by the broker."""
-    topic = f"{prefix}/hosts/+/status"
-    await client.subscribe(topic, qos=1)
-    try:
-        async with asyncio.timeout(within):
-            async for message in client.messages:
-                if json.loads(message.payload).get("status") == "online":
-                    break
-    except TimeoutError:
-        raise LabdError(
-            f"no labd host is online on {prefix} within {within:g} s (is `labd run` running?)"
-        ) from None
-    finally:
-        await client.unsubscribe(topic)
 
 
 async def job_state(settings: Settings, job_id: str) -> dict[str, Any]:
     """The job's retained state, as the daemon last published it."""
     topic = f"{_prefix(settings)}/jobs/{job_id}/state"
     try:
-        async with _connected(settings, 3) as client:
-            await client.subscribe(topic, qos=1)
+        async with _connected(settings, 3) as session:
+            await session.client.subscribe(topic, qos=1)
             async with asyncio.timeout(3):
-                async for message in client.messages:
-                    return dict(json.loads(message.payload))
+                async for found, body in session.messages():
+                    if found == topic:
+                        return body
     except TimeoutError:
         raise UsageError(f"no job {job_id!r} has a state on {topic}") from None
     except aiomqtt.MqttError as e:
-        raise LabdError(f"cannot reach the MQTT broker: {e}") from e
+        raise _mqtt_failure(e) from e
     raise UsageError(f"no job {job_id!r}")
 
 
-async def cancel(settings: Settings, job_id: str) -> None:
+async def _ask(settings: Settings, suffix: str, body: dict[str, Any], within: float) -> Any:
+    """Publish a signed request on <prefix>/<suffix>; its answer."""
     try:
-        async with _connected(settings, 3) as client:
-            await client.publish(f"{_prefix(settings)}/jobs/{job_id}/cancel", b"", qos=1)
+        async with _connected(settings, within) as session:
+            await _wait_for_a_host(session, within)
+            await session.client.subscribe(session.replies, qos=1)
+            topic, payload, correlation = session.signed(f"{session.prefix}/{suffix}", body)
+            await session.client.publish(topic, payload, qos=1)
+            async with asyncio.timeout(within):
+                async for found, answer in session.messages():
+                    if session.is_answer(found, answer, correlation):
+                        return answer
+    except TimeoutError:
+        raise LabdError(f"no answer from labd on {_prefix(settings)} within {within:g} s") from None
     except aiomqtt.MqttError as e:
-        raise LabdError(f"cannot reach the MQTT broker: {e}") from e
+        raise _mqtt_failure(e) from e
+    raise LabdError("the broker closed the connection before labd answered")
+
+
+async def cancel(settings: Settings, job_id: str, within: float = 10) -> None:
+    answer = await _ask(settings, f"jobs/{job_id}/cancel", {}, within)
+    if not answer.get("ok"):
+        raise UsageError("\n".join(answer.get("problems") or ["refused"]))
+
+
+async def command(settings: Settings, device_id: str, action: str, within: float = 10) -> None:
+    answer = await _ask(settings, f"devices/{device_id}/command", {"action": action}, within)
+    if not answer.get("ok"):
+        raise UsageError("\n".join(answer.get("problems") or ["refused"]))
 
 
 async def query(settings: Settings, request: dict[str, Any], within: float = 10) -> dict[str, Any]:
     """Ask a labd host over MQTT (list, show, results); the answer's data, as the local API's."""
-    prefix = _prefix(settings)
-    reply_to = f"{prefix}/answers/{uuid.uuid4().hex}"
-    try:
-        async with _connected(settings, within) as client:
-            await _wait_for_a_host(client, prefix, within)
-            await client.subscribe(reply_to, qos=1)
-            body = {"schema_version": 1, "reply_to": reply_to, **request}
-            await client.publish(f"{prefix}/jobs/query", json.dumps(body), qos=1)
-            async with asyncio.timeout(within):
-                async for message in client.messages:
-                    if message.topic.value == reply_to:
-                        answer = json.loads(message.payload)
-                        break
-    except TimeoutError:
-        raise LabdError(f"no answer from labd on {prefix} within {within:g} s") from None
-    except aiomqtt.MqttError as e:
-        raise LabdError(f"cannot reach the MQTT broker: {e}") from e
-    if not answer["ok"]:
-        raise UsageError("\n".join(answer["problems"]))
-    return dict(answer["data"])
+    answer = await _ask(settings, "jobs/query", request, within)
+    if not answer.get("ok"):
+        raise UsageError("\n".join(answer.get("problems") or ["refused"]))
+    return dict(answer.get("data") or {})

@@ -2,6 +2,7 @@
 
 from labd.config.loader import LoadedConfig, find_config_file, load_config
 from labd.config.models import (
+    AuthSettings,
     DaemonSettings,
     EventSettings,
     HttpSettings,
@@ -10,7 +11,9 @@ from labd.config.models import (
     MetricsSettings,
     MqttSettings,
     PerfherderSettings,
+    PolicySettings,
     PoolSettings,
+    PrincipalSettings,
     ReplaySettings,
     SchedulerSettings,
     Settings,
@@ -18,6 +21,7 @@ from labd.config.models import (
 )
 
 __all__ = [
+    "AuthSettings",
     "DaemonSettings",
     "EventSettings",
     "HttpSettings",
@@ -27,7 +31,9 @@ __all__ = [
     "MetricsSettings",
     "MqttSettings",
     "PerfherderSettings",
+    "PolicySettings",
     "PoolSettings",
+    "PrincipalSettings",
     "ReplaySettings",
     "SchedulerSettings",
     "Settings",

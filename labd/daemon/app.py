@@ -7,6 +7,7 @@ configuration where that is safe and keeps the old one when the new file is inva
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import AsyncIterator
 from typing import Any, Protocol, runtime_checkable
@@ -16,7 +17,9 @@ import structlog
 
 from labd import __version__
 from labd.analysis import BaselineAnalyst
+from labd.auth import Audit, Credentials, Principals, RateLimiter, ensure_local_credentials
 from labd.config import LoadedConfig, Settings, load_config
+from labd.daemon.health import ComponentHealth
 from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
 from labd.daemon.systemd import SystemdNotifier
@@ -24,8 +27,10 @@ from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
 from labd.metrics import DaemonMetrics
+from labd.metrics.access import AccessMetrics
 from labd.metrics.lab import LabMetrics
-from labd.mqtt import EmbeddedBroker, Inbound, MqttBridge, Topics, listening
+from labd.model import Policy
+from labd.mqtt import Accounts, EmbeddedBroker, Inbound, MqttBridge, Topics, listening
 from labd.pool import Pool, load_drivers, load_power
 from labd.scheduler import JobService, Scheduler
 from labd.store import Store, default_sqlite_url
@@ -95,6 +100,13 @@ class Daemon:
         host = settings.daemon.host_name
         self.drivers = load_drivers(settings.drivers, host, source)
         self.power = load_power(settings.pool.power, source)
+        self.policy = _policy(settings, source)
+        self.audit = Audit(self.bus)
+        self.limiter = RateLimiter()
+        self.health = ComponentHealth(self.bus, self.metrics.registry)
+        self.side_port.add_probe("components", self.health.probe)
+        self.local_credentials: Credentials | None = None
+        self.principals = Principals([])
 
     @property
     def settings(self) -> Settings:
@@ -148,6 +160,12 @@ class Daemon:
         state_dir = settings.daemon.state_path
         await asyncio.to_thread(state_dir.mkdir, parents=True, exist_ok=True)
         host = settings.daemon.host_name
+        if settings.auth.local_credentials:
+            self.local_credentials = await asyncio.to_thread(ensure_local_credentials, state_dir)
+        local = self.local_credentials.as_local_principal() if self.local_credentials else None
+        self.principals = Principals.from_settings(settings.auth, local)
+        yield self.health
+        yield AccessMetrics(self.bus, self.metrics.registry)
         store = StoreComponent(settings.store.url or default_sqlite_url(state_dir), host)
         yield store
         self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)
@@ -160,6 +178,7 @@ class Daemon:
             replay=settings.replay,
             measurement=settings.measurement,
             perfherder=settings.perfherder,
+            policy=self.policy,
         )
         self.scheduler = Scheduler(
             store.store,
@@ -193,6 +212,8 @@ class Daemon:
         settings, lab = self.settings.mqtt, self.settings.daemon.lab
         mqtt5 = True
         host = self.settings.daemon.host_name
+        topics = Topics(settings.prefix or f"labd/v1/{lab}")
+        credentials = None
         if settings.url:
             parts = urlsplit(settings.url)
             address = (
@@ -202,10 +223,23 @@ class Daemon:
         else:
             address = (settings.embedded_host, settings.embedded_port)
             if not await asyncio.to_thread(listening, *address):
-                yield EmbeddedBroker(*address)
+                accounts = Accounts(
+                    topics.prefix, self.principals, self.local_credentials, f"labd-{host}"
+                )
+                yield EmbeddedBroker(*address, accounts)
+                credentials = (accounts.daemon_user, accounts.daemon_password)
                 mqtt5 = False  # amqtt speaks 3.1.1 only (and hangs on a v5 CONNECT with a will)
-        topics = Topics(settings.prefix or f"labd/v1/{lab}")
-        inbound = Inbound(settings, topics, self.jobs, self.scheduler, self.pool)
+        inbound = Inbound(
+            settings,
+            self.settings.auth,
+            topics,
+            self.principals,
+            self.jobs,
+            self.scheduler,
+            self.pool,
+            self.audit,
+            self.limiter,
+        )
         bridge = MqttBridge(
             settings,
             address,
@@ -217,6 +251,7 @@ class Daemon:
             self.pool,
             self.bus,
             mqtt5=mqtt5,
+            credentials=credentials,
         )
         self.side_port.add_probe("broker", bridge.probe)
         self._bridge = bridge
@@ -259,6 +294,22 @@ class Daemon:
         self.loaded = LoadedConfig(_with_keys(self.settings, new.settings, applied), new.path)
         log.info("configuration reloaded", applied=applied, pending_restart=pending)
         self.bus.publish(ConfigReloaded(applied=applied, pending_restart=pending))
+
+
+def _policy(settings: Settings, source: str) -> Policy:
+    """The job policy of this host, its programs resolved now (ConfigError when unusable)."""
+    p = settings.policy
+    try:
+        policy = Policy.resolve(p.programs, p.path, p.env_keys, p.run_as, os.geteuid())
+    except ValueError as e:
+        raise ConfigError([f"{source}: {e}"]) from e
+    if policy.missing:
+        log.warning(
+            "policy.programs lists programs this host does not have",
+            missing=list(policy.missing),
+            path=p.path,
+        )
+    return policy
 
 
 def _changed_keys(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:

@@ -2,7 +2,10 @@
 
 from labd.events.bus import EventBus, SubscriberStats, Subscription, dispatch
 from labd.events.types import (
+    AccessRefused,
     ChangeFound,
+    ComponentDown,
+    ComponentUp,
     ConfigRejected,
     ConfigReloaded,
     DaemonStarted,
@@ -18,10 +21,14 @@ from labd.events.types import (
     JobRejected,
     JobRequeued,
     JobStarted,
+    OutboxRowSetAside,
 )
 
 __all__ = [
+    "AccessRefused",
     "ChangeFound",
+    "ComponentDown",
+    "ComponentUp",
     "ConfigRejected",
     "ConfigReloaded",
     "DaemonStarted",
@@ -38,6 +45,7 @@ __all__ = [
     "JobRejected",
     "JobRequeued",
     "JobStarted",
+    "OutboxRowSetAside",
     "SubscriberStats",
     "Subscription",
     "dispatch",

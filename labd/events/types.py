@@ -166,3 +166,36 @@ class ChangeFound(Event):
     ratio_ci_low: float
     ratio_ci_high: float
     method: str
+
+
+class AccessRefused(Event):
+    """A request was refused for who sent it or what it asked (`reason`: a short code such
+    as bad_signature, replayed, forbidden, rate_limited) on `channel` (mqtt or http)."""
+
+    channel: str
+    reason: str
+    principal: str
+    action: str
+    target: str
+
+
+class ComponentDown(Event):
+    """A supervised task of the daemon failed (`error`) and restarts in `retry_in_s`."""
+
+    component: str
+    error: str
+    retry_in_s: float
+
+
+class ComponentUp(Event):
+    """A supervised task that had failed runs again."""
+
+    component: str
+
+
+class OutboxRowSetAside(Event):
+    """A queued message could not be published (`error`) and was set aside in the store."""
+
+    stream: str
+    key: str
+    error: str

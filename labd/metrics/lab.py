@@ -169,8 +169,8 @@ class LabMetrics:
 
     async def start(self) -> None:
         await self.refresh()
-        self._tasks.spawn("events", dispatch(self._events, self.on_event))
-        self._tasks.spawn("snapshot", self._refresh_loop())
+        self._tasks.supervise("events", lambda: dispatch(self._events, self.on_event), self.bus)
+        self._tasks.supervise("snapshot", self._refresh_loop, self.bus)
 
     async def stop(self, grace: float) -> None:
         self.bus.unsubscribe(self._events)

@@ -2,10 +2,11 @@
 
 from labd.model.device import AdminState, Device, DeviceSelector, DeviceState
 from labd.model.driver import Driver, NoOptions, PowerControl, RunContext, Scenario
+from labd.model.ids import Identifier, check_id, id_problem
 from labd.model.iteration import Iteration
 from labd.model.job import TERMINAL, Job, JobState, can_move
-from labd.model.runas import RunAs
-from labd.model.spec import ABSpec, BuildInfo, MetricSpec, NetworkSpec, TestSpec, Variant
+from labd.model.policy import Policy, RunAs
+from labd.model.spec import BuildInfo, MetricSpec, NetworkSpec, TestSpec
 
 __all__ = [
     "TERMINAL",
@@ -16,12 +17,14 @@ __all__ = [
     "DeviceSelector",
     "DeviceState",
     "Driver",
+    "Identifier",
     "Iteration",
     "Job",
     "JobState",
     "MetricSpec",
     "NetworkSpec",
     "NoOptions",
+    "Policy",
     "PowerControl",
     "RunAs",
     "RunContext",
@@ -29,4 +32,6 @@ __all__ = [
     "TestSpec",
     "Variant",
     "can_move",
+    "check_id",
+    "id_problem",
 ]

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from labd.model.device import Device
-from labd.model.runas import RunAs
+from labd.model.policy import Policy
 from labd.model.spec import MetricSpec
 
 
@@ -36,8 +36,8 @@ class RunContext:
     # The job's test network when it has one: "proxy" (http://address:port the device uses),
     # "address" (host:port) and "profile".
     network: dict[str, str] = field(default_factory=dict)
-    # Measured programs and browsers run as this user (when labd is root); None: as labd.
-    run_as: RunAs | None = None
+    # The admin's policy: which programs and environment a job may use, and as whom.
+    policy: Policy = field(default_factory=Policy)
     # Why the current iteration's values cannot be trusted: a scenario adds a reason (a
     # time-out, a poor sync), the runner flags the iteration with it; reset per iteration.
     flags: list[str] = field(default_factory=list)
@@ -67,6 +67,12 @@ class Scenario(ABC):
     @classmethod
     def check(cls, params: BaseModel) -> list[str]:
         """Problems knowable at submit time beyond types (e.g. a missing program)."""
+        return []
+
+    @classmethod
+    def policy_problems(cls, params: BaseModel, policy: Policy) -> list[str]:
+        """What the admin's policy does not allow in these parameters (checked at submit
+        time; a scenario that starts programs checks them again when it starts one)."""
         return []
 
     async def setup(self) -> None:

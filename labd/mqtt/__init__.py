@@ -1,8 +1,8 @@
 """The MQTT interface: CI submits and follows jobs; labd publishes events and state."""
 
 from labd.mqtt.bridge import MqttBridge
-from labd.mqtt.broker import EmbeddedBroker, listening
+from labd.mqtt.broker import Accounts, EmbeddedBroker, listening
 from labd.mqtt.inbound import Inbound
 from labd.mqtt.topics import Topics
 
-__all__ = ["EmbeddedBroker", "Inbound", "MqttBridge", "Topics", "listening"]
+__all__ = ["Accounts", "EmbeddedBroker", "Inbound", "MqttBridge", "Topics", "listening"]

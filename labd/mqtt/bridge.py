@@ -16,7 +16,7 @@ import socket
 import ssl
 import time
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aiomqtt
 import structlog
@@ -25,10 +25,16 @@ from paho.mqtt.properties import Properties
 
 from labd import __version__
 from labd.config import MqttSettings
-from labd.events import DeviceChanged, EventBus
+from labd.events import ComponentDown, ComponentUp, DeviceChanged, EventBus, OutboxRowSetAside
 from labd.model import Device
 from labd.mqtt.inbound import Inbound, Reply
-from labd.mqtt.messages import DeviceStateMessage, HostStatus, JobStateMessage, ResultMessage
+from labd.mqtt.messages import (
+    DeviceStateMessage,
+    HostStatus,
+    JobStateMessage,
+    Message,
+    ResultMessage,
+)
 from labd.mqtt.topics import Topics
 from labd.pool import Pool
 from labd.results import summary_of
@@ -39,6 +45,7 @@ from labd.tasks import TaskSet
 log = structlog.get_logger("labd.mqtt")
 
 UNSUPPORTED_PROTOCOL = 132  # CONNACK reason code of a broker that speaks MQTT 3.1.1 only
+COMPONENT = "mqtt"
 DRAIN_BATCH = 100
 FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
 
@@ -58,6 +65,7 @@ class MqttBridge:
         pool: Pool,
         bus: EventBus,
         mqtt5: bool = True,
+        credentials: tuple[str, str] | None = None,
     ) -> None:
         self.settings, self.address, self.topics = settings, address, topics
         self.host, self.client_id = host, client_id
@@ -65,15 +73,19 @@ class MqttBridge:
         self.connected = False
         self.protocol = aiomqtt.ProtocolVersion.V5 if mqtt5 else aiomqtt.ProtocolVersion.V311
         self.last_error = "not connected yet"
+        self.credentials = credentials or broker_credentials(settings)
+        self._down: dict[str, str] = {}  # failed components, for the host status
         self._client: aiomqtt.Client | None = None
         self._tasks = TaskSet("mqtt")
         self._wake = asyncio.Event()
         self._devices = bus.subscribe("mqtt-devices", DeviceChanged)
         self._activity = bus.subscribe("mqtt-outbox")  # any event may have queued a row
+        self._health = bus.subscribe("mqtt-health", ComponentDown, ComponentUp)
 
     async def start(self) -> None:
         self._tasks.spawn("connection", self._connection_loop())
         self._tasks.spawn("wake", self._wake_on_events())
+        self._tasks.spawn("health", self._follow_health())
 
     async def stop(self, grace: float) -> None:
         client = self._client
@@ -86,11 +98,12 @@ class MqttBridge:
                     True,
                     timeout=2,
                 )
-            except aiomqtt.MqttError as e:
+            except Exception as e:
                 log.warning("could not publish offline status", error=str(e))
         await self._tasks.cancel_all()
         self.bus.unsubscribe(self._devices)
         self.bus.unsubscribe(self._activity)
+        self.bus.unsubscribe(self._health)
 
     async def probe(self) -> str | None:
         """For /readyz: None when connected, else why not."""
@@ -102,8 +115,11 @@ class MqttBridge:
     # Connection -------------------------------------------------------------------------------
 
     def _status(self, status: Literal["online", "offline"]) -> bytes:
-        message = HostStatus(host=self.host, status=status, version=__version__)
-        return message.model_dump_json().encode()
+        state: Literal["online", "degraded", "offline"] = status
+        if status == "online" and self._down:
+            state = "degraded"
+        message = HostStatus(host=self.host, status=state, version=__version__, down=self._down)
+        return encode(message)
 
     def _client_for(self) -> aiomqtt.Client:
         s = self.settings
@@ -116,11 +132,19 @@ class MqttBridge:
                 cert_reqs=ssl.CERT_REQUIRED,
             )
         will = aiomqtt.Will(self.topics.host_status(self.host), self._status("offline"), 1, True)
+        properties = None
+        if self.protocol == aiomqtt.ProtocolVersion.V5:
+            # MQTT 5 ends a session at disconnect unless told otherwise: keep ours, so QoS 1
+            # requests published while labd restarts or reconnects wait for it at the broker.
+            properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+            properties.SessionExpiryInterval = s.session_expiry_s
+        username, password = self.credentials
         return aiomqtt.Client(
             self.address[0],
             self.address[1],
-            username=s.username or None,
-            password=s.password or None,
+            username=username or None,
+            password=password or None,
+            properties=properties,
             identifier=self.client_id,
             protocol=self.protocol,
             will=will,
@@ -151,6 +175,14 @@ class MqttBridge:
                 self._lost(str(e))
             except aiomqtt.MqttError as e:
                 self._lost(str(e))
+            except Exception as e:
+                # A bug or a library's surprise: the bridge must not end over it. Say so loudly,
+                # mark the component down, and start a fresh session after the backoff.
+                log.exception("mqtt session failed; reconnecting", broker=self.address)
+                self._lost(f"session failed: {type(e).__name__}: {e}")
+                self.bus.publish(
+                    ComponentDown(component=COMPONENT, error=self.last_error, retry_in_s=delay)
+                )
             wait = delay * random.uniform(0.5, 1.5)  # jitter: hosts must not reconnect in step
             await asyncio.sleep(wait)
             delay = min(delay * 2, self.settings.reconnect_max_s)
@@ -168,12 +200,13 @@ class MqttBridge:
         await client.publish(self.topics.host_status(self.host), self._status("online"), 1, True)
         for device in list(self.pool.devices.values()):
             await self._publish_device(client, device)
+        self.bus.publish(ComponentUp(component=COMPONENT))
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._read(client), name="mqtt:read")
                 group.create_task(self._drain(client), name="mqtt:drain")
                 group.create_task(self._follow_devices(client), name="mqtt:devices")
-        except* aiomqtt.MqttError as failed:
+        except* Exception as failed:
             raise failed.exceptions[0] from None
 
     # In ---------------------------------------------------------------------------------------
@@ -195,7 +228,12 @@ class MqttBridge:
                 log.exception("handling an mqtt message failed", topic=message.topic.value)
                 continue
             for reply in replies:
-                await self._reply(client, reply)
+                try:
+                    await self._reply(client, reply)
+                except aiomqtt.MqttError:
+                    raise  # the connection is gone: reconnect
+                except Exception:  # one bad answer must not cut the lab off the broker
+                    log.exception("an mqtt answer could not be published", topic=reply.topic)
             log.debug(
                 "mqtt message handled",
                 topic=message.topic.value,
@@ -207,9 +245,7 @@ class MqttBridge:
         if reply.correlation is not None and self.protocol == aiomqtt.ProtocolVersion.V5:
             properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
             properties.CorrelationData = reply.correlation
-        await client.publish(
-            reply.topic, reply.message.model_dump_json().encode(), 1, properties=properties
-        )
+        await client.publish(reply.topic, encode(reply.message), 1, properties=properties)
 
     # Out --------------------------------------------------------------------------------------
 
@@ -233,7 +269,13 @@ class MqttBridge:
             rows = await self.store.outbox_pending(DRAIN_BATCH, skip=delivered)
             try:
                 for row in rows:
-                    await self._deliver(client, row)
+                    try:
+                        await self._deliver(client, row)
+                    except aiomqtt.MqttError:
+                        raise
+                    except Exception as e:
+                        await self._set_aside(row, e)
+                        continue
                     delivered.add(row.id)
             except aiomqtt.MqttError:
                 # Forget what did get through, then let the connection loop reconnect. Not on
@@ -250,19 +292,31 @@ class MqttBridge:
                 except TimeoutError:
                     await forget()
 
+    async def _set_aside(self, row: OutboxRow, error: Exception) -> None:
+        """A row the client library refuses (its topic or payload) would block every row
+        behind it, after every restart: keep it aside with the reason and go on."""
+        reason = f"{type(error).__name__}: {error}"
+        log.error(
+            "outbox row set aside: it cannot be published",
+            row=row.id,
+            stream=row.stream,
+            key=ascii(row.key),
+            error=reason,
+        )
+        await self.store.outbox_set_aside(row, reason)
+        self.bus.publish(OutboxRowSetAside(stream=row.stream, key=ascii(row.key), error=reason))
+
     async def _deliver(self, client: aiomqtt.Client, row: OutboxRow) -> None:
         if row.stream == "alert":
-            await client.publish(self.topics.alerts, json.dumps(row.body).encode(), 1)
+            await client.publish(self.topics.alerts, _dumps(row.body), 1)
             return
         if row.stream != "job":
             log.warning("outbox row of an unknown stream dropped", stream=row.stream, id=row.id)
             return
         body = row.body
-        await client.publish(self.topics.job_events(row.key), json.dumps(body).encode(), 1)
+        await client.publish(self.topics.job_events(row.key), _dumps(body), 1)
         state = JobStateMessage(job_id=row.key, state=body["state"], seq=row.seq, time=body["time"])
-        await client.publish(
-            self.topics.job_state(row.key), state.model_dump_json().encode(), 1, True
-        )
+        await client.publish(self.topics.job_state(row.key), encode(state), 1, True)
         if body["kind"] == "finished":
             await self._publish_result(client, row.key)
 
@@ -280,13 +334,35 @@ class MqttBridge:
             summary=await summary_of(self.store, job),
         )
         topic = self.topics.results(job.spec.suite, job.spec.test)
-        await client.publish(topic, result.model_dump_json().encode(), 1)
+        await client.publish(topic, encode(result), 1)
 
     async def _follow_devices(self, client: aiomqtt.Client) -> None:
         async for event in self._devices:
             assert isinstance(event, DeviceChanged)
             if device := self.pool.devices.get(event.device_id):
-                await self._publish_device(client, device)
+                try:
+                    await self._publish_device(client, device)
+                except aiomqtt.MqttError:
+                    raise
+                except Exception:
+                    log.exception("device state could not be published", device=ascii(device.id))
+
+    async def _follow_health(self) -> None:
+        """Keep the retained host status saying which components are down."""
+        async for event in self._health:
+            if isinstance(event, ComponentDown):
+                self._down[event.component] = event.error
+            elif isinstance(event, ComponentUp):
+                self._down.pop(event.component, None)
+            else:
+                continue
+            client = self._client
+            if client is not None and self.connected and event.component != COMPONENT:
+                try:
+                    topic = self.topics.host_status(self.host)
+                    await client.publish(topic, self._status("online"), 1, True)
+                except Exception as e:  # the connection loop deals with a lost broker
+                    log.debug("host status not updated", error=str(e))
 
     async def _publish_device(self, client: aiomqtt.Client, device: Device) -> None:
         message = DeviceStateMessage(
@@ -298,6 +374,23 @@ class MqttBridge:
             admin=device.admin.value,
             reason=device.reason,
         )
-        await client.publish(
-            self.topics.device_state(device.id), message.model_dump_json().encode(), 1, True
-        )
+        await client.publish(self.topics.device_state(device.id), encode(message), 1, True)
+
+
+def encode(message: Message) -> bytes:
+    """A message as JSON bytes. ASCII-escaped: a lone surrogate or other odd text that got
+    into a value can never make the payload unencodable."""
+    return _dumps(message.model_dump(mode="json"))
+
+
+def _dumps(data: object) -> bytes:
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+def broker_credentials(settings: MqttSettings) -> tuple[str, str]:
+    """(username, password) for the broker: mqtt.username/password, else those written in
+    mqtt.url (mqtt://user:password@host), URL-decoded."""
+    parts = urlsplit(settings.url)
+    username = settings.username or unquote(parts.username or "")
+    password = settings.password or unquote(parts.password or "")
+    return username, password

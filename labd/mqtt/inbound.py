@@ -1,21 +1,37 @@
-"""What labd does with an incoming MQTT message: validate it at the edge, act through the
-same services as the CLI, and answer. Every refusal names every reason and goes to
-<prefix>/errors; nothing a payload holds ever reaches a shell."""
+"""What labd does with an incoming MQTT message: check who signed it and whether that principal
+may do it, validate it at the edge, act through the same services as the API, and answer.
+
+Brokers do not tell a subscriber who published, so identity comes only from the signature
+(labd.auth.signing), never from a payload field. Every refusal names its reason on
+<prefix>/errors, is audited, and does nothing; nothing a payload holds ever reaches a shell.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from paho.mqtt.client import topic_matches_sub
 from pydantic import ValidationError
 
-from labd.config import MqttSettings
-from labd.errors import InvalidSpec
+from labd.auth import (
+    Action,
+    Audit,
+    Principal,
+    Principals,
+    RateLimiter,
+    Signed,
+    redact_job,
+    replies_prefix,
+    verify,
+)
+from labd.config import AuthSettings, MqttSettings
+from labd.errors import AuthError, InvalidSpec
 from labd.model import AdminState, JobState
 from labd.mqtt.messages import (
     CancelRequest,
@@ -25,6 +41,8 @@ from labd.mqtt.messages import (
     JobQuery,
     Message,
     QueryAnswer,
+    Request,
+    RequestAnswer,
     SubmitAnswer,
     SubmitRequest,
 )
@@ -52,128 +70,223 @@ class Reply:
 
 
 class Refused(Exception):
-    def __init__(self, problems: list[str], sender: str = "", job_id: str = "") -> None:
+    """A request labd will not act on: `reason` is the short code, `problems` the detail."""
+
+    def __init__(self, problems: list[str], reason: str = "invalid") -> None:
         super().__init__("; ".join(problems))
-        self.problems, self.sender, self.job_id = problems, sender, job_id
+        self.problems, self.reason = problems, reason
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """One request whose signature held, on its way to its handler."""
+
+    topic: str
+    request: Any  # the route's Request model
+    signed: Signed
+    response_topic: str
+    correlation: bytes | None
+
+    @property
+    def principal(self) -> Principal:
+        return self.signed.principal
+
+
+Handler = Callable[[Incoming], Awaitable[list[Reply]]]
+
+
+@dataclass(frozen=True)
+class Route:
+    filter: str
+    model: type[Request]
+    action: Action
+    handler: Handler
 
 
 class Inbound:
     def __init__(
         self,
         settings: MqttSettings,
+        auth: AuthSettings,
         topics: Topics,
+        principals: Principals,
         jobs: JobService,
         scheduler: Scheduler,
         pool: Pool,
-        clock: Callable[[], float] = time.monotonic,
+        audit: Audit,
+        limiter: RateLimiter,
     ) -> None:
-        self.settings, self.topics = settings, topics
-        self.jobs, self.scheduler, self.pool = jobs, scheduler, pool
-        self.clock = clock
-        self._recent: defaultdict[str, deque[float]] = defaultdict(deque)
+        self.settings, self.auth, self.topics = settings, auth, topics
+        self.principals, self.jobs, self.scheduler, self.pool = principals, jobs, scheduler, pool
+        self.audit, self.limiter = audit, limiter
+        self.routes = (
+            Route(topics.submit, SubmitRequest, Action.SUBMIT, self._submit),
+            Route(topics.query, JobQuery, Action.READ, self._query),
+            Route(topics.cancel_filter, CancelRequest, Action.CANCEL, self._cancel),
+            Route(topics.command_filter, DeviceCommand, Action.ADMINISTER, self._command),
+        )
+
+    def route_for(self, topic: str) -> Route | None:
+        return next((r for r in self.routes if topic_matches_sub(r.filter, topic)), None)
 
     async def handle(
         self, topic: str, payload: bytes, response_topic: str = "", correlation: bytes | None = None
     ) -> list[Reply]:
         """The replies to one message (never raises for bad input)."""
+        route = self.route_for(topic)
+        claimed = ""
+        incoming: Incoming | None = None
         try:
-            if topic == self.topics.submit:
-                return await self._submit(topic, payload, response_topic, correlation)
-            if topic == self.topics.query:
-                return await self._query(topic, payload)
-            if topic.endswith("/cancel"):
-                return await self._cancel(topic, payload)
-            if topic.endswith("/command"):
-                return await self._command(topic, payload)
-            raise Refused([f"labd does not take messages on {topic}"])
-        except Refused as refused:
-            log.warning("mqtt input refused", topic=topic, problems=refused.problems)
-            replies = [
-                Reply(
-                    self.topics.errors,
-                    ErrorMessage(topic=topic, problems=refused.problems, sender=refused.sender),
+            if route is None:
+                raise Refused([f"labd does not take messages on {topic}"])
+            data = self._parse(topic, payload)
+            claimed = _claimed_principal(data)
+            try:
+                signed = verify(
+                    data, topic, self.principals, self.auth.max_age_s, self.auth.clock_skew_s
                 )
-            ]
-            if topic == self.topics.submit:
-                replies += self._rejection(refused, response_topic, correlation)
-            return replies
+            except AuthError as e:
+                raise Refused([f"{topic}: {e}"], e.reason) from e
+            if not signed.principal.may(route.action):
+                role = signed.principal.role.value
+                raise Refused(
+                    [f"{topic}: principal {claimed!r} ({role}) may not {route.action.value}"],
+                    "forbidden",
+                )
+            request = self._validate(topic, data, route.model)
+            incoming = Incoming(
+                topic, request, signed, self._response_topic(response_topic, signed), correlation
+            )
+            self._check_reply_to(topic, request, signed.principal)
+            expires = signed.time + self.auth.max_age_s + self.auth.clock_skew_s
+            if not await self.jobs.store.first_use(signed.principal.name, signed.nonce, expires):
+                raise Refused(
+                    [f"{topic}: replayed: a message with this nonce was already handled"],
+                    "replayed",
+                )
+            replies = await route.handler(incoming)
+        except Refused as refused:
+            return self._refusal(topic, route, claimed, refused, incoming)
+        action = route.action.value
+        self.audit.allowed("mqtt", claimed, action, _target(topic, self.topics), "broker")
+        return replies
 
-    def _parse(self, topic: str, payload: bytes, model: type[Message]) -> Any:
+    # Parsing and checks -----------------------------------------------------------------------
+
+    def _parse(self, topic: str, payload: bytes) -> dict[str, Any]:
         limit = self.settings.max_payload_bytes
         if len(payload) > limit:
             raise Refused([f"{topic}: payload of {len(payload)} bytes is over the {limit} limit"])
         try:
-            data = json.loads(payload.decode("utf-8")) if payload.strip() else {}
+            data = json.loads(payload.decode("utf-8"))
         except UnicodeDecodeError as e:
             raise Refused([f"{topic}: payload is not UTF-8 ({e.reason} at byte {e.start})"]) from e
+        except RecursionError as e:
+            raise Refused([f"{topic}: payload is nested too deeply"]) from e
         except ValueError as e:
             raise Refused([f"{topic}: payload is not JSON ({e})"]) from e
+        if not isinstance(data, dict):
+            raise Refused([f"{topic}: payload must be a JSON object"])
+        return data
+
+    def _validate(self, topic: str, data: dict[str, Any], model: type[Request]) -> Request:
         try:
             return model.model_validate(data)
         except ValidationError as e:
-            sender = data.get("sender", "") if isinstance(data, dict) else ""
-            job_id = data.get("id", "") if isinstance(data, dict) else ""
+            raise Refused([_safe(p) for p in describe_errors(e, model, topic)]) from e
+
+    def _check_reply_to(self, topic: str, request: Request, principal: Principal) -> None:
+        mine = replies_prefix(self.topics.prefix, principal.name)
+        if request.reply_to and not request.reply_to.startswith(mine + "/"):
             raise Refused(
-                describe_errors(e, model, topic),
-                sender=sender if isinstance(sender, str) else "",
-                job_id=job_id if isinstance(job_id, str) else "",
-            ) from e
-
-    async def _submit(
-        self, topic: str, payload: bytes, response_topic: str, correlation: bytes | None
-    ) -> list[Reply]:
-        request: SubmitRequest = self._parse(topic, payload, SubmitRequest)
-        self._rate_limit(request.sender, request.id)
-        try:
-            source = request.source or f"mqtt {request.sender}"
-            job, created = await self.jobs.submit(request.spec, source, request.id, request.sender)
-        except InvalidSpec as e:
-            raise Refused(e.problems, request.sender, request.id) from e
-        except JobConflict as e:
-            raise Refused([str(e)], request.sender, request.id) from e
-        # The job's "queued" event (seq 1) went to the outbox with the job itself.
-        answer = SubmitAnswer(job_id=job.id, accepted=True, duplicate=not created)
-        return [Reply(response_topic, answer, correlation)] if response_topic else []
-
-    def _rejection(
-        self, refused: Refused, response_topic: str, correlation: bytes | None
-    ) -> list[Reply]:
-        replies = []
-        if refused.job_id:
-            event = JobEvent(
-                event_id=f"rejected-{time.time_ns()}",
-                job_id=refused.job_id,
-                seq=0,
-                kind="rejected",
-                state="rejected",
-                time=time.time(),
-                host="",
-                data={"problems": refused.problems},
+                [f"{topic}: reply_to must lie under {mine}/ (got {_shown(request.reply_to)})"],
+                "forbidden",
             )
-            replies.append(Reply(self.topics.job_events(refused.job_id), event))
-        if response_topic:
-            answer = SubmitAnswer(job_id=refused.job_id, accepted=False, problems=refused.problems)
-            replies.append(Reply(response_topic, answer, correlation))
+        if isinstance(request, JobQuery) and not request.reply_to:
+            raise Refused([f"{topic}: reply_to: a query needs a topic under {mine}/"])
+
+    def _response_topic(self, topic: str, signed: Signed) -> str:
+        """An MQTT 5 response topic is honoured only under the principal's own replies."""
+        mine = replies_prefix(self.topics.prefix, signed.principal.name)
+        return topic if topic.startswith(mine + "/") else ""
+
+    def _refusal(
+        self,
+        topic: str,
+        route: Route | None,
+        claimed: str,
+        refused: Refused,
+        incoming: Incoming | None,
+    ) -> list[Reply]:
+        action = route.action.value if route else "unknown"
+        detail = "; ".join(refused.problems)
+        self.audit.refused(
+            "mqtt", claimed, action, _target(topic, self.topics), "broker", refused.reason, detail
+        )
+        error = ErrorMessage(
+            topic=topic, problems=refused.problems, reason=refused.reason, principal=claimed
+        )
+        replies = [Reply(self.topics.errors, error)]
+        # Only a principal whose signature held is answered on its own topics (and only its
+        # rejected submission gets a "rejected" event on the job's topic).
+        if incoming is not None:
+            request = incoming.request
+            answer: Message
+            if isinstance(request, SubmitRequest):
+                job_id = request.id or _id_from_nonce(
+                    incoming.principal.name, incoming.signed.nonce
+                )
+                answer = SubmitAnswer(
+                    job_id=job_id,
+                    accepted=False,
+                    problems=refused.problems,
+                    correlation=request.correlation,
+                )
+                replies.append(Reply(self.topics.job_events(job_id), _rejected(job_id, refused)))
+            elif isinstance(request, JobQuery):
+                answer = QueryAnswer(
+                    query=request.query,
+                    ok=False,
+                    problems=refused.problems,
+                    correlation=request.correlation,
+                )
+            else:
+                answer = RequestAnswer(
+                    ok=False, problems=refused.problems, correlation=request.correlation
+                )
+            replies += _answers(incoming, answer)
         return replies
 
-    def _rate_limit(self, sender: str, job_id: str) -> None:
-        now = self.clock()
-        recent = self._recent[sender]
-        while recent and now - recent[0] > 60:
-            recent.popleft()
-        if len(recent) >= self.settings.submits_per_minute:
-            raise Refused(
-                [
-                    f"sender {sender!r} submitted {len(recent)} jobs in the last minute "
-                    f"(limit {self.settings.submits_per_minute}); try again later"
-                ],
-                sender,
-                job_id,
-            )
-        recent.append(now)
+    # Handlers ---------------------------------------------------------------------------------
 
-    async def _query(self, topic: str, payload: bytes) -> list[Reply]:
-        query: JobQuery = self._parse(topic, payload, JobQuery)
+    async def _submit(self, incoming: Incoming) -> list[Reply]:
+        request: SubmitRequest = incoming.request
+        principal = incoming.principal
+        # A request without an id gets one from its nonce: the broker delivering it twice
+        # (QoS 1 after a reconnect) then makes a duplicate, never a second job.
+        job_id = request.id or _id_from_nonce(principal.name, incoming.signed.nonce)
+        try:
+            self.limiter.take(principal)
+            source = request.source or f"mqtt {principal.name}"
+            job, created = await self.jobs.submit(request.spec, source, job_id, principal=principal)
+        except AuthError as e:
+            raise Refused([str(e)], e.reason) from e
+        except InvalidSpec as e:
+            raise Refused(e.problems, "invalid_spec") from e
+        except JobConflict as e:
+            raise Refused([str(e)], "conflict") from e
+        # The job's "queued" event (seq 1) went to the outbox with the job itself.
+        answer = SubmitAnswer(
+            job_id=job.id,
+            accepted=True,
+            duplicate=not created,
+            state=job.state.value,
+            correlation=request.correlation,
+        )
+        return _answers(incoming, answer)
+
+    async def _query(self, incoming: Incoming) -> list[Reply]:
+        query: JobQuery = incoming.request
         store = self.jobs.store
         data: dict[str, Any] = {}
         problems: list[str] = []
@@ -181,35 +294,93 @@ class Inbound:
             try:
                 states = [JobState(s) for s in query.states]
             except ValueError as e:
-                problems.append(f"{topic}: states: {e}")
+                problems.append(f"{incoming.topic}: states: {_safe(str(e))}")
             else:
                 jobs = await store.list_jobs(states, limit=query.limit)
-                data = {"jobs": [j.model_dump(mode="json") for j in jobs]}
+                data = {"jobs": [redact_job(j.model_dump(mode="json")) for j in jobs]}
         elif (job := await store.get_job(query.job_id)) is None:
-            problems.append(f"{topic}: no job {query.job_id!r}")
+            problems.append(f"{incoming.topic}: no job {query.job_id!r}")
         elif query.query == "show":
-            data = {"job": job.model_dump(mode="json")}
+            data = {"job": redact_job(job.model_dump(mode="json"))}
         else:
-            data = await results_view(store, job)
-        answer = QueryAnswer(query=query.query, ok=not problems, data=data, problems=problems)
-        return [Reply(query.reply_to, answer)]
+            view = await results_view(store, job)
+            data = {**view, "job": redact_job(view["job"])}
+        answer = QueryAnswer(
+            query=query.query,
+            ok=not problems,
+            data=data,
+            problems=problems,
+            correlation=query.correlation,
+        )
+        return _answers(incoming, answer)
 
-    async def _cancel(self, topic: str, payload: bytes) -> list[Reply]:
-        request: CancelRequest = self._parse(topic, payload, CancelRequest)
-        job_id = self.topics.subject(topic)
-        if await self.scheduler.cancel(job_id) is None:
-            raise Refused([f"{topic}: no job {job_id!r}"], request.sender)
-        return []  # the outcome arrives as the job's next event
-
-    async def _command(self, topic: str, payload: bytes) -> list[Reply]:
-        command: DeviceCommand = self._parse(topic, payload, DeviceCommand)
-        if command.sender not in self.settings.admin_users:
+    async def _cancel(self, incoming: Incoming) -> list[Reply]:
+        request: CancelRequest = incoming.request
+        job_id = self.topics.subject(incoming.topic)
+        job = await self.jobs.store.get_job(job_id)
+        if job is None:
+            raise Refused([f"{incoming.topic}: no job {job_id!r}"], "not_found")
+        if not incoming.principal.may_cancel(job.submitter):
             raise Refused(
-                [f"{topic}: sender {command.sender!r} is not an administrator (mqtt.admin_users)"],
-                command.sender,
+                [
+                    f"{incoming.topic}: principal {incoming.principal.name!r} may not cancel "
+                    f"job {job_id!r} of {job.submitter!r}"
+                ],
+                "forbidden",
             )
-        device_id = self.topics.subject(topic)
+        await self.scheduler.cancel(job_id)
+        # The outcome also arrives as the job's next event.
+        return _answers(incoming, RequestAnswer(ok=True, correlation=request.correlation))
+
+    async def _command(self, incoming: Incoming) -> list[Reply]:
+        command: DeviceCommand = incoming.request
+        device_id = self.topics.subject(incoming.topic)
         if await self.pool.set_admin(device_id, ADMIN_STATES[command.action]) is None:
-            raise Refused([f"{topic}: no device {device_id!r}"], command.sender)
+            raise Refused([f"{incoming.topic}: no device {device_id!r}"], "not_found")
         self.scheduler.wake()
-        return []  # the new state is published on the device's retained state topic
+        # The new state is published on the device's retained state topic.
+        return _answers(incoming, RequestAnswer(ok=True, correlation=command.correlation))
+
+
+def _rejected(job_id: str, refused: Refused) -> JobEvent:
+    return JobEvent(
+        event_id=f"rejected-{time.time_ns()}",
+        job_id=job_id,
+        seq=0,
+        kind="rejected",
+        state="rejected",
+        time=time.time(),
+        host="",
+        data={"problems": refused.problems, "reason": refused.reason},
+    )
+
+
+def _answers(incoming: Incoming, answer: Message) -> list[Reply]:
+    """The answer on the request's reply_to and on its MQTT 5 response topic, if any."""
+    topics = {incoming.request.reply_to, incoming.response_topic} - {""}
+    return [Reply(t, answer, incoming.correlation) for t in sorted(topics)]
+
+
+def _id_from_nonce(principal: str, nonce: str) -> str:
+    return hashlib.sha256(f"{principal}\n{nonce}".encode()).hexdigest()[:32]
+
+
+def _claimed_principal(data: dict[str, Any]) -> str:
+    auth = data.get("auth")
+    name = auth.get("principal") if isinstance(auth, dict) else None
+    return _shown(name) if isinstance(name, str) else ""
+
+
+def _target(topic: str, topics: Topics) -> str:
+    return topic[len(topics.prefix) + 1 :] if topic.startswith(topics.prefix + "/") else topic
+
+
+def _shown(text: str, limit: int = 128) -> str:
+    """Untrusted text fit for a log line, a JSON answer and a terminal: printable ASCII as is,
+    anything else (NUL, lone surrogates) escaped, and long text cut."""
+    safe = text if text.isascii() and text.isprintable() else ascii(text)[1:-1]
+    return safe if len(safe) <= limit else safe[:limit] + "..."
+
+
+def _safe(problem: str) -> str:
+    return _shown(problem, limit=1000)

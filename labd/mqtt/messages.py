@@ -8,9 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.model import TestSpec
+from labd.model.ids import OPTIONAL_ID_PATTERN
 
-SCHEMA_VERSION = 1
-ID = r"^[A-Za-z0-9_.:@-]{1,128}$"
+SCHEMA_VERSION = 1  # of what labd publishes; requests (signed) are at version 2
 
 
 class Message(BaseModel):
@@ -19,39 +19,63 @@ class Message(BaseModel):
     schema_version: Literal[1] = Field(1, description="Version of this message's schema.")
 
 
-class SubmitRequest(Message):
-    """In, on <prefix>/jobs/submit: run this test. The answer is the job's first event."""
+class Signature(BaseModel):
+    """Who signed a request and how (HMAC-SHA256 over the RFC 8785 form; see the docs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    principal: str = Field(max_length=128, description="The principal that signed.")
+    key_id: str = Field(max_length=64, description="Which of its keys.")
+    time: float = Field(description="When it was signed (Unix seconds).")
+    nonce: str = Field(min_length=8, max_length=64, description="Random, once per message.")
+    signature: str = Field(max_length=128, description="base64url HMAC-SHA256.")
+
+
+class Request(Message):
+    """Base of every message labd takes in: signed by a principal of the lab. Answers go to
+    `reply_to`, which must lie under <prefix>/replies/<principal>/, with `correlation`."""
+
+    schema_version: Literal[2] = Field(2, description="Version of this message's schema.")  # type: ignore[assignment]
+    auth: Signature
+    reply_to: str = Field(
+        "", max_length=256, pattern=r"^[^#+]*$", description="Where the answer goes."
+    )
+    correlation: str = Field("", max_length=128, description="Echoed in the answer.")
+
+
+class SubmitRequest(Request):
+    """In, on <prefix>/jobs/submit: run this test. Answered on reply_to (and on an MQTT 5
+    response topic), then the job's events follow on <prefix>/jobs/<id>/events."""
 
     id: str = Field(
-        "", pattern=r"^$|" + ID, description="Job id; resubmitting the same id is harmless."
+        "",
+        pattern=OPTIONAL_ID_PATTERN,
+        description="Job id; resubmitting the same id is harmless. Empty: derived from the "
+        "signature's nonce, so a redelivered request is harmless too.",
     )
-    sender: str = Field("anonymous", max_length=128, description="Who submits (fair queuing).")
     source: str = Field(
         "", max_length=256, description="What to call the spec in errors, e.g. its file name."
     )
     spec: TestSpec
 
 
-class CancelRequest(Message):
-    """In, on <prefix>/jobs/<id>/cancel: cancel the job in whatever state it is."""
+class CancelRequest(Request):
+    """In, on <prefix>/jobs/<id>/cancel: cancel the job in whatever state it is (its
+    submitter, or an admin)."""
 
-    sender: str = Field("anonymous", max_length=128)
 
-
-class DeviceCommand(Message):
+class DeviceCommand(Request):
     """In, on <prefix>/devices/<id>/command: an administrator's command."""
 
     action: Literal["drain", "enable", "maintenance"]
-    sender: str = Field(max_length=128, description="Must be one of mqtt.admin_users.")
 
 
-class JobQuery(Message):
+class JobQuery(Request):
     """In, on <prefix>/jobs/query: list jobs, or one job's state or results. The answer goes
-    to `reply_to` (MQTT 3.1.1 clients too), as the local API's JSON."""
+    to `reply_to` (required here), as the local API's JSON, secrets redacted."""
 
     query: Literal["list", "show", "results"]
-    reply_to: str = Field(min_length=1, max_length=256, pattern=r"^[^#+]+$")
-    job_id: str = Field("", pattern=r"^$|" + ID)
+    job_id: str = Field("", pattern=OPTIONAL_ID_PATTERN)
     states: list[str] = Field(default_factory=list, max_length=7)
     limit: int = Field(50, ge=1, le=1000)
 
@@ -60,6 +84,7 @@ class QueryAnswer(Message):
     """Out, on a query's reply_to: the answer, or why there is none."""
 
     query: str
+    correlation: str = ""
     ok: bool
     data: dict[str, Any] = Field(default_factory=dict)
     problems: list[str] = Field(default_factory=list)
@@ -112,11 +137,13 @@ class DeviceStateMessage(Message):
 
 class HostStatus(Message):
     """Out, retained, on <prefix>/hosts/<host>/status; the broker sends "offline" as the
-    last will when labd dies."""
+    last will when labd dies. "degraded": online, but `down` names components that failed
+    and are restarting."""
 
     host: str
-    status: Literal["online", "offline"]
+    status: Literal["online", "degraded", "offline"]
     version: str = ""
+    down: dict[str, str] = Field(default_factory=dict)
 
 
 class ResultMessage(Message):
@@ -150,20 +177,34 @@ class AlertMessage(Message):
 
 
 class SubmitAnswer(Message):
-    """Out, on a submission's MQTT 5 response topic, with its correlation data."""
+    """Out, on a submission's reply_to (and MQTT 5 response topic, with its correlation
+    data). A duplicate names the existing job's state."""
 
     job_id: str
     accepted: bool
     duplicate: bool = False
+    state: str = ""
     problems: list[str] = Field(default_factory=list)
+    correlation: str = ""
+
+
+class RequestAnswer(Message):
+    """Out, on a cancel's or device command's reply_to: done, or why not."""
+
+    ok: bool
+    problems: list[str] = Field(default_factory=list)
+    correlation: str = ""
 
 
 class ErrorMessage(Message):
-    """Out, on <prefix>/errors: input that was refused, and every reason."""
+    """Out, on <prefix>/errors: input that was refused, and every reason. `reason` is a short
+    code (unsigned, bad_signature, expired, replayed, forbidden, invalid ...); `principal` the
+    signer, when the signature held."""
 
     topic: str
     problems: list[str]
-    sender: str = ""
+    reason: str = "invalid"
+    principal: str = ""
 
 
 MESSAGES: dict[str, type[Message]] = {
@@ -177,6 +218,7 @@ MESSAGES: dict[str, type[Message]] = {
     "result": ResultMessage,
     "alert": AlertMessage,
     "submit_answer": SubmitAnswer,
+    "request_answer": RequestAnswer,
     "job_query": JobQuery,
     "query_answer": QueryAnswer,
     "error": ErrorMessage,

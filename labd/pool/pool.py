@@ -53,10 +53,13 @@ class Pool:
                 update={"state": DeviceState.OFFLINE, "reason": "not discovered yet"}
             )
         await self.discover()
-        self._tasks.spawn(
-            "discovery", self._every(self.settings.discovery_interval_s, self.discover)
+        every = self._every
+        self._tasks.supervise(
+            "discovery", lambda: every(self.settings.discovery_interval_s, self.discover), self.bus
         )
-        self._tasks.spawn("health", self._every(self.settings.health_interval_s, self.check_health))
+        self._tasks.supervise(
+            "health", lambda: every(self.settings.health_interval_s, self.check_health), self.bus
+        )
 
     async def stop(self, grace: float) -> None:
         await self._tasks.cancel_all()

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO
 
 from labd.errors import InfrastructureError, TestFailure
-from labd.model.runas import RunAs
+from labd.model.policy import RunAs
 
 __all__ = ["Launch", "RunAs", "Usage", "launcher_command"]
 

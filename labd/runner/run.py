@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import TestFailure
 from labd.events import EventBus, IterationDone, JobStarted
-from labd.model import Device, Driver, Iteration, Job, JobState, RunAs, RunContext, Scenario
+from labd.model import Device, Driver, Iteration, Job, JobState, Policy, RunContext, Scenario
 from labd.runner.conditions import judge
 from labd.runner.fingerprint import base_fingerprint, conditions_hash
 from labd.runner.network import test_network
@@ -50,12 +50,12 @@ async def run_job(
     *,
     measurement: MeasurementSettings | None = None,
     perfherder: PerfherderSettings | None = None,
-    run_as: RunAs | None = None,
+    policy: Policy | None = None,
 ) -> Outcome:
     """Run every iteration of job on device. InfrastructureError propagates (the caller
     retries); a failing iteration is recorded with its error and the job reported failed."""
     spec = job.spec
-    policy = measurement or MeasurementSettings()
+    rules = measurement or MeasurementSettings()
     scenario_cls = driver.scenarios()[spec.scenario]
     runs: dict[str, Scenario] = {}
     for variant in spec.variants():
@@ -64,7 +64,9 @@ async def run_job(
         )
         fingerprint = base_fingerprint(spec, device, driver, variant)
         folder = workdir / variant if variant else workdir
-        ctx = RunContext(job.id, job.attempts, device, folder, fingerprint, run_as=run_as)
+        ctx = RunContext(
+            job.id, job.attempts, device, folder, fingerprint, policy=policy or Policy()
+        )
         runs[variant] = scenario_cls(variant_params, ctx)
     plan = schedule(spec)
     failed: list[str] = []
@@ -89,10 +91,10 @@ async def run_job(
                 total_iterations=spec.planned_iterations(),
             )
         )
-        retries, position = policy.retry_flagged, 0
+        retries, position = rules.retry_flagged, 0
         while position < len(plan):
             slot = plan[position]
-            iteration = await _iteration(runs[slot.variant], slot, position, driver, device, policy)
+            iteration = await _iteration(runs[slot.variant], slot, position, driver, device, rules)
             position += 1
             await store.add_iteration(iteration)
             if iteration.error and not slot.warmup:
@@ -154,7 +156,7 @@ async def _iteration(
     index: int,
     driver: Driver,
     device: Device,
-    policy: MeasurementSettings,
+    rules: MeasurementSettings,
 ) -> Iteration:
     """Run one iteration between two readings of the device's conditions."""
     ctx = scenario.ctx
@@ -169,7 +171,7 @@ async def _iteration(
         error = str(e)
     finished = datetime.now(UTC)
     after = await _conditions(driver, device)
-    flags = [*ctx.flags, *judge(before, after, policy)]
+    flags = [*ctx.flags, *judge(before, after, rules)]
     fingerprint = {
         **ctx.fingerprint,
         "conditions": {"before": before, "after": after},
@@ -189,7 +191,7 @@ async def _iteration(
         fingerprint=fingerprint,
         variant=slot.variant,
         flags=flags,
-        set_aside=bool(flags) and not error and policy.set_aside_flagged,
+        set_aside=bool(flags) and not error and rules.set_aside_flagged,
     )
 
 

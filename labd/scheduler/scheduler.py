@@ -77,8 +77,8 @@ class Scheduler:
             log.warning("took back a job this host held before it restarted", job_id=job.id)
         await self.reap()
         self.pool.on_change.append(self._wake)
-        self._tasks.spawn("dispatch", self._dispatch_loop())
-        self._tasks.spawn("reaper", self._reap_loop())
+        self._tasks.supervise("dispatch", self._dispatch_loop, self.bus)
+        self._tasks.supervise("reaper", self._reap_loop, self.bus)
 
     def stop_taking_work(self) -> None:
         """Lease no new job from now on (the daemon calls this as soon as it is told to stop)."""

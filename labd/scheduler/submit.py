@@ -15,10 +15,11 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from labd.auth.principals import Principal
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import InvalidSpec, UsageError
 from labd.events import EventBus, JobQueued, JobRejected
-from labd.model import Device, DeviceState, Driver, Job, TestSpec
+from labd.model import Device, DeviceState, Driver, Job, Policy, TestSpec
 from labd.model.manifest import parse_spec
 from labd.replay.har import load
 from labd.replay.shaping import profile_for
@@ -43,8 +44,10 @@ class JobService:
         replay: ReplaySettings | None = None,
         measurement: MeasurementSettings | None = None,
         perfherder: PerfherderSettings | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self.store = store
+        self.policy = policy or Policy()
         self.drivers = drivers
         self.bus = bus
         self.on_queued = on_queued
@@ -54,12 +57,21 @@ class JobService:
         self._devices: tuple[float, list[Device]] | None = None  # (read at, the lab's devices)
 
     async def submit(
-        self, data: Any, source: str, job_id: str = "", submitter: str = ""
+        self,
+        data: Any,
+        source: str,
+        job_id: str = "",
+        submitter: str = "",
+        principal: Principal | None = None,
     ) -> tuple[Job, bool]:
-        """Validate and persist; returns (job, created). Raises InvalidSpec with every reason."""
+        """Validate and persist; returns (job, created). Raises InvalidSpec with every reason.
+        With a principal, its scenarios and its quota of unfinished jobs are checked too."""
         job_id = job_id or uuid.uuid4().hex
+        submitter = principal.name if principal else submitter
         try:
             spec = data if isinstance(data, TestSpec) else parse_spec(data, source)
+            if principal is not None:
+                await self._check_principal(spec, principal, source)
             await self.check(spec, source)
         except InvalidSpec as e:
             log.info("job rejected", job_id=job_id, source=source, problems=e.problems)
@@ -86,6 +98,24 @@ class JobService:
             )
             self.on_queued()
         return job, created
+
+    async def _check_principal(self, spec: TestSpec, principal: Principal, source: str) -> None:
+        if not principal.may_run(spec.scenario):
+            allowed = ", ".join(sorted(principal.scenarios))
+            raise InvalidSpec(
+                [
+                    f"{source}: scenario: principal {principal.name!r} may not run "
+                    f"{spec.scenario!r} (allowed: {allowed})"
+                ]
+            )
+        unfinished = await self.store.count_unfinished(principal.name)
+        if unfinished >= principal.max_active_jobs:
+            raise InvalidSpec(
+                [
+                    f"{source}: quota: principal {principal.name!r} has {unfinished} jobs "
+                    f"queued or running (limit {principal.max_active_jobs})"
+                ]
+            )
 
     def params_of(self, spec: TestSpec, driver: Driver) -> BaseModel:
         """The scenario's parameters as its own model (validated again on the runner)."""
@@ -137,6 +167,10 @@ class JobService:
             problems += [
                 f"{source}: {where}{p}" if where else f"{source}: {p}"
                 for p in scenario.check(params)
+            ]
+            problems += [
+                f"{source}: {where}{p}" if where else f"{source}: {p}"
+                for p in scenario.policy_problems(params, self.policy)
             ]
             produced = {m.name for m in scenario.default_metrics}
             for n, metric in enumerate(spec.metrics):

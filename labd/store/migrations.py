@@ -48,10 +48,18 @@ def _v3_outbox(conn: Connection) -> None:
     tables.outbox.create(conn, checkfirst=True)
 
 
+def _v4_auth_nonces(conn: Connection) -> None:
+    """Nonces of signed messages acted on (replay protection that survives a restart), and
+    outbox rows set aside because they could not be published."""
+    tables.auth_nonces.create(conn, checkfirst=True)
+    tables.outbox_set_aside.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "jobs, lanes, devices, iterations", _v1_initial),
     (2, "jobs.suite and jobs.test for histories", _v2_history_columns),
     (3, "outbox and per-job event sequence numbers", _v3_outbox),
+    (4, "signed-message nonces, outbox rows set aside", _v4_auth_nonces),
 ]
 
 

@@ -136,6 +136,15 @@ class JobQueue(StoreBase):
         rows = await self.read(lambda conn: conn.execute(query).all())
         return {state: count for state, count in rows}
 
+    async def count_unfinished(self, submitter: str) -> int:
+        """The submitter's jobs queued or running (for its quota)."""
+        live = (JobState.QUEUED.value, *ACTIVE_STATES)
+        query = sa.select(sa.func.count()).where(
+            jobs.c.submitter == submitter, jobs.c.state.in_(live)
+        )
+        count: int | None = await self.read(lambda conn: conn.scalar(query))
+        return count or 0
+
     async def lanes(self) -> dict[str, DeviceSelector]:
         """Every selector jobs were ever submitted with, by lane key."""
         query = sa.select(lanes.c.key, lanes.c.selector)

@@ -18,7 +18,7 @@ from labd.store.base import (
     StoreBase,
 )
 from labd.store.outbox import OutboxRow, append_job_event
-from labd.store.tables import devices, iterations
+from labd.store.tables import devices, iterations, outbox_set_aside
 from labd.store.tables import outbox as outbox_table
 
 
@@ -36,6 +36,25 @@ class Records(StoreBase):
         if ids:
             delete = outbox_table.delete().where(outbox_table.c.id.in_(list(ids)))
             await self.write(lambda conn: conn.execute(delete))
+
+    async def outbox_set_aside(self, row: OutboxRow, error: str) -> None:
+        """Move an undeliverable row out of the way, keeping it and why (nothing is lost)."""
+
+        def move(conn: sa.Connection) -> None:
+            conn.execute(
+                outbox_set_aside.insert().values(
+                    host=self.host,
+                    stream=row.stream,
+                    key=row.key,
+                    seq=row.seq,
+                    body=row.body,
+                    error=error,
+                    set_aside_at=time.time(),
+                )
+            )
+            conn.execute(outbox_table.delete().where(outbox_table.c.id == row.id))
+
+        await self.write(move)
 
     async def outbox_append(self, stream: str, key: str, body: dict[str, Any]) -> None:
         await self.write(lambda conn: outbox_mod.append(conn, self.host, stream, key, body))

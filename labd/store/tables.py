@@ -110,3 +110,30 @@ outbox = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Index("ix_outbox_host", "host", "id"),
 )
+
+# Nonces of signed MQTT messages this host has acted on, until they would be refused as expired
+# anyway: a captured message replayed later finds its nonce here, even after a restart.
+auth_nonces = sa.Table(
+    "auth_nonces",
+    metadata,
+    sa.Column("host", sa.String(256), primary_key=True),
+    sa.Column("principal", sa.String(128), primary_key=True),
+    sa.Column("nonce", sa.String(64), primary_key=True),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Index("ix_auth_nonces_expiry", "expires_at"),
+)
+
+# Outbox rows that could not be published (their topic or payload refused by the client
+# library): kept with the error instead of blocking every row behind them.
+outbox_set_aside = sa.Table(
+    "outbox_set_aside",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column("host", sa.String(256), nullable=False),
+    sa.Column("stream", sa.String(16), nullable=False),
+    sa.Column("key", sa.String(256), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("body", sa.JSON, nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("set_aside_at", sa.Float, nullable=False),
+)

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labd.errors import UsageError
-from labd.model import Device, RunAs, RunContext
+from labd.model import Device, Policy, RunAs, RunContext
 from labd_x11.pageload import PageLoad, PageLoadParams
 from tests.conftest import need_program
 
@@ -25,12 +24,12 @@ async def test_chromium_runs_as_nobody_not_root(xvfb: str, tmp_path: Path) -> No
     need_program("chromium")
     try:
         nobody = RunAs.user("nobody")
-    except UsageError:
+    except ValueError:
         pytest.skip("no user 'nobody' here")
     device = Device(
         id="x", driver="x11", platform="x11", capabilities={"display": xvfb, "width": 640}
     )
-    ctx = RunContext("job", 1, device, tmp_path, run_as=nobody)
+    ctx = RunContext("job", 1, device, tmp_path, policy=Policy(run_as=nobody))
     scenario = PageLoad(PageLoadParams(url="http://example.test/"), ctx)
     await scenario.setup()
     try:

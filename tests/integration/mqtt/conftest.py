@@ -9,6 +9,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import aiomqtt
 import pytest
 
+from labd.auth import Credentials, hash_password, new_credentials, sign, token_digest
 from tests.conftest import REQUIRE_SERVICES
 
 
@@ -85,15 +87,55 @@ def mosquitto_factory(tmp_path: Path) -> Iterator[Any]:
         broker.stop()
 
 
+# The principals every test daemon admits: a CI system that submits, and an operator.
+CI = new_credentials("ci")
+OPS = new_credentials("ops")
+VIEWER = new_credentials("dash")
+ROLES = {CI: "submitter", OPS: "admin", VIEWER: "viewer"}
+# What the test jobs run (the policy allows these and nothing else).
+PROGRAMS = ["sleep", "true", "python3", sys.executable]
+
+
+def principal_toml(creds: Credentials, role: str, **more: Any) -> str:
+    lines = [
+        f"[auth.principals.{creds.principal}]",
+        f'role = "{role}"',
+        f'secret_keys = {{ "{creds.key_id}" = "{creds.secret_key}" }}',
+        f'token_sha256 = ["{token_digest(creds.token)}"]',
+        f'broker_password_hash = "{hash_password(creds.broker_password)}"',
+        *(f"{key} = {json.dumps(value)}" for key, value in more.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def daemon_config(tmp_path: Path, mqtt: str, name: str = "labd", extra: str = "") -> Path:
     path = tmp_path / f"{name}.toml"
+    principals = "".join(principal_toml(c, role) for c, role in ROLES.items())
     path.write_text(
         f'[daemon]\nlab = "lab1"\nhost = "{name}"\nstate_dir = "{tmp_path / name}"\n'
         f'shutdown_grace = 3\n[http]\nport = 0\n[log]\nformat = "json"\n'
         f"[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
+        f"[policy]\nprograms = {json.dumps(PROGRAMS)}\n"
+        f"{principals}"
         f"[mqtt]\n{mqtt}\n{extra}"
     )
     return path
+
+
+def signed(topic: str, body: dict[str, Any], creds: Credentials = CI, **auth: Any) -> bytes:
+    """A request as a principal signs it (version 2), optionally with a given time or nonce."""
+    message = {"schema_version": 2, **body}
+    payload = sign(message, topic, creds.principal, creds.key_id, creds.key, **auth)
+    return json.dumps(payload).encode()
+
+
+async def publish_signed(
+    port: int, topic: str, body: dict[str, Any], creds: Credentials = CI, **client: Any
+) -> bytes:
+    """Sign and publish; returns the exact payload (to replay it)."""
+    payload = signed(topic, body, creds)
+    await publish(port, topic, payload, **client)
+    return payload
 
 
 def spec(iterations: int = 3, seconds: float = 0.01) -> dict[str, Any]:
@@ -132,7 +174,7 @@ class Follower:
                     async for message in client.messages:
                         try:
                             body = json.loads(message.payload)  # type: ignore[arg-type]
-                        except ValueError:
+                        except (ValueError, RecursionError):
                             body = message.payload
                         self.messages.append((message.topic.value, body))
             except aiomqtt.MqttError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,16 @@ from paho.mqtt.properties import Properties
 
 from labd.mqtt.messages import HostStatus, JobEvent, ResultMessage
 from tests.conftest import LabdProcess
-from tests.integration.mqtt.conftest import Follower, daemon_config, publish, spec
+from tests.integration.mqtt.conftest import (
+    CI,
+    OPS,
+    Follower,
+    daemon_config,
+    publish,
+    publish_signed,
+    signed,
+    spec,
+)
 
 PREFIX = "labd/v1/lab1"
 
@@ -47,13 +57,13 @@ async def test_submit_follow_and_result(
         assert ci.on("hosts/labd/status")[-1]["status"] == "online"
         # An MQTT 5 client gets its answer on its response topic, with its correlation data.
         props = Properties(PacketTypes.PUBLISH)
-        props.ResponseTopic = "ci/answers"
+        props.ResponseTopic = f"{PREFIX}/replies/ci/answers"
         props.CorrelationData = b"req-1"
         async with aiomqtt.Client(
             "127.0.0.1", broker.port, protocol=aiomqtt.ProtocolVersion.V5
         ) as client:
-            await client.subscribe("ci/answers", qos=1)
-            body = json.dumps({"id": "job-1", "sender": "ci", "spec": spec(3)})
+            await client.subscribe(f"{PREFIX}/replies/ci/answers", qos=1)
+            body = signed(f"{PREFIX}/jobs/submit", {"id": "job-1", "spec": spec(3)})
             await client.publish(f"{PREFIX}/jobs/submit", body, qos=1, properties=props)
             async with asyncio.timeout(10):
                 async for message in client.messages:
@@ -65,7 +75,9 @@ async def test_submit_follow_and_result(
             "job_id": "job-1",
             "accepted": True,
             "duplicate": False,
+            "state": "queued",
             "problems": [],
+            "correlation": "",
         }
         await ci.wait_for(lambda: finished(ci, "job-1"))
         events = events_of(ci, "job-1")
@@ -112,46 +124,58 @@ async def test_malformed_payloads_are_answered_and_other_jobs_unaffected(
         daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
     )
     daemon.wait_for_log("mqtt connected")
-    good = json.dumps({"id": "fine", "spec": spec(2)}).encode()
+    submit = f"{PREFIX}/jobs/submit"
     bad = {
         "not JSON": b"{nope",
         "invalid UTF-8": b"\xff\xfe\xfa",
-        "wrong type": json.dumps({"spec": {**spec(), "iterations": "many"}}).encode(),
-        "missing field": json.dumps({"id": "x1"}).encode(),
-        "unknown field": json.dumps({"spec": spec(), "colour": "red"}).encode(),
+        "nested 100,000 deep": b"[" * 100_000,
+        "wrong type": signed(submit, {"spec": {**spec(), "iterations": "many"}}),
+        "missing field": signed(submit, {"id": "x1"}),
+        "unknown field": signed(submit, {"spec": spec(), "colour": "red"}),
         "10 MB": b'{"spec": "' + b"a" * 10_000_000 + b'"}',
-        "impossible device": json.dumps(
-            {"id": "x2", "spec": {**spec(), "device": {"platform": "android"}}}
-        ).encode(),
+        "impossible device": signed(
+            submit, {"id": "x2", "spec": {**spec(), "device": {"platform": "android"}}}
+        ),
     }
     async with Follower(broker.port) as ci:
         for payload in bad.values():
-            await publish(broker.port, f"{PREFIX}/jobs/submit", payload)
-        await publish(broker.port, f"{PREFIX}/jobs/submit", good)
-        await publish(broker.port, f"{PREFIX}/jobs/nope/cancel", b"")
-        await publish(
-            broker.port,
-            f"{PREFIX}/devices/host-labd/command",
-            json.dumps({"action": "drain", "sender": "mallory"}).encode(),
+            await publish(broker.port, submit, payload)
+        await publish_signed(broker.port, submit, {"id": "fine", "spec": spec(2)})
+        await publish_signed(broker.port, f"{PREFIX}/jobs/nope/cancel", {})
+        await publish_signed(
+            broker.port, f"{PREFIX}/devices/host-labd/command", {"action": "drain"}, CI
         )
         await ci.wait_for(lambda: len(ci.on("errors")) >= len(bad) + 2 and finished(ci, "fine"))
         problems = [" ".join(e["problems"]) for e in ci.on("errors")]
         expected = [
             "payload is not JSON",
             "payload is not UTF-8",
+            "payload is nested too deeply",
             "spec.iterations: input should be a valid integer",
             "spec: field required",
             "colour: unknown key",
             "over the 262144 limit",
             "no device in the lab matches platform=android",
             "no job 'nope'",
-            "sender 'mallory' is not an administrator",
+            "principal 'ci' (submitter) may not administer",
         ]
         for fragment in expected:
             assert any(fragment in p for p in problems), (fragment, problems)
         rejected = events_of(ci, "x2")
         assert rejected and rejected[0]["kind"] == "rejected" and rejected[0]["seq"] == 0
         assert events_of(ci, "fine")[-1]["state"] == "succeeded"
+        # The operator may drain the device; the CI system may not.
+        device = next(
+            b["device_id"]
+            for t, b in ci.messages
+            if t.endswith("/state") and t.startswith(f"{PREFIX}/devices/")
+        )
+        await publish_signed(
+            broker.port, f"{PREFIX}/devices/{device}/command", {"action": "drain"}, OPS
+        )
+        await ci.wait_for(
+            lambda: any(d["admin"] == "draining" for d in ci.on(f"devices/{device}/state"))
+        )
     assert daemon.get("/healthz")[0] == 200
     assert daemon.stop() == 0
 
@@ -170,6 +194,8 @@ async def test_the_ci_client_example_follows_a_job_to_its_verdict(
         'suite = "ci"\ntest = "true"\nscenario = "command"\niterations = 2\n'
         '[params]\ncommand = ["true"]\n'
     )
+    credentials = tmp_path / "ci.toml"
+    credentials.write_text(CI.to_toml())
     example = Path(__file__).parents[3] / "examples" / "ci_client.py"
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -179,6 +205,7 @@ async def test_the_ci_client_example_follows_a_job_to_its_verdict(
         "lab1",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "LABD_CREDENTIALS": str(credentials)},
     )
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()
@@ -256,17 +283,9 @@ async def test_a_regression_against_the_baseline_is_published_as_an_alert(
     async with Follower(broker.port) as ci:
         fast = {**spec(6, 0.02), "build": {"revision": "r1"}}
         slow = {**spec(6, 0.1), "build": {"revision": "r2"}, "baseline": "r1"}
-        await publish(
-            broker.port,
-            f"{PREFIX}/jobs/submit",
-            json.dumps({"id": "r1-run", "spec": fast}).encode(),
-        )
+        await publish_signed(broker.port, f"{PREFIX}/jobs/submit", {"id": "r1-run", "spec": fast})
         await ci.wait_for(lambda: finished(ci, "r1-run"))
-        await publish(
-            broker.port,
-            f"{PREFIX}/jobs/submit",
-            json.dumps({"id": "r2-run", "spec": slow}).encode(),
-        )
+        await publish_signed(broker.port, f"{PREFIX}/jobs/submit", {"id": "r2-run", "spec": slow})
         await ci.wait_for(lambda: any(a["metric"] == "wall_time_ms" for a in ci.on("alerts")))
     alert = AlertMessage.model_validate(
         next(a for a in ci.on("alerts") if a["metric"] == "wall_time_ms")

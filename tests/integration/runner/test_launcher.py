@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from labd.errors import TestFailure, UsageError
-from labd.model import Device, RunAs, RunContext
+from labd.errors import TestFailure
+from labd.model import Device, Policy, RunAs, RunContext
 from labd.runner import launcher
 from labd.runner.launcher import Launch
 from labd_host.command import CommandParams, CommandScenario
@@ -79,7 +79,7 @@ async def test_a_300_mb_parent_does_not_show_in_the_program_figures(
 def _nobody() -> RunAs:
     try:
         return RunAs.user("nobody")
-    except UsageError:
+    except ValueError:
         pytest.skip("no user 'nobody' here")
 
 
@@ -92,7 +92,7 @@ async def test_the_program_runs_as_the_given_user_never_root(
         "import os; open('who', 'w').write("
         "f'{os.getuid()} {os.geteuid()} {os.getgid()} {sorted(os.getgroups())}')"
     )
-    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", run_as=nobody)
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=Policy(run_as=nobody))
     (tmp_path / "work").mkdir()
     tmp_path.chmod(0o755)  # the user reaches its workdir
     s = CommandScenario(CommandParams(command=["/usr/bin/python3", "-c", probe]), ctx)
@@ -105,9 +105,11 @@ async def test_the_program_runs_as_the_given_user_never_root(
 
 
 def test_root_is_refused_as_the_user_to_run_as() -> None:
-    with pytest.raises(UsageError, match="refusing to run programs as root"):
+    with pytest.raises(ValueError, match="measured programs never run as root"):
         RunAs.user("root")
-    with pytest.raises(UsageError, match="no such user"):
+    with pytest.raises(ValueError, match="measured programs never run as root"):
+        RunAs("admin", 0, 0, "/root")
+    with pytest.raises(ValueError, match="no such user"):
         RunAs.user("no-such-user-xyz")
 
 
@@ -115,7 +117,7 @@ def test_root_is_refused_as_the_user_to_run_as() -> None:
 def test_the_launcher_itself_refuses_to_exec_as_root(tmp_path: Path, launcher_kind: str) -> None:
     """Even handed uid 0 by a caller that skipped RunAs's own check."""
     root = object.__new__(RunAs)
-    for name, value in (("uid", 0), ("gid", 0), ("groups", ()), ("name", "root")):
+    for name, value in (("uid", 0), ("gid", 0), ("groups", ()), ("name", "root"), ("home", "/")):
         object.__setattr__(root, name, value)
     marker = tmp_path / "ran"
     run = Launch(["touch", str(marker)], cwd=tmp_path, env=os.environ, run_as=root)
@@ -126,7 +128,7 @@ def test_the_launcher_itself_refuses_to_exec_as_root(tmp_path: Path, launcher_ki
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="needs a user that is not root")
 def test_an_unprivileged_labd_cannot_switch_to_another_user(tmp_path: Path) -> None:
-    other = RunAs(os.geteuid() + 1, os.getegid() + 1, (), "someone")
+    other = RunAs("someone", os.geteuid() + 1, os.getegid() + 1, "/")
     run = Launch(["true"], cwd=tmp_path, env=os.environ, run_as=other)
     with pytest.raises(TestFailure, match="cannot run as the configured user"):
         run.run()

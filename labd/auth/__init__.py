@@ -1,0 +1,44 @@
+"""Who may use the lab: principals and roles, signed MQTT messages, credentials, broker
+accounts and their topics, rate limits and the audit trail."""
+
+from labd.auth.acl import mosquitto_acl, permits, replies_prefix, rules_for
+from labd.auth.audit import Audit
+from labd.auth.credentials import (
+    Credentials,
+    ensure_local_credentials,
+    find_credentials,
+    new_credentials,
+    read_credentials,
+)
+from labd.auth.limits import RateLimiter
+from labd.auth.passwords import check_password, hash_password
+from labd.auth.principals import Action, Principal, Principals, Role, token_digest
+from labd.auth.redaction import redact_job, redact_params, redact_spec
+from labd.auth.signing import Signed, sign, verify
+
+__all__ = [
+    "Action",
+    "Audit",
+    "Credentials",
+    "Principal",
+    "Principals",
+    "RateLimiter",
+    "Role",
+    "Signed",
+    "check_password",
+    "ensure_local_credentials",
+    "find_credentials",
+    "hash_password",
+    "mosquitto_acl",
+    "new_credentials",
+    "permits",
+    "read_credentials",
+    "redact_job",
+    "redact_params",
+    "redact_spec",
+    "replies_prefix",
+    "rules_for",
+    "sign",
+    "token_digest",
+    "verify",
+]

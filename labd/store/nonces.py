@@ -1,0 +1,47 @@
+"""The ledger of signed-message nonces: each (principal, nonce) is acted on once per host."""
+
+from __future__ import annotations
+
+import time
+
+import sqlalchemy as sa
+
+from labd.store.base import StoreBase
+from labd.store.tables import auth_nonces
+
+PURGE_EVERY = 200  # first-uses between two sweeps of expired nonces
+
+
+class Nonces(StoreBase):
+    _nonce_uses = 0
+
+    async def first_use(
+        self, principal: str, nonce: str, expires_at: float, now: float | None = None
+    ) -> bool:
+        """Record the nonce; True the first time, False when this host has seen it (a replay,
+        or the broker delivering again what was already acted on)."""
+        now = time.time() if now is None else now
+        self._nonce_uses += 1
+        purge = self._nonce_uses % PURGE_EVERY == 1
+
+        def record(conn: sa.Connection) -> bool:
+            if purge:
+                conn.execute(auth_nonces.delete().where(auth_nonces.c.expires_at < now))
+            key = (
+                (auth_nonces.c.host == self.host)
+                & (auth_nonces.c.principal == principal)
+                & (auth_nonces.c.nonce == nonce)
+            )
+            if conn.scalar(sa.select(auth_nonces.c.expires_at).where(key)) is not None:
+                return False
+            conn.execute(
+                auth_nonces.insert().values(
+                    host=self.host, principal=principal, nonce=nonce, expires_at=expires_at
+                )
+            )
+            return True
+
+        try:
+            return await self.write(record)
+        except sa.exc.IntegrityError:
+            return False  # another connection of this host recorded it first
