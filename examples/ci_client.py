@@ -40,9 +40,7 @@ def signed(message: dict, topic: str, creds: dict) -> bytes:
     return json.dumps(body).encode()
 
 
-async def main(spec: dict, broker: str = "127.0.0.1", lab: str = "default") -> int:
-    default = Path("~/.config/labd/credentials.toml").expanduser()
-    creds = tomllib.loads(Path(os.environ.get("LABD_CREDENTIALS", default)).read_text())
+async def main(spec: dict, creds: dict, broker: str = "127.0.0.1", lab: str = "default") -> int:
     prefix, job_id = f"labd/v1/{lab}", f"ci-{uuid.uuid4().hex[:12]}"
     replies = f"{prefix}/replies/{creds['principal']}/{job_id}"
     host, _, port = broker.partition(":")
@@ -77,4 +75,6 @@ async def main(spec: dict, broker: str = "127.0.0.1", lab: str = "default") -> i
 
 if __name__ == "__main__":
     manifest = tomllib.loads(Path(sys.argv[1]).read_text())
-    sys.exit(asyncio.run(main(manifest, *sys.argv[2:])))
+    default = Path("~/.config/labd/credentials.toml").expanduser()
+    credentials = tomllib.loads(Path(os.environ.get("LABD_CREDENTIALS", default)).read_text())
+    sys.exit(asyncio.run(main(manifest, credentials, *sys.argv[2:])))

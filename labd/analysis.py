@@ -43,16 +43,33 @@ class BaselineAnalyst:
         if event.state != JobState.SUCCEEDED.value:
             return
         job = await self.store.get_job(event.job_id)
+        if job is not None and job.spec.ab is not None:
+            await self._publish(await self.compare_variants(job))
+            return
         if job is None or not job.spec.baseline:
             return
         baseline = await self.baseline_of(job)
         if baseline is None:
             log.warning("baseline not found", job_id=job.id, baseline=job.spec.baseline)
             return
-        for change in await self.compare(baseline, job):
-            await self.store.outbox_append("alert", job.id, change.model_dump(mode="json"))
+        await self._publish(await self.compare(baseline, job))
+
+    async def _publish(self, changes: list[ChangeFound]) -> None:
+        for change in changes:
+            await self.store.outbox_append("alert", change.job_id, change.model_dump(mode="json"))
             self.bus.publish(change)
-            log.info("change found", job_id=job.id, metric=change.metric, verdict=change.verdict)
+            log.info(
+                "change found", job_id=change.job_id, metric=change.metric, verdict=change.verdict
+            )
+
+    async def compare_variants(self, job: Job) -> list[ChangeFound]:
+        """An A/B job's own verdict: new against base, from its interleaved iterations (the
+        alert names the job as its own baseline)."""
+        from labd.results import compare_variants
+
+        iterations = await self.store.iterations(job.id, attempt=job.attempts)
+        results = await asyncio.to_thread(compare_variants, job, iterations)
+        return [_change(job, job.id, r) for r in results if r.verdict in CHANGES]
 
     async def baseline_of(self, job: Job) -> Job | None:
         named = await self.store.get_job(job.spec.baseline)
@@ -73,19 +90,22 @@ class BaselineAnalyst:
         from labd.stats.compare import compare
 
         results = await asyncio.to_thread(compare, samples)
-        return [
-            ChangeFound(
-                job_id=job.id,
-                baseline_job_id=baseline.id,
-                suite=job.spec.suite,
-                test=job.spec.test,
-                metric=r.metric,
-                verdict=r.verdict,
-                ratio=r.ratio,
-                ratio_ci_low=r.ratio_ci_low,
-                ratio_ci_high=r.ratio_ci_high,
-                method=r.method,
-            )
-            for r in results
-            if r.verdict in ("regression", "improvement")
-        ]
+        return [_change(job, baseline.id, r) for r in results if r.verdict in CHANGES]
+
+
+CHANGES = ("regression", "improvement")
+
+
+def _change(job: Job, baseline_id: str, r: Any) -> ChangeFound:
+    return ChangeFound(
+        job_id=job.id,
+        baseline_job_id=baseline_id,
+        suite=job.spec.suite,
+        test=job.spec.test,
+        metric=r.metric,
+        verdict=r.verdict,
+        ratio=r.ratio,
+        ratio_ci_low=r.ratio_ci_low,
+        ratio_ci_high=r.ratio_ci_high,
+        method=r.method,
+    )

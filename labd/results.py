@@ -1,37 +1,129 @@
-"""Views of stored results, shared by the local API and the MQTT bridge."""
+"""Views of stored results, shared by the local API and the MQTT bridge.
+
+Summaries, comparisons and alerts use the measured iterations only: warm-ups, failed
+iterations and iterations set aside (flagged: bad conditions, a time-out, a poor sync) are
+left out, and every view says how many were set aside and why.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import statistics
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from labd.config import PerfherderSettings
 from labd.model import Iteration, Job
 from labd.stats import summarize
 from labd.store import Store
 
 
-def measured(iterations: list[Iteration]) -> dict[str, list[float]]:
-    """Per metric, in iteration order, the values of the measured iterations (warm-up and
-    failed iterations left out): what every verdict is computed from."""
+def measured(iterations: list[Iteration], variant: str = "") -> dict[str, list[float]]:
+    """Per metric, in iteration order, the values of the measured iterations of one variant
+    ("" for a job without variants): what every verdict is computed from."""
     values: dict[str, list[float]] = {}
     for it in iterations:
-        if not it.warmup and not it.error:
+        if not it.warmup and not it.error and not it.set_aside and it.variant == variant:
             for name, value in it.values.items():
                 values.setdefault(name, []).append(value)
     return dict(sorted(values.items()))
 
 
-async def measured_values(store: Store, job: Job) -> dict[str, list[float]]:
+def set_aside(iterations: list[Iteration]) -> dict[str, Any]:
+    """How many measured iterations were set aside, per variant, and the reasons counted."""
+    aside = [it for it in iterations if it.set_aside and not it.warmup]
+    by_variant = Counter(it.variant or "job" for it in aside)
+    reasons = Counter(_reason_kind(flag) for it in aside for flag in it.flags)
+    return {"count": len(aside), "by_variant": dict(by_variant), "reasons": dict(reasons)}
+
+
+def _reason_kind(flag: str) -> str:
+    """A flag without its numbers, so alike reasons are counted together."""
+    return flag.split(":")[0].split(" (")[0] if ":" in flag or " (" in flag else flag
+
+
+def one_variant(results: dict[str, Any], variant: str, name: str) -> dict[str, Any]:
+    """An A/B job's results narrowed to one variant, read as a job of its own."""
+    if variant not in ("base", "new"):
+        from labd.errors import UsageError
+
+        raise UsageError(f"{name}: expected JOB@base or JOB@new, not @{variant}")
+    iterations = [
+        {**it, "variant": ""} for it in results["iterations"] if it.get("variant") == variant
+    ]
+    return {**results, "iterations": iterations}
+
+
+def comparability(base: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    """What `labd compare` says beside its verdicts: how many iterations each side set aside
+    and why, and where the two runs' conditions differ (the fingerprint's comparable part)."""
+    from labd.runner.fingerprint import differences
+
+    aside: dict[str, Any] = {}
+    prints: dict[str, dict[str, Any]] = {}
+    for side, results in (("base", base), ("new", new)):
+        if results is None:
+            continue
+        attempt = results["job"]["attempts"]
+        last = [Iteration.model_validate(i) for i in results["iterations"]
+                if i["attempt"] == attempt]  # fmt: skip
+        aside[side] = set_aside(last)
+        measured_ones = [it for it in last if not it.warmup and not it.error]
+        if measured_ones:
+            prints[side] = measured_ones[0].fingerprint
+    differ = differences(prints["base"], prints["new"]) if len(prints) == 2 else []
+    return {"set_aside": aside, "conditions_differ": differ}
+
+
+async def measured_values(store: Store, job: Job, variant: str = "") -> dict[str, list[float]]:
     """`measured` for the job's last attempt."""
-    return measured(await store.iterations(job.id, attempt=job.attempts))
+    return measured(await store.iterations(job.id, attempt=job.attempts), variant)
 
 
 async def summary_of(store: Store, job: Job) -> dict[str, dict[str, Any]]:
-    """Per metric, the summary of the last attempt's measured iterations."""
-    series = await measured_values(store, job)
+    """Per metric, the summary of the last attempt's measured iterations. For an A/B job,
+    per metric: the base and new summaries and the comparison (its verdict is the job's
+    result)."""
+    iterations = await store.iterations(job.id, attempt=job.attempts)
     # numpy/scipy work (and scipy's first import, about a second) stays off the event loop.
-    return await asyncio.to_thread(_summaries, series)
+    return await asyncio.to_thread(summaries, job, iterations)
+
+
+def summaries(job: Job, iterations: list[Iteration]) -> dict[str, dict[str, Any]]:
+    if job.spec.ab is None:
+        return _summaries(measured(iterations))
+    base, new = measured(iterations, "base"), measured(iterations, "new")
+    out: dict[str, dict[str, Any]] = {}
+    for result in compare_variants(job, iterations):
+        comparison = result.as_dict()
+        out[result.metric] = {
+            "base": comparison.pop("base"),
+            "new": comparison.pop("new"),
+            **{k: v for k, v in comparison.items() if k != "diagnostics"},
+        }
+    for name in sorted((base.keys() | new.keys()) - out.keys()):  # in one variant only
+        out[name] = {"base": _one(base.get(name)), "new": _one(new.get(name))}
+    return out
+
+
+def compare_variants(job: Job, iterations: list[Iteration]) -> list[Any]:
+    """The A/B job's comparison of new against base, per metric both report."""
+    from labd.stats.compare import compare
+
+    base, new = measured(iterations, "base"), measured(iterations, "new")
+    directions = {
+        name: bool(spec.get("higher_is_better"))
+        for it in iterations
+        for name, spec in it.fingerprint.get("metrics", {}).items()
+    } | {m.name: m.higher_is_better for m in job.spec.metrics}
+    shared = sorted(base.keys() & new.keys())
+    return compare({m: (base[m], new[m], directions.get(m, False)) for m in shared})
+
+
+def _one(values: list[float] | None) -> dict[str, Any] | None:
+    found = summarize(values) if values else None
+    return found.as_dict() if found is not None else None
 
 
 def _summaries(series: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
@@ -40,18 +132,21 @@ def _summaries(series: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
 
 
 async def results_view(store: Store, job: Job) -> dict[str, Any]:
-    """Raw values of every attempt, and the summary of the last one."""
+    """Raw values of every attempt, the summary of the last one, what was set aside."""
     iterations = await store.iterations(job.id)
+    last = [it for it in iterations if it.attempt == job.attempts]
     return {
         "job": job.model_dump(mode="json"),
-        "summary": await summary_of(store, job),
+        "summary": await asyncio.to_thread(summaries, job, last),
+        "set_aside": set_aside(last),
         "iterations": [i.model_dump(mode="json") for i in iterations],
     }
 
 
 async def history_view(store: Store, suite: str, test: str) -> dict[str, Any]:
     """A test's history: per (metric, device class) series, one value per succeeded job (the
-    median of its measured iterations), oldest first; a build is named by its revision."""
+    median of its measured iterations), oldest first; a build is named by its revision. A/B
+    jobs are comparisons within themselves and stay out of it."""
     series: dict[str, dict[str, list[Any]]] = {}
     for job in await store.finished_jobs(suite, test):
         iterations = await store.iterations(job.id, attempt=job.attempts)
@@ -70,32 +165,21 @@ async def history_view(store: Store, suite: str, test: str) -> dict[str, Any]:
     return {"suite": suite, "test": test, "series": series}
 
 
-def perfherder(results: dict[str, Any]) -> dict[str, Any]:
-    """Perfherder's PERFHERDER_DATA for one job's results (as `results_view` gives them):
-    one suite per job, one subtest per metric with its median and every replicate."""
-    job = results["job"]
-    spec = job["spec"]
-    units = {m["name"]: m for m in spec.get("metrics", [])}
-    replicates: dict[str, list[float]] = {}
-    for it in results["iterations"]:
-        if it["attempt"] == job["attempts"] and not it["warmup"] and not it["error"]:
-            for name, value in it["values"].items():
-                replicates.setdefault(name, []).append(value)
-    subtests = [
-        {
-            "name": name,
-            "value": statistics.median(values),
-            "replicates": values,
-            "unit": units.get(name, {}).get("unit", ""),
-            "lowerIsBetter": not units.get(name, {}).get("higher_is_better", False),
-        }
-        for name, values in sorted(replicates.items())
-    ]
-    suite: dict[str, Any] = {
-        "name": f"{spec['suite']}.{spec['test']}",
-        "subtests": subtests,
-        "extraOptions": [o for o in (job.get("device_id"), spec["build"].get("revision")) if o],
-    }
-    if subtests and all(s["value"] > 0 for s in subtests):
-        suite["value"] = statistics.geometric_mean(s["value"] for s in subtests)
-    return {"framework": {"name": "labd"}, "suites": [suite]}
+async def write_job_log(
+    store: Store, job: Job, workdir: Path, settings: PerfherderSettings
+) -> Path:
+    """The job's own log (`job.log` in its folder): the `PERFHERDER_DATA:` line Treeherder's
+    log parser looks for, ready to upload with the CI task's artifacts."""
+    from labd.perfherder import perfherder_line
+
+    results = await results_view(store, job)
+    line = perfherder_line(results, settings)
+    path = workdir / "job.log"
+
+    def write() -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as out:
+            out.write(line + "\n")
+
+    await asyncio.to_thread(write)
+    return path

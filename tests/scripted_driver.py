@@ -26,7 +26,7 @@ class ScriptParams(BaseModel):
 class ScriptScenario(Scenario):
     name = "script"
     Params = ScriptParams
-    default_metrics = (MetricSpec(name="value"),)
+    default_metrics = (MetricSpec(name="value", unit="ms"),)
 
     async def setup(self) -> None:
         p = self.params

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import Mapping
+from typing import Any
 
 import adbutils
 import structlog
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import InfrastructureError
 from labd.model import Device, Driver, Scenario
-from labd_android.health import Health, parse
+from labd_android.health import CPUFREQ, Health, cpufreq, parse
 from labd_android.input import AndroidInput
 from labd_android.launch import AppLaunch
 from labd_android.shell import PersistentShell, run
@@ -150,6 +151,20 @@ class AndroidDriver(Driver):
         texts = [run(adb, argv) for argv in (["dumpsys", "battery"], ["dumpsys", "thermalservice"],
                                               ["df", "/data"], ["dumpsys", "power"])]  # fmt: skip
         return parse(*texts)
+
+    async def conditions(self, device: Device) -> dict[str, Any]:
+        return await asyncio.to_thread(self._conditions, device.id)
+
+    def _conditions(self, serial: str) -> dict[str, Any]:
+        """Thermal status, battery temperature, CPU frequencies and governors."""
+        adb = self.adb_device(serial)
+        health = parse(run(adb, ["dumpsys", "battery"]), run(adb, ["dumpsys", "thermalservice"]),
+                       "", "")  # fmt: skip
+        return {
+            "thermal_status": health.thermal_status,
+            "battery_temp_c": health.battery_temp_c,
+            **cpufreq(run(adb, ["sh", "-c", CPUFREQ])),
+        }
 
     def input(self, device: Device) -> AndroidInput:
         """Touch and keys through a persistent shell (blocking: use from a thread)."""

@@ -45,6 +45,24 @@ class Health:
         return None
 
 
+# One line per CPU: its cpufreq folder, current kHz, governor (a fixed script, no input in it).
+CPUFREQ = (
+    "for f in /sys/devices/system/cpu/cpu[0-9]*/cpufreq; do "
+    'echo "$f $(cat $f/scaling_cur_freq) $(cat $f/scaling_governor)"; done'
+)
+
+
+def cpufreq(text: str) -> dict[str, Any]:
+    """CPU frequencies (MHz) and the governors in use, from CPUFREQ's output."""
+    freqs, governors = [], set()
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1].isdigit():
+            freqs.append(int(parts[1]) // 1000)
+            governors.add(parts[2])
+    return {"cpu_mhz": freqs or None, "governor": ",".join(sorted(governors)) or None}
+
+
 def _field(text: str, name: str) -> str | None:
     match = re.search(rf"^\s*{re.escape(name)}:\s*(\S+)", text, re.MULTILINE)
     return match.group(1) if match else None

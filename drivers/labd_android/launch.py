@@ -62,6 +62,13 @@ class AppLaunch(Scenario):
         return self.params
 
     @classmethod
+    def metric_spec(cls, name: str) -> MetricSpec | None:
+        """Launch marks (any name a Raptor log gives) are ms from the launch; memory is MB."""
+        if name in ("coldlaunch.rss", "coldlaunch.pss", "coldlaunch.uss"):
+            return MetricSpec(name=name, unit="MB")
+        return MetricSpec(name=name, unit="ms")
+
+    @classmethod
     def check(cls, params: BaseModel) -> list[str]:
         assert isinstance(params, LaunchParams)
         if not PACKAGE.match(params.package):

@@ -1,32 +1,30 @@
 """The `command` scenario: run a program N times; record wall time, CPU time and peak memory.
 
 The program is started without a shell (arguments as a list), so nothing in a manifest is
-ever interpreted by one. Stabilisation from Larres et al. (seed 000) is optional and recorded:
+ever interpreted by one, and through labd's launcher, so its figures are its own (not labd's
+memory folded into its peak). Stabilisation from Larres et al. is optional and recorded:
 pinning to one CPU, ASLR disabled for the child, a tmpfs working directory.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.errors import InfrastructureError, TestFailure
+from labd.errors import TestFailure
 from labd.model import MetricSpec, Policy, Scenario
 from labd.model.policy import ProgramNotFound
-from labd.runner.child import child_setup
+from labd.runner.launcher import Launch, launcher_command
 from labd_host.probe import environment
+from labd_host.tuning import Tuning, tune
+
+log = structlog.get_logger("labd.host")
 
 TMPFS_ROOT = Path("/dev/shm")
 STDERR_TAIL = 400  # characters of the program's stderr kept in a failed iteration's error
@@ -46,20 +44,17 @@ class CommandParams(BaseModel):
     disable_aslr: bool = Field(False, description="Run the program without ASLR.")
     tmpfs: bool = Field(False, description="Run in a fresh directory on tmpfs (/dev/shm).")
     iteration_timeout_s: float = Field(600, gt=0, description="Time-out of one run.")
+    host_tuning: bool = Field(
+        True,
+        description="Performance governor and no turbo/boost for the job, restored after "
+        "(where the host allows it; recorded either way).",
+    )
     ok_exit_codes: list[int] = Field(default_factory=lambda: [0], min_length=1)
-
-
-@dataclass(frozen=True)
-class RunResult:
-    wall_s: float
-    cpu_s: float
-    max_rss_kib: int
-    exit_code: int
-    stderr_tail: str
 
 
 class CommandScenario(Scenario):
     name = "command"
+    tuning: Tuning | None = None
     Params = CommandParams
     default_metrics = (
         MetricSpec(name="wall_time_ms", unit="ms"),
@@ -104,95 +99,77 @@ class CommandScenario(Scenario):
         return [f"params.{p}" for p in problems]
 
     async def setup(self) -> None:
-        await asyncio.to_thread(self._prepare)  # file system and /proc reads: off the loop
-        self._preexec = child_setup(
-            None if self.p.cpu is None else {self.p.cpu}, self.p.disable_aslr
-        )
+        await asyncio.to_thread(self._prepare)  # file system, /proc reads, maybe a compile
 
     def _prepare(self) -> None:
+        run_as = self.ctx.policy.run_as
         if self.p.tmpfs:
             self.workdir = Path(tempfile.mkdtemp(prefix="labd-", dir=TMPFS_ROOT))
         else:
             self.workdir = Path(self.p.cwd) if self.p.cwd else self.ctx.workdir
             self.workdir.mkdir(parents=True, exist_ok=True)
+        if run_as is not None and (self.p.tmpfs or not self.p.cwd):
+            run_as.give(self.workdir)  # labd made it for the program
+        self.tuning = tune() if self.p.host_tuning else None
+        tuned = (
+            self.tuning.record
+            if self.tuning
+            else {"cpu_governor": "not asked", "turbo": "not asked"}
+        )
+        _, launcher = launcher_command()
         self.ctx.fingerprint.update(
             environment(),
+            launcher=launcher,
+            run_as=run_as.describe() if run_as else "labd's own user",
             stabilisation={
                 "cpu_affinity": [self.p.cpu] if self.p.cpu is not None else "all",
                 "aslr": "disabled" if self.p.disable_aslr else "enabled",
                 "workdir": f"tmpfs:{self.workdir}" if self.p.tmpfs else str(self.workdir),
+                **tuned,
             },
         )
 
     async def run_iteration(self, index: int) -> dict[str, float]:
         env = {**os.environ, **_proxy_env(self.ctx.network), **self.p.env}
-        runner = _Run(self.p.command, self.workdir, env, self._preexec)
-        try:
-            result = await asyncio.to_thread(runner.run, self.p.iteration_timeout_s)
-        except asyncio.CancelledError:
-            runner.kill()
-            raise
-        if result.exit_code not in self.p.ok_exit_codes:
-            detail = f": {result.stderr_tail}" if result.stderr_tail else ""
-            raise TestFailure(f"exit status {result.exit_code}{detail}")
-        return {
-            "wall_time_ms": result.wall_s * 1000,
-            "cpu_time_ms": result.cpu_s * 1000,
-            "max_rss_kib": float(result.max_rss_kib),
-        }
-
-    async def teardown(self) -> None:
-        if self.p.tmpfs:
-            await asyncio.to_thread(shutil.rmtree, self.workdir, True)
-
-
-class _Run:
-    """One run of the program in a worker thread, measured with wait4's resource usage."""
-
-    def __init__(
-        self, argv: list[str], cwd: Path, env: dict[str, str], preexec: Callable[[], None]
-    ) -> None:
-        self.argv, self.cwd, self.env, self.preexec = argv, cwd, env, preexec
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()
-
-    def run(self, timeout: float) -> RunResult:
         with tempfile.TemporaryFile() as stderr:
-            start = time.perf_counter()
+            launch = Launch(
+                self.p.command,
+                cwd=self.workdir,
+                env=env,
+                cpus=None if self.p.cpu is None else {self.p.cpu},
+                disable_aslr=self.p.disable_aslr,
+                run_as=self.ctx.policy.run_as,
+                timeout_s=self.p.iteration_timeout_s,
+                stderr=stderr,
+            )
             try:
-                with self._lock:
-                    self._proc = subprocess.Popen(
-                        self.argv,
-                        cwd=self.cwd,
-                        env=self.env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        stderr=stderr,
-                        preexec_fn=self.preexec,  # only affinity and personality calls
-                        start_new_session=True,
-                    )
-            except (OSError, subprocess.SubprocessError) as e:
-                raise InfrastructureError(f"cannot start {self.argv[0]!r}: {e}") from e
-            timer = threading.Timer(timeout, self.kill)
-            timer.start()
-            try:
-                _, status, usage = os.wait4(self._proc.pid, 0)
-            finally:
-                timer.cancel()
-            wall = time.perf_counter() - start
-            self._proc.returncode = code = os.waitstatus_to_exitcode(status)
+                usage = await asyncio.to_thread(launch.run)
+            except asyncio.CancelledError:
+                await asyncio.to_thread(launch.stop)
+                raise
             stderr.seek(0)
             tail = stderr.read()[-STDERR_TAIL:].decode(errors="replace").strip()
-        if code == -signal.SIGKILL and wall >= timeout:
-            raise TestFailure(f"timed out after {timeout:g} s")
-        return RunResult(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, code, tail)
+        values = {
+            "wall_time_ms": usage.wall_s * 1000,
+            "cpu_time_ms": usage.cpu_s * 1000,
+            "max_rss_kib": float(usage.max_rss_kib),
+        }
+        if usage.timed_out:
+            # A killed run's figures describe the kill, not the program: kept, set aside.
+            self.ctx.flags.append(
+                f"timed out after {self.p.iteration_timeout_s:g} s (the run was killed)"
+            )
+            return values
+        if usage.exit_code not in self.p.ok_exit_codes:
+            detail = f": {tail}" if tail else ""
+            raise TestFailure(f"exit status {usage.exit_code}{detail}")
+        return values
 
-    def kill(self) -> None:
-        """Kill the program and anything it started (its own process group)."""
-        with self._lock:
-            if self._proc is not None and self._proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self._proc.pid, signal.SIGKILL)
+    async def teardown(self) -> None:
+        if self.tuning is not None and (problems := await asyncio.to_thread(self.tuning.restore)):
+            log.warning("host settings not restored", problems=problems)
+        if self.p.tmpfs:
+            await asyncio.to_thread(shutil.rmtree, self.workdir, True)
 
 
 def _proxy_env(network: dict[str, str]) -> dict[str, str]:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import platform
 import socket
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.model import Device, Driver, Scenario
 from labd_host.command import CommandScenario
-from labd_host.probe import cpu_model, host_health
+from labd_host.probe import conditions, cpu_model, host_health
 
 
 class HostOptions(BaseModel):
@@ -58,6 +60,9 @@ class HostDriver(Driver):
             )
             for device_id in ids
         ]
+
+    async def conditions(self, device: Device) -> dict[str, Any]:
+        return await asyncio.to_thread(conditions)
 
     async def health(self, device: Device) -> str | None:
         return host_health(Path.cwd(), self.opts.min_free_disk_mb)

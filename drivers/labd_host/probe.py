@@ -39,6 +39,47 @@ def cpu_governor() -> str:
         return "unknown"
 
 
+def conditions(root: Path = Path("/")) -> dict[str, Any]:
+    """The host right now, read before and after every iteration: load, CPU frequencies and
+    governors, the hottest thermal zone, the thermal-throttle counters. `root` is where
+    /proc and /sys are (tests give a stand-in tree)."""
+    cpu_dir = root / "sys/devices/system/cpu"
+    freqs, governors, throttles = [], set(), 0
+    has_throttle = False
+    for cpu in sorted(cpu_dir.glob("cpu[0-9]*")):
+        freq = _read(cpu / "cpufreq/scaling_cur_freq")
+        if freq is not None and freq.isdigit():
+            freqs.append(int(freq) // 1000)
+        if (governor := _read(cpu / "cpufreq/scaling_governor")) is not None:
+            governors.add(governor)
+        for name in ("core_throttle_count", "package_throttle_count"):
+            count = _read(cpu / "thermal_throttle" / name)
+            if count is not None and count.isdigit():
+                throttles += int(count)
+                has_throttle = True
+    loadavg = _read(root / "proc/loadavg")
+    temps = [
+        int(t) / 1000
+        for zone in (root / "sys/class/thermal").glob("thermal_zone*/temp")
+        if (t := _read(zone)) is not None and t.lstrip("-").isdigit()
+    ]
+    return {
+        "load_1m": float(loadavg.split()[0]) if loadavg else None,
+        "cpus": len(os.sched_getaffinity(0)),
+        "cpu_mhz": freqs or None,
+        "governor": ",".join(sorted(governors)) or None,
+        "temperature_c": max(temps) if temps else None,
+        "throttle_count": throttles if has_throttle else None,
+    }
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
 def environment() -> dict[str, Any]:
     """What a result depends on, recorded with every iteration."""
     return {

@@ -5,6 +5,8 @@ job's replay server as their proxy, a fixed window at the top left."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+from functools import cache
 from pathlib import Path
 
 from labd.errors import UsageError
@@ -68,6 +70,29 @@ def find(browser: str, command: list[str]) -> list[str]:
         if path := shutil.which(name):
             return [path]
     raise UsageError(f"browser {browser!r}: none of {', '.join(KNOWN[browser])} is installed")
+
+
+def version(program: str) -> str:
+    """The browser's own version line (`chromium --version`), or why it could not be read:
+    recorded with every iteration, and the Perfherder export's application version."""
+    path = shutil.which(program) or program
+    try:
+        stamp = Path(path).stat().st_mtime_ns  # an upgrade in place is a new version
+    except OSError as e:
+        return f"unknown ({e.strerror})"
+    return _version(path, stamp)
+
+
+@cache
+def _version(path: str, stamp: int) -> str:
+    try:
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unknown ({e})"
+    lines = done.stdout.strip().splitlines()
+    return lines[-1].strip() if lines else f"unknown (exit status {done.returncode})"
 
 
 def launch_command(

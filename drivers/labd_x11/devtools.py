@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 
+BROWSER_MARKS = ("responseStart", "domInteractive", "domContentLoaded", "load")
 # Navigation Timing, in ms from navigationStart (0 when the event has not happened).
 TIMING = """(() => { const t = performance.timing, s = t.navigationStart, d = v => v ? v - s : 0;
   return JSON.stringify({responseStart: d(t.responseStart), domInteractive: d(t.domInteractive),

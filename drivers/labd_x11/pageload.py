@@ -23,10 +23,10 @@ from labd.capture.errors import CaptureError
 from labd.capture.live import Recorder, SourceSpec
 from labd.errors import InfrastructureError, TestFailure, UsageError
 from labd.model import MetricSpec, RunContext, Scenario
-from labd.runner.child import child_setup, split_cpus
+from labd.runner.child import child_setup, split_cpus, user_arguments
 from labd.runner.controller import TYPING_DELAY_MS, Controller
-from labd_x11.browsers import find, launch_command
-from labd_x11.devtools import browser_timing
+from labd_x11.browsers import find, launch_command, version
+from labd_x11.devtools import BROWSER_MARKS, browser_timing
 from labd_x11.xinput import X11Input
 
 GREEN, RED = (0, 255, 0), (255, 0, 0)
@@ -64,6 +64,19 @@ class PageLoadParams(BaseModel):
     fresh_browser: bool = Field(
         True, description="A new browser and profile for every iteration: cold loads, no cache."
     )
+    min_sync_confidence: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="An iteration whose green/red sync was found with less confidence is "
+        "flagged and set aside: its times may be measured from the wrong frames.",
+    )
+    max_dropped_frames: int = Field(
+        2,
+        ge=0,
+        description="An iteration whose capture dropped more frames is flagged and set aside: "
+        "a dropped frame can hide the change that ends a visual metric.",
+    )
 
     @field_validator("stabilise", mode="before")
     @classmethod
@@ -74,8 +87,11 @@ class PageLoadParams(BaseModel):
 class PageLoad(Scenario):
     name = "page-load"
     Params = PageLoadParams
-    default_metrics: ClassVar[tuple[MetricSpec, ...]] = tuple(
-        MetricSpec(name=n, unit="ms") for n in VISUAL
+    default_metrics: ClassVar[tuple[MetricSpec, ...]] = (
+        *(MetricSpec(name=n, unit="ms") for n in VISUAL),  # Speed Index too, as WebPageTest
+        MetricSpec(name="sync_confidence", unit="ratio", higher_is_better=True),
+        MetricSpec(name="dropped_frames", unit="frames"),
+        *(MetricSpec(name=f"browser.{n}", unit="ms") for n in BROWSER_MARKS),
     )
 
     def __init__(self, params: BaseModel, ctx: RunContext) -> None:
@@ -127,20 +143,29 @@ class PageLoad(Scenario):
         if "exclusive_cpu" in p.stabilise:
             self.cpus, self.capture_cpus = split_cpus()
         no_aslr = "no_aslr" in p.stabilise
+        env = {**os.environ, "DISPLAY": self.display}
+        run_as = self.ctx.policy.run_as
+        if run_as is not None:  # never a browser as root: the profile is its home
+            for path in (self.profile, *self.profile.iterdir()):
+                run_as.give(path)
+            env["HOME"] = str(self.profile)
         self.browser = subprocess.Popen(
             argv,
-            env={**os.environ, "DISPLAY": self.display},
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # its helper processes die with it (killpg)
             # Also dies with this worker thread of the loop's executor, which lives as long as
             # the loop: a killed labd leaves no browser behind.
-            preexec_fn=child_setup(self.cpus, no_aslr),
+            preexec_fn=child_setup(self.cpus, no_aslr, run_as),
+            **user_arguments(run_as),
         )
         self.ctx.fingerprint["browser"] = {
             "name": p.browser,
             "command": argv[0],
+            "version": version(argv[0]),
             "profile": "fresh, tmpfs" if tmpfs else "fresh",
+            "run_as": run_as.describe() if run_as else "labd's own user",
         }
         self.ctx.fingerprint["stabilisation"] = {
             "browser_cpus": sorted(self.cpus) if self.cpus else None,
@@ -233,6 +258,7 @@ class PageLoad(Scenario):
         values = {name: float(result[name]) for name in VISUAL if result[name] is not None}
         values["sync_confidence"] = result["sync_confidence"]
         values["dropped_frames"] = float(result["dropped_frames"] + spool.dropped)
+        self.ctx.flags += untrustworthy(values, p.min_sync_confidence, p.max_dropped_frames)
         return values | timing
 
     async def _until(self, test: Any, seconds: float, error: str) -> None:
@@ -288,6 +314,22 @@ class PageLoad(Scenario):
         if self.profile is not None:
             await asyncio.to_thread(shutil.rmtree, self.profile, True)
             self.profile = None
+
+
+def untrustworthy(values: dict[str, float], min_sync: float, max_dropped: int) -> list[str]:
+    """Why a page load's visual metrics cannot be trusted, if they cannot."""
+    reasons = []
+    if values["sync_confidence"] < min_sync:
+        reasons.append(
+            f"sync confidence {values['sync_confidence']:.2f} below {min_sync:g}: "
+            "the green or red screen was not found clearly"
+        )
+    if values["dropped_frames"] > max_dropped:
+        reasons.append(
+            f"{values['dropped_frames']:.0f} dropped frames (more than {max_dropped}): "
+            "visual changes may have been missed"
+        )
+    return reasons
 
 
 def _is(frame: np.ndarray, rgb: tuple[int, int, int]) -> bool:

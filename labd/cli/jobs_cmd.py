@@ -266,9 +266,9 @@ def results(args: argparse.Namespace) -> int:
                     ]
                 )
     elif fmt == "perfherder":
-        from labd.results import perfherder
+        from labd.perfherder import perfherder_line
 
-        print("PERFHERDER_DATA: " + json.dumps(perfherder(data)))
+        print(perfherder_line(data, load_config(args.config).settings.perfherder))
     elif fmt == "table":
         _print_results(data)
     else:

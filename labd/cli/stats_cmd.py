@@ -8,19 +8,37 @@ from pathlib import Path
 from typing import Any
 
 from labd.errors import EXIT_NEGATIVE, UsageError
+from labd.results import comparability, one_variant
 from labd.stats.io import Samples, read_samples, samples_from_results
 
 
-def _samples(arg: str, args: argparse.Namespace) -> Samples:
-    """A file, or else the id of a job the running daemon knows."""
+def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any] | None]:
+    """A file, or else the id of a job the running daemon knows (JOB@base or JOB@new: one
+    side of an A/B job); with the job's results when there are any (a result JSON or a job)."""
     path = Path(arg)
     if path.exists() or path.suffix in (".csv", ".json", ".txt"):
-        return read_samples(path)
+        results = _result_json(path)
+        if results is None:
+            return read_samples(path), None
+        return samples_from_results(results, path.name), results
     from labd.cli.client import Client
     from labd.config import load_config
 
+    job_id, _, variant = arg.partition("@")
     client = Client(load_config(args.config).settings.http)
-    return samples_from_results(client.call("GET", f"/jobs/{arg}/results"), f"job {arg}")
+    results = client.call("GET", f"/jobs/{job_id}/results")
+    if variant:
+        results = one_variant(results, variant, arg)
+    return samples_from_results(results, f"job {arg}"), results
+
+
+def _result_json(path: Path) -> dict[str, Any] | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if text.lstrip().startswith("{") else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # read_samples names the problem
+    return data if isinstance(data, dict) and "iterations" in data else None
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -28,7 +46,7 @@ def compare(args: argparse.Namespace) -> int:
 
     if not 0 < args.effect < 1:
         raise UsageError(f"--effect must be a fraction between 0 and 1, got {args.effect}")
-    base, new = _samples(args.base, args), _samples(args.new, args)
+    (base, base_results), (new, new_results) = _samples(args.base, args), _samples(args.new, args)
     shared = [m for m in base.values if m in new.values]
     if args.metric:
         shared = [m for m in shared if m in args.metric]
@@ -47,10 +65,12 @@ def compare(args: argparse.Namespace) -> int:
         fdr=not args.no_fdr,
         method=args.method,
     )
+    context = comparability(base_results, new_results)
     if args.json:
-        print(json.dumps({"metrics": [r.as_dict() for r in results]}, indent=2))
+        print(json.dumps({"metrics": [r.as_dict() for r in results], **context}, indent=2))
     else:
         _print_comparison(results, args)
+        _print_context(context)
     return EXIT_NEGATIVE if any(r.verdict == "regression" for r in results) else 0
 
 
@@ -78,6 +98,18 @@ def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
             console.print(f"[yellow]{r.metric}[/]: {r.reason}")
         for d in r.diagnostics:
             console.print(f"[yellow]{r.metric}[/] ({d['sample']}): {d['message']}. {d['hint']}.")
+
+
+def _print_context(context: dict[str, Any]) -> None:
+    for side in ("base", "new"):
+        aside = context["set_aside"].get(side)
+        if aside and aside["count"]:
+            reasons = "; ".join(f"{n}x {r}" for r, n in aside["reasons"].items())
+            print(f"{side}: {aside['count']} iterations set aside ({reasons})")
+    if context["conditions_differ"]:
+        print("conditions differ between base and new (the comparison may not be fair):")
+        for line in context["conditions_differ"]:
+            print(f"  {line}")
 
 
 def _spread(summary: Any) -> str:

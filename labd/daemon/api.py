@@ -81,7 +81,7 @@ class Api:
             view["waiting"] = await self.jobs.why_waiting(job)
         iterations = await self.store.iterations(job.id, attempt=job.attempts)
         view["iterations_done"] = len(iterations)
-        view["iterations_total"] = job.spec.warmup + job.spec.iterations
+        view["iterations_total"] = job.spec.planned_iterations()
         return web.json_response({"job": view})
 
     async def cancel_job(self, request: web.Request) -> web.Response:

@@ -176,6 +176,8 @@ class Daemon:
             self.bus,
             on_queued=lambda: self.scheduler.wake(),
             replay=settings.replay,
+            measurement=settings.measurement,
+            perfherder=settings.perfherder,
             policy=self.policy,
             limiter=self.limiter,
         )

@@ -10,6 +10,7 @@ from labd.model.spec import BuildInfo, MetricSpec, NetworkSpec, TestSpec
 
 __all__ = [
     "TERMINAL",
+    "ABSpec",
     "AdminState",
     "BuildInfo",
     "Device",
@@ -29,6 +30,7 @@ __all__ = [
     "RunContext",
     "Scenario",
     "TestSpec",
+    "Variant",
     "can_move",
     "check_id",
     "id_problem",

@@ -38,6 +38,9 @@ class RunContext:
     network: dict[str, str] = field(default_factory=dict)
     # The admin's policy: which programs and environment a job may use, and as whom.
     policy: Policy = field(default_factory=Policy)
+    # Why the current iteration's values cannot be trusted: a scenario adds a reason (a
+    # time-out, a poor sync), the runner flags the iteration with it; reset per iteration.
+    flags: list[str] = field(default_factory=list)
 
 
 class Scenario(ABC):
@@ -54,6 +57,12 @@ class Scenario(ABC):
     def __init__(self, params: BaseModel, ctx: RunContext) -> None:
         self.params = params
         self.ctx = ctx
+
+    @classmethod
+    def metric_spec(cls, name: str) -> MetricSpec | None:
+        """The unit and direction of a metric this scenario reports (by default from
+        `default_metrics`; scenarios whose metric names vary answer for them here)."""
+        return next((m for m in cls.default_metrics if m.name == name), None)
 
     @classmethod
     def check(cls, params: BaseModel) -> list[str]:
@@ -99,6 +108,13 @@ class Driver(ABC):
     @abstractmethod
     def scenarios(self) -> Mapping[str, type[Scenario]]:
         """The scenarios this driver can run, by name."""
+
+    async def conditions(self, device: Device) -> dict[str, Any]:
+        """What the device is like right now, read before and after every iteration: load,
+        CPU frequency and governor, temperatures, thermal-throttle counters or status. Keys
+        the runner judges: load_1m and cpus, throttle_count, temperature_c, governor,
+        thermal_status, battery_temp_c (see labd.runner.conditions); others are recorded."""
+        return {}
 
     async def expose_port(self, device: Device, host: str, port: int) -> str:
         """Make a server on this host reachable from the device; the host:port the device

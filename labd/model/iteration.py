@@ -22,6 +22,14 @@ class Iteration(BaseModel):
     started_at: datetime
     finished_at: datetime
     device_id: str
+    variant: str = Field("", description="base or new in an A/B job; empty otherwise.")
+    flags: list[str] = Field(
+        default_factory=list,
+        description="Why these values may not be trusted (bad conditions, a time-out, ...).",
+    )
+    set_aside: bool = Field(
+        False, description="Flagged and kept out of summaries, comparisons and alerts."
+    )
     fingerprint: dict[str, Any] = Field(
         default_factory=dict,
         description="Device, OS build, driver versions, stabilisation, thermal, network profile.",

@@ -34,6 +34,27 @@ class RunAs:
     uid: int
     gid: int
     home: str
+    groups: tuple[int, ...] = ()  # supplementary groups (e.g. video, plugdev)
+
+    def __post_init__(self) -> None:
+        if self.uid == 0:  # whoever builds one: a program is never dropped "to" root
+            raise ValueError(f"run_as {self.name!r} is root; measured programs never run as root")
+
+    @classmethod
+    def user(cls, name: str) -> RunAs:
+        """An account by name or uid, with its supplementary groups; ValueError if none."""
+        return _account(name)
+
+    def argument(self) -> str:
+        """uid:gid:groups, as labd's launcher takes it."""
+        return f"{self.uid}:{self.gid}:{','.join(str(g) for g in self.groups)}"
+
+    def describe(self) -> str:
+        return f"{self.name} (uid {self.uid}, gid {self.gid})"
+
+    def give(self, path: Path) -> None:
+        """Hand a directory labd made for the program over to this account."""
+        os.chown(path, self.uid, self.gid)
 
 
 @dataclass(frozen=True)
@@ -113,4 +134,5 @@ def _account(name: str) -> RunAs:
         raise ValueError(f"policy.run_as: no such user {name!r} on this host") from None
     if entry.pw_uid == 0:
         raise ValueError(f"policy.run_as: {name!r} is root; measured programs never run as root")
-    return RunAs(entry.pw_name, entry.pw_uid, entry.pw_gid, entry.pw_dir)
+    groups = tuple(sorted(set(os.getgrouplist(entry.pw_name, entry.pw_gid))))
+    return RunAs(entry.pw_name, entry.pw_uid, entry.pw_gid, entry.pw_dir, groups)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labd.model.device import DeviceSelector
 
@@ -53,6 +53,39 @@ class NetworkSpec(BaseModel):
     )
 
 
+class Variant(BaseModel):
+    """One side of an A/B job: parameters over the job's own, and its build."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Parameters replacing the job's own for this variant (command: command, "
+        "env; page-load: browser, command, url; app-launch: package, activity, app).",
+    )
+    build: BuildInfo | None = Field(None, description="This variant's build; empty: the job's.")
+
+
+class ABSpec(BaseModel):
+    """Two variants run interleaved on one device, compared when the job ends (Talos, Larres
+    et al.: drift, heat and background work then hit both alike)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base: Variant = Field(description="The baseline.")
+    new: Variant = Field(description="The candidate, judged against the baseline.")
+    order: Literal["alternate", "random"] = Field(
+        "alternate",
+        description="alternate: base, new, base, new ... in blocks; random: each pair of "
+        "blocks in a random order.",
+    )
+    block: int = Field(1, ge=1, le=1000, description="Iterations of one variant in a row.")
+    seed: int = Field(0, ge=0, description="Seed of the random order (repeatable).")
+
+
+VARIANTS = ("base", "new")
+
+
 class TestSpec(BaseModel):
     """One test run: scenario x iterations on one device matched by the selector."""
 
@@ -89,3 +122,36 @@ class TestSpec(BaseModel):
     network: NetworkSpec | None = Field(
         None, description="Serve the test's pages from an archive, shaped (a replay server)."
     )
+    ab: ABSpec | None = Field(
+        None,
+        description="Interleaved A/B: a base and a new variant on one device; iterations and "
+        "warmup count per variant, and the comparison is the job's result.",
+    )
+
+    @model_validator(mode="after")
+    def _ab_alone(self) -> TestSpec:
+        if self.ab is not None and self.stop_when_stable:
+            raise ValueError("ab: cannot be combined with stop_when_stable")
+        if self.ab is not None and self.baseline:
+            raise ValueError("ab: the base variant is the baseline; leave baseline empty")
+        return self
+
+    def planned_iterations(self) -> int:
+        """Warm-up and measured iterations of every variant."""
+        return (self.warmup + self.iterations) * (2 if self.ab else 1)
+
+    def params_of(self, variant: str = "") -> dict[str, Any]:
+        """The scenario parameters of one variant ("" for a job without variants)."""
+        if not variant:
+            return self.params
+        assert self.ab is not None
+        return {**self.params, **getattr(self.ab, variant).params}
+
+    def build_of(self, variant: str = "") -> BuildInfo:
+        if variant and self.ab is not None:
+            return getattr(self.ab, variant).build or self.build
+        return self.build
+
+    def variants(self) -> tuple[str, ...]:
+        """("base", "new") for an A/B job, else ("",)."""
+        return VARIANTS if self.ab else ("",)

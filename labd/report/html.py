@@ -9,7 +9,7 @@ from typing import Any
 
 from labd.model import Iteration
 from labd.report import svg
-from labd.results import measured
+from labd.results import comparability, measured, one_variant, set_aside
 from labd.stats import summarize
 from labd.stats.compare import compare
 from labd.stats.detect import detect, prediction_band
@@ -52,6 +52,13 @@ def _job_section(results: dict[str, Any], label: str) -> str:
         + (f" ({escape(job['error'])})" if job["error"] else "")
         + f"; revision {escape(spec['build'].get('revision') or '-')}.</p>",
     ]
+    aside = set_aside(its)
+    if aside["count"]:
+        reasons = "; ".join(f"{n}x {r}" for r, n in aside["reasons"].items())
+        out.append(
+            f'<p class="finding">⚠ {aside["count"]} measured iterations were set aside and '
+            f"are not in the figures below: {escape(reasons)}.</p>"
+        )
     if not values:
         out.append('<p class="note">This job has no measured iteration with values.</p>')
         return "\n".join(out)
@@ -103,6 +110,14 @@ def _comparison(base: dict[str, Any], new: dict[str, Any], effect: float) -> str
     if not shared:
         return "<h2>Comparison</h2><p class='note'>The two jobs share no metric.</p>"
     results = compare({m: (b[m], n[m], directions.get(m, False)) for m in shared}, effect=effect)
+    differ = comparability(base, new)["conditions_differ"]
+    warning = (
+        "<p class='finding'>⚠ The two runs' conditions differ: "
+        + escape("; ".join(differ))
+        + ".</p>"
+        if differ
+        else ""
+    )
     rows = "".join(
         f"<tr><td>{escape(r.metric)}</td><td class='{r.verdict.replace(' ', '-')}'>"
         f"{escape(r.verdict)}</td><td>{100 * (r.ratio - 1):+.2f}%</td>"
@@ -117,7 +132,7 @@ def _comparison(base: dict[str, Any], new: dict[str, Any], effect: float) -> str
     )
     return (
         f"<h2>Comparison (effect of interest ±{100 * effect:g}%)</h2>"
-        "<table><tr><th>metric</th><th>verdict</th><th>change</th><th>95% CI</th>"
+        f"{warning}<table><tr><th>metric</th><th>verdict</th><th>change</th><th>95% CI</th>"
         f"<th>method</th><th>why</th></tr>{rows}</table>{plot}"
     )
 
@@ -155,6 +170,9 @@ def render(
 ) -> str:
     """The report as one HTML document (inline CSS and SVG; no script, no network)."""
     title = f"labd report: {results['job']['id']}" + (f" vs {other['job']['id']}" if other else "")
+    if other is None and results["job"]["spec"].get("ab"):  # an A/B job: its two sides
+        name = results["job"]["id"]
+        results, other = one_variant(results, "base", name), one_variant(results, "new", name)
     parts = [_job_section(results, "Baseline" if other else "Job")]
     if other is not None:
         parts.append(_job_section(other, "New"))

@@ -1,5 +1,6 @@
-"""What a measured program's process does between fork and exec (seed 000's stabilisation):
-die with labd, run on chosen CPUs, no address-space randomisation."""
+"""What a program's process does between fork and exec when labd starts it directly (browsers;
+measured commands go through the launcher, `labd.runner.launcher`): die with labd, run on
+chosen CPUs, no address-space randomisation, never as root when a user to run as is given."""
 
 from __future__ import annotations
 
@@ -7,20 +8,31 @@ import ctypes
 import os
 import signal
 from collections.abc import Callable, Collection
+from typing import Any
+
+from labd.model.policy import RunAs
 
 PR_SET_PDEATHSIG = 1  # prctl(2) option
 ADDR_NO_RANDOMIZE = 0x0040000  # personality(2) flag: no address-space randomisation
 
 
-def child_setup(cpus: Collection[int] | None, disable_aslr: bool) -> Callable[[], None]:
-    """A preexec_fn doing only plain system calls: no Python locks between fork and exec."""
+def child_setup(
+    cpus: Collection[int] | None, disable_aslr: bool, run_as: RunAs | None = None
+) -> Callable[[], None]:
+    """A preexec_fn doing only plain system calls: no Python locks between fork and exec.
+    With `run_as`, pass `user_arguments(run_as)` to Popen as well: Popen drops the user
+    before this runs, and this refuses to go on as root."""
     libc = ctypes.CDLL(None, use_errno=True)
     personality = libc.personality if disable_aslr else None
     chosen = set(cpus) if cpus else None
+    must_drop = run_as is not None
 
     def setup() -> None:
+        if must_drop and (os.getuid() == 0 or os.geteuid() == 0):
+            raise PermissionError("refusing to run the program as root")
         # Die with the thread that started us: if labd is killed, its measured programs
-        # must not run on while a restarted labd runs the same job again.
+        # must not run on while a restarted labd runs the same job again. (Set after the
+        # user drop: a change of credentials clears it.)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if chosen is not None:
             os.sched_setaffinity(0, chosen)
@@ -30,6 +42,13 @@ def child_setup(cpus: Collection[int] | None, disable_aslr: bool) -> Callable[[]
                 raise OSError(ctypes.get_errno(), "personality(ADDR_NO_RANDOMIZE) failed")
 
     return setup
+
+
+def user_arguments(run_as: RunAs | None) -> dict[str, Any]:
+    """Popen's own user switch (done in C before preexec_fn), or nothing."""
+    if run_as is None:
+        return {}
+    return {"user": run_as.uid, "group": run_as.gid, "extra_groups": list(run_as.groups)}
 
 
 def split_cpus() -> tuple[set[int], set[int]]:

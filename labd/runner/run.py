@@ -1,26 +1,35 @@
-"""One job on one device. Raw values of every iteration are stored as they come."""
+"""One job on one device. Raw values of every iteration are stored as they come, each with the
+conditions read before and after it; an iteration under bad conditions, or whose values the
+scenario cannot vouch for, is flagged with the reason (and set aside, and retried, as
+configured). An A/B job runs its two variants interleaved on the device."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import structlog
 from pydantic import BaseModel
 
-from labd.config import ReplaySettings
+from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import TestFailure
 from labd.events import EventBus, IterationDone, JobStarted
-from labd.model import Device, Driver, Iteration, Job, JobState, RunContext
+from labd.model import Device, Driver, Iteration, Job, JobState, Policy, RunContext, Scenario
+from labd.runner.conditions import judge
+from labd.runner.fingerprint import base_fingerprint, conditions_hash
 from labd.runner.network import test_network
+from labd.runner.variants import Slot, schedule
 from labd.store import Store
 
 log = structlog.get_logger("labd.runner")
 
 # The IterationDone event is the stored iteration less its timestamps and fingerprint.
 ITERATION_EVENT_FIELDS = {"job_id", "device_id", "attempt", "index", "warmup", "values", "error"}
+CONDITIONS_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -38,78 +47,178 @@ async def run_job(
     bus: EventBus,
     workdir: Path,
     replay: ReplaySettings | None = None,
+    *,
+    measurement: MeasurementSettings | None = None,
+    perfherder: PerfherderSettings | None = None,
+    policy: Policy | None = None,
 ) -> Outcome:
     """Run every iteration of job on device. InfrastructureError propagates (the caller
     retries); a failing iteration is recorded with its error and the job reported failed."""
     spec = job.spec
+    rules = measurement or MeasurementSettings()
     scenario_cls = driver.scenarios()[spec.scenario]
-    fingerprint = {
-        "device": device.id,
-        "platform": device.platform,
-        "model": device.model,
-        "os_version": device.os_version,
-        "driver": f"{driver.name} {driver.version}",
-    }
-    ctx = RunContext(job.id, job.attempts, device, workdir, fingerprint)
-    scenario = scenario_cls(params, ctx)
-    total = spec.warmup + spec.iterations
+    runs: dict[str, Scenario] = {}
+    for variant in spec.variants():
+        variant_params = (
+            scenario_cls.Params.model_validate(spec.params_of(variant)) if variant else params
+        )
+        fingerprint = base_fingerprint(spec, device, driver, variant)
+        folder = workdir / variant if variant else workdir
+        ctx = RunContext(
+            job.id, job.attempts, device, folder, fingerprint, policy=policy or Policy()
+        )
+        runs[variant] = scenario_cls(variant_params, ctx)
+    plan = schedule(spec)
     failed: list[str] = []
+    aside: list[str] = []
     measured: list[dict[str, float]] = []
     async with contextlib.AsyncExitStack() as stack:
         if spec.network is not None:
-            network = test_network(spec.network, replay or ReplaySettings(), driver, device, ctx)
+            first = next(iter(runs.values())).ctx
+            network = test_network(spec.network, replay or ReplaySettings(), driver, device, first)
             await stack.enter_async_context(network)
-        await scenario.setup()
+            for scenario in runs.values():
+                scenario.ctx.network = first.network
+                scenario.ctx.fingerprint["network"] = first.fingerprint["network"]
+        for scenario in runs.values():
+            await scenario.setup()
+            stack.push_async_callback(_teardown, scenario, spec.scenario)
         bus.publish(
             JobStarted(
-                job_id=job.id, device_id=device.id, attempt=job.attempts, total_iterations=total
+                job_id=job.id,
+                device_id=device.id,
+                attempt=job.attempts,
+                total_iterations=spec.planned_iterations(),
             )
         )
-        try:
-            for index in range(total):
-                warmup = index < spec.warmup
-                started = datetime.now(UTC)
-                values: dict[str, float] = {}
-                error = ""
-                try:
-                    values = await scenario.run_iteration(index)
-                except TestFailure as e:
-                    error = str(e)
-                    if not warmup:
-                        failed.append(error)
-                iteration = Iteration(
-                    job_id=job.id,
-                    attempt=job.attempts,
-                    index=index,
-                    warmup=warmup,
-                    values=values,
-                    error=error,
-                    started_at=started,
-                    finished_at=datetime.now(UTC),
-                    device_id=device.id,
-                    fingerprint=dict(ctx.fingerprint),
-                )
-                await store.add_iteration(iteration)
-                if not warmup and not error:
-                    measured.append(values)
-                log.debug("iteration done", index=index, warmup=warmup, values=values, error=error)
-                duration = (iteration.finished_at - iteration.started_at).total_seconds()
-                fields = iteration.model_dump(include=ITERATION_EVENT_FIELDS)
-                bus.publish(IterationDone(**fields, duration_s=duration))
-                if spec.stop_when_stable and _stable(measured, spec.stable_effect):
-                    log.info("stopping early: every metric is stable", measured=len(measured))
-                    break
-        finally:
-            try:
-                await scenario.teardown()
-            except Exception:
-                log.exception("scenario teardown failed", scenario=spec.scenario)
+        retries, position = rules.retry_flagged, 0
+        while position < len(plan):
+            slot = plan[position]
+            iteration = await _iteration(runs[slot.variant], slot, position, driver, device, rules)
+            position += 1
+            await store.add_iteration(iteration)
+            if iteration.error and not slot.warmup:
+                failed.append(iteration.error)
+            elif iteration.set_aside and not slot.warmup:
+                aside.append(iteration.flags[0])
+                if retries > 0:  # one more of the same variant, in its place
+                    retries -= 1
+                    plan.insert(position, Slot(slot.variant, False))
+            elif not slot.warmup and not iteration.error:
+                measured.append(iteration.values)
+            log.debug(
+                "iteration done",
+                index=iteration.index,
+                variant=slot.variant,
+                warmup=slot.warmup,
+                values=iteration.values,
+                error=iteration.error,
+                flags=iteration.flags,
+            )
+            duration = (iteration.finished_at - iteration.started_at).total_seconds()
+            fields = iteration.model_dump(include=ITERATION_EVENT_FIELDS)
+            bus.publish(IterationDone(**fields, duration_s=duration))
+            if spec.stop_when_stable and _stable(measured, spec.stable_effect):
+                log.info("stopping early: every metric is stable", measured=len(measured))
+                break
     if failed:
+        planned = spec.iterations * len(runs)
         return Outcome(
             JobState.FAILED,
-            f"{len(failed)} of {spec.iterations} measured iterations failed; first: {failed[0]}",
+            f"{len(failed)} of {planned} measured iterations failed; first: {failed[0]}",
         )
+    if aside and not measured:
+        return Outcome(
+            JobState.FAILED,
+            f"every measured iteration ({len(aside)}) was set aside; first: {aside[0]}",
+        )
+    if perfherder is not None:
+        await _job_log(store, job, workdir, perfherder)
     return Outcome(JobState.SUCCEEDED)
+
+
+async def _job_log(store: Store, job: Job, workdir: Path, settings: PerfherderSettings) -> None:
+    """The PERFHERDER_DATA line in the job's log; an export that cannot be made is logged,
+    never the job's failure (its raw values are all stored)."""
+    from labd.results import write_job_log
+
+    try:
+        path = await write_job_log(store, job, workdir, settings)
+    except Exception as e:
+        log.warning("no PERFHERDER_DATA for this job", error=str(e))
+    else:
+        log.info("PERFHERDER_DATA written", path=str(path))
+
+
+async def _iteration(
+    scenario: Scenario,
+    slot: Slot,
+    index: int,
+    driver: Driver,
+    device: Device,
+    rules: MeasurementSettings,
+) -> Iteration:
+    """Run one iteration between two readings of the device's conditions."""
+    ctx = scenario.ctx
+    ctx.flags = []
+    before = await _conditions(driver, device)
+    started = datetime.now(UTC)
+    values: dict[str, float] = {}
+    error = ""
+    try:
+        values = await scenario.run_iteration(index)
+    except TestFailure as e:
+        error = str(e)
+    finished = datetime.now(UTC)
+    after = await _conditions(driver, device)
+    flags = [*ctx.flags, *judge(before, after, rules)]
+    fingerprint = {
+        **ctx.fingerprint,
+        "conditions": {"before": before, "after": after},
+        "conditions_hash": conditions_hash(ctx.fingerprint),
+        "metrics": {name: _metric(scenario, name) for name in values},
+    }
+    return Iteration(
+        job_id=ctx.job_id,
+        attempt=ctx.attempt,
+        index=index,
+        warmup=slot.warmup,
+        values=values,
+        error=error,
+        started_at=started,
+        finished_at=finished,
+        device_id=device.id,
+        fingerprint=fingerprint,
+        variant=slot.variant,
+        flags=flags,
+        set_aside=bool(flags) and not error and rules.set_aside_flagged,
+    )
+
+
+def _metric(scenario: Scenario, name: str) -> dict[str, Any]:
+    """The unit and direction of a reported metric: the scenario's, unless the job's
+    manifest gives them."""
+    known = type(scenario).metric_spec(name)
+    unit = known.unit if known else ""
+    higher = known.higher_is_better if known else False
+    return {"unit": unit, "higher_is_better": higher}
+
+
+async def _conditions(driver: Driver, device: Device) -> dict[str, Any]:
+    """The driver's reading; a reading that fails is recorded as such, never fatal."""
+    try:
+        async with asyncio.timeout(CONDITIONS_TIMEOUT_S):
+            return await driver.conditions(device)
+    except Exception as e:
+        log.warning("cannot read the device's conditions", error=repr(e))
+        return {"unreadable": str(e) or type(e).__name__}
+
+
+async def _teardown(scenario: Scenario, name: str) -> None:
+    try:
+        await scenario.teardown()
+    except Exception:
+        log.exception("scenario teardown failed", scenario=name)
 
 
 def _stable(measured: list[dict[str, float]], effect: float) -> bool:

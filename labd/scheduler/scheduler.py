@@ -204,7 +204,16 @@ class Scheduler:
             workdir = self.workdir / job.id
             async with asyncio.timeout(job.spec.timeout_s):
                 outcome = await run_job(
-                    job, device, driver, params, self.store, self.bus, workdir, self.jobs.replay
+                    job,
+                    device,
+                    driver,
+                    params,
+                    self.store,
+                    self.bus,
+                    workdir,
+                    self.jobs.replay,
+                    measurement=self.jobs.measurement,
+                    perfherder=self.jobs.perfherder,
                 )
         except TimeoutError:
             outcome = Outcome(JobState.TIMED_OUT, f"job exceeded its {job.spec.timeout_s:g} s")

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from labd.auth.limits import RateLimiter
 from labd.auth.principals import Principal
-from labd.config import ReplaySettings
+from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import InvalidSpec, UsageError
 from labd.events import EventBus, JobQueued, JobRejected
 from labd.model import Device, DeviceState, Driver, Job, Policy, TestSpec, id_problem
@@ -43,6 +43,8 @@ class JobService:
         bus: EventBus,
         on_queued: Callable[[], None] = lambda: None,
         replay: ReplaySettings | None = None,
+        measurement: MeasurementSettings | None = None,
+        perfherder: PerfherderSettings | None = None,
         policy: Policy | None = None,
         limiter: RateLimiter | None = None,
     ) -> None:
@@ -53,6 +55,8 @@ class JobService:
         self.bus = bus
         self.on_queued = on_queued
         self.replay = replay or ReplaySettings()
+        self.measurement = measurement or MeasurementSettings()
+        self.perfherder = perfherder or PerfherderSettings()
         self._devices: tuple[float, list[Device]] | None = None  # (read at, the lab's devices)
 
     async def submit(
@@ -157,18 +161,25 @@ class JobService:
             hint = did_you_mean(spec.scenario, known) or f" (known: {', '.join(known)})"
             raise InvalidSpec([f"{source}: scenario: unknown scenario {spec.scenario!r}{hint}"])
         problems: list[str] = []
-        for driver in offering:
+        for driver, variant in ((d, v) for d in offering for v in spec.variants()):
             scenario = driver.scenarios()[spec.scenario]
+            where = f"ab.{variant}." if variant else ""  # an A/B job: each variant's params
             try:
-                params = scenario.Params.model_validate(spec.params)
+                params = scenario.Params.model_validate(spec.params_of(variant))
             except ValidationError as e:
                 problems += [
-                    p.replace(f"{source}: ", f"{source}: params.", 1)
+                    p.replace(f"{source}: ", f"{source}: {where}params.", 1)
                     for p in describe_errors(e, scenario.Params, source)
                 ]
                 continue
-            problems += [f"{source}: {p}" for p in scenario.check(params)]
-            problems += [f"{source}: {p}" for p in scenario.policy_problems(params, self.policy)]
+            problems += [
+                f"{source}: {where}{p}" if where else f"{source}: {p}"
+                for p in scenario.check(params)
+            ]
+            problems += [
+                f"{source}: {where}{p}" if where else f"{source}: {p}"
+                for p in scenario.policy_problems(params, self.policy)
+            ]
             produced = {m.name for m in scenario.default_metrics}
             for n, metric in enumerate(spec.metrics):
                 if produced and metric.name not in produced:

@@ -108,6 +108,8 @@ def samples_from_results(data: Any, name: str) -> Samples:
     for it in iterations:
         if it.get("attempt") != attempt or it.get("warmup") or it.get("error"):
             continue
+        if it.get("set_aside") or it.get("variant"):  # flagged; or one side of an A/B job
+            continue
         for metric, value in it.get("values", {}).items():
             where = f"{name}: iteration {it.get('index')}"
             samples.values.setdefault(metric, []).append(_number(str(value), where, metric))

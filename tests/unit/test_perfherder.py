@@ -1,54 +1,124 @@
+"""The Perfherder export: every payload is checked against Treeherder's own schema."""
+
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
 import pytest
 
-from labd.results import perfherder
+from labd.config import PerfherderSettings
+from labd.errors import UsageError
+from labd.perfherder import perfherder, perfherder_line
+
+SCHEMA = json.loads(
+    (Path(__file__).parents[1] / "data/treeherder/performance-artifact.json").read_text()
+)
 
 
-def test_perfherder_data_keeps_every_replicate_of_the_last_attempt() -> None:
-    def it(attempt: int, index: int, warmup: bool, value: float, error: str = "") -> dict:
-        return {
-            "attempt": attempt,
-            "index": index,
-            "warmup": warmup,
-            "error": error,
-            "values": {"load_ms": value, "fps": 60.0},
-        }
+def valid(data: dict[str, Any]) -> dict[str, Any]:
+    """The export, after Treeherder's schema accepted it (as its log parser does)."""
+    jsonschema.validate(data, SCHEMA)
+    return data
 
-    results = {
+
+UNITS = {"load_ms": {"unit": "ms"}, "fps": {"unit": "fps", "higher_is_better": True},
+         "rss_kib": {"unit": "KiB"}}  # fmt: skip
+
+
+def it(attempt: int, index: int, value: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "attempt": attempt,
+        "index": index,
+        "warmup": extra.pop("warmup", False),
+        "error": extra.pop("error", ""),
+        "set_aside": extra.pop("set_aside", False),
+        "variant": extra.pop("variant", ""),
+        "values": extra.pop("values", {"load_ms": value, "fps": 60.0}),
+        "fingerprint": {"model": "Pixel 7", "metrics": UNITS, "network": {"profile": "3g"}},
+    }
+
+
+def results(revision: str, iterations: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
         "job": {
             "attempts": 2,
-            "device_id": "pixel-7",
-            "spec": {
-                "suite": "web",
-                "test": "news",
-                "build": {"revision": "abc"},
-                "metrics": [
-                    {"name": "load_ms", "unit": "ms", "higher_is_better": False},
-                    {"name": "fps", "unit": "fps", "higher_is_better": True},
-                ],
-            },
+            "device_id": "pixel-7-serial-123",
+            "spec": {"suite": "web", "test": "news", "build": {"revision": revision},
+                     "metrics": [], **spec},
         },
-        "iterations": [
-            it(1, 0, False, 999),
-            it(2, 0, True, 500),
-            it(2, 1, False, 100),
-            it(2, 2, False, 110, error="crash"),
-            it(2, 3, False, 120),
-        ],
-    }
-    data = perfherder(results)
+        "iterations": iterations,
+    }  # fmt: skip
+
+
+def test_export_is_valid_keeps_every_replicate_of_the_last_attempt_and_sets_units() -> None:
+    data = valid(
+        perfherder(
+            results("abc", [it(1, 0, 999), it(2, 0, 500, warmup=True), it(2, 1, 100),
+                            it(2, 2, 110, error="crash"), it(2, 3, 120),
+                            it(2, 4, 5000, set_aside=True)]),
+            PerfherderSettings(),
+        )
+    )  # fmt: skip
     (suite,) = data["suites"]
     assert data["framework"] == {"name": "labd"}
-    assert suite["name"] == "web.news" and suite["extraOptions"] == ["pixel-7", "abc"]
     load = next(s for s in suite["subtests"] if s["name"] == "load_ms")
-    assert load == {
-        "name": "load_ms",
-        "value": 110.0,
-        "replicates": [100, 120],
-        "unit": "ms",
-        "lowerIsBetter": True,
-    }
+    assert load == {"name": "load_ms", "value": 110.0, "replicates": [100, 120], "unit": "ms",
+                    "lowerIsBetter": True}  # fmt: skip
     fps = next(s for s in suite["subtests"] if s["name"] == "fps")
-    assert fps["lowerIsBetter"] is False
-    assert suite["value"] == pytest.approx((110.0 * 60.0) ** 0.5)
+    assert fps["unit"] == "fps" and fps["lowerIsBetter"] is False
+
+
+def test_the_series_does_not_change_with_the_revision_or_the_device_serial() -> None:
+    one = perfherder(results("abc", [it(1, 0, 1), it(2, 0, 2)]), PerfherderSettings())
+    two = perfherder(results("def", [it(2, 0, 3)]), PerfherderSettings())
+    options = valid(one)["suites"][0]["extraOptions"]
+    assert options == valid(two)["suites"][0]["extraOptions"] == ["Pixel 7", "3g"]
+    assert one["suites"][0]["name"] == two["suites"][0]["name"] == "web.news"
+
+
+def test_no_suite_value_across_differing_units_one_when_they_agree() -> None:
+    mixed = valid(perfherder(results("a", [it(2, 0, 100)]), PerfherderSettings()))
+    assert "value" not in mixed["suites"][0] and "unit" not in mixed["suites"][0]
+    same = [it(2, 0, 0, values={"load_ms": 100.0, "paint_ms": 400.0})]
+    same[0]["fingerprint"]["metrics"] = {"load_ms": {"unit": "ms"}, "paint_ms": {"unit": "ms"}}
+    suite = valid(perfherder(results("a", same), PerfherderSettings()))["suites"][0]
+    assert suite["value"] == pytest.approx(200.0) and suite["unit"] == "ms"
+    assert suite["lowerIsBetter"] is True
+
+
+def test_framework_application_and_options_come_from_the_configuration() -> None:
+    settings = PerfherderSettings(framework="browsertime", application="firefox",
+                                  extra_options=["cold", "Pixel 7"])  # fmt: skip
+    iterations = [it(2, 0, 1)]
+    iterations[0]["fingerprint"]["browser"] = {"version": "Mozilla Firefox 128.5.1esr"}
+    data = valid(perfherder(results("a", iterations), settings))
+    assert data["framework"] == {"name": "browsertime"}
+    assert data["application"] == {"name": "firefox", "version": "Mozilla Firefox 128.5.1esr"}
+    assert data["suites"][0]["extraOptions"] == ["Pixel 7", "3g", "cold"]
+
+
+def test_the_manifest_s_units_win_and_a_metric_without_any_unit_is_named() -> None:
+    spec_metrics = [{"name": "load_ms", "unit": "s", "higher_is_better": False}]
+    data = valid(perfherder(results("a", [it(2, 0, 1)], metrics=spec_metrics),
+                            PerfherderSettings()))  # fmt: skip
+    assert next(s for s in data["suites"][0]["subtests"] if s["name"] == "load_ms")["unit"] == "s"
+    bare = [it(2, 0, 1, values={"mystery": 1.0})]
+    with pytest.raises(UsageError, match="metric 'mystery' has no unit"):
+        perfherder(results("a", bare), PerfherderSettings())
+
+
+def test_an_ab_job_exports_its_new_variant() -> None:
+    iterations = [it(2, 0, 100, variant="base"), it(2, 1, 200, variant="new")]
+    data = valid(perfherder(results("a", iterations, ab={"base": {}, "new": {}}),
+                            PerfherderSettings()))  # fmt: skip
+    load = next(s for s in data["suites"][0]["subtests"] if s["name"] == "load_ms")
+    assert load["replicates"] == [200]
+
+
+def test_the_log_line_is_what_treeherder_s_parser_reads() -> None:
+    line = perfherder_line(results("a", [it(2, 0, 1)]), PerfherderSettings())
+    assert line.startswith("PERFHERDER_DATA: {")
+    valid(json.loads(line.removeprefix("PERFHERDER_DATA: ")))

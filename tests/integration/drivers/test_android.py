@@ -195,3 +195,23 @@ async def test_app_cold_launch_collects_the_marks_and_memory(
     assert scenario_cls.check(scenario_cls.Params.model_validate({"package": "x; reboot"})) == [
         "params.package: 'x; reboot' is not an Android package name"
     ]
+
+
+async def test_conditions_are_thermal_status_battery_and_cpufreq(adb: AdbStandIn) -> None:
+    from labd_android.health import CPUFREQ
+
+    device = adb.add(phone())
+    device.outputs[f"sh -c {CPUFREQ}"] = (
+        "/sys/devices/system/cpu/cpu0/cpufreq 1804800 schedutil\n"
+        "/sys/devices/system/cpu/cpu4/cpufreq 2419200 schedutil\n"
+    )
+    device.outputs["dumpsys thermalservice"] = "Thermal Status: 2\n"
+    driver = driver_for(adb)
+    (found,) = await driver.discover()
+    assert await driver.conditions(found) == {
+        "thermal_status": 2,
+        "battery_temp_c": 31.2,
+        "cpu_mhz": [1804, 2419],
+        "governor": "schedutil",
+    }
+    assert ["sh", "-c", CPUFREQ] in device.received  # a fixed script, quoted whole

@@ -1,0 +1,116 @@
+"""The `PERFHERDER_DATA:` export for Mozilla's Treeherder, valid against its performance
+artifact schema (a test checks every export with jsonschema).
+
+A series in Perfherder is keyed by framework, suite, test and extraOptions, so extraOptions
+hold only what defines a series (the device class, the network profile, the lab's own
+options) and never what changes per revision. Each metric is a subtest with its unit from the
+scenario's metric specs; a suite value (the geometric mean, as Talos computes it) is given
+only when every subtest shares one unit and direction. An A/B job exports its new variant.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+from labd.config import PerfherderSettings
+from labd.errors import UsageError
+
+MAX_OPTION = 100  # Treeherder's limits
+MAX_OPTIONS = 8
+MAX_VALUE = 1e12
+
+
+def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[str, Any]:
+    """The PERFHERDER_DATA payload of one job's results (as `results_view` gives them)."""
+    job = results["job"]
+    spec = job["spec"]
+    variant = "new" if spec.get("ab") else ""
+    last = [
+        it
+        for it in results["iterations"]
+        if it["attempt"] == job["attempts"] and it.get("variant", "") == variant
+    ]
+    replicates: dict[str, list[float]] = {}
+    for it in last:
+        if not it["warmup"] and not it["error"] and not it.get("set_aside"):
+            for name, value in it["values"].items():
+                replicates.setdefault(name, []).append(value)
+    specs = _metric_specs(spec, last)
+    subtests: list[dict[str, Any]] = []
+    for name, values in sorted(replicates.items()):
+        unit = specs.get(name, {}).get("unit") or ""
+        if not unit:
+            raise UsageError(
+                f"metric {name!r} has no unit: give it one in the manifest's [[metrics]]"
+            )
+        subtests.append(
+            {
+                "name": name,
+                "value": _bounded(statistics.median(values)),
+                "replicates": [_bounded(v) for v in values],
+                "unit": unit[:20],
+                "lowerIsBetter": not specs[name].get("higher_is_better", False),
+            }
+        )
+    suite: dict[str, Any] = {
+        "name": f"{spec['suite']}.{spec['test']}",
+        "subtests": subtests,
+        "extraOptions": _options(last, settings),
+    }
+    units = {s["unit"] for s in subtests}
+    directions = {s["lowerIsBetter"] for s in subtests}
+    if len(units) == 1 and len(directions) == 1 and all(s["value"] > 0 for s in subtests):
+        suite["value"] = statistics.geometric_mean(s["value"] for s in subtests)
+        suite["unit"] = units.pop()
+        suite["lowerIsBetter"] = directions.pop()
+    data: dict[str, Any] = {"framework": {"name": settings.framework}, "suites": [suite]}
+    if settings.application:
+        data["application"] = {"name": settings.application}
+        if version := _version(last):
+            data["application"]["version"] = version
+    return data
+
+
+def perfherder_line(results: dict[str, Any], settings: PerfherderSettings) -> str:
+    """The log line Treeherder's log parser picks up."""
+    return "PERFHERDER_DATA: " + json.dumps(perfherder(results, settings), sort_keys=True)
+
+
+def _metric_specs(spec: dict[str, Any], iterations: list[dict[str, Any]]) -> dict[str, Any]:
+    """Units and directions: the scenario's, as the runner recorded them, under the
+    manifest's own [[metrics]] where those give them."""
+    found: dict[str, dict[str, Any]] = {}
+    for it in iterations:
+        found.update(it.get("fingerprint", {}).get("metrics", {}))
+    for metric in spec.get("metrics", []):
+        known = found.get(metric["name"], {})
+        found[metric["name"]] = {
+            "unit": metric.get("unit") or known.get("unit", ""),
+            "higher_is_better": metric.get("higher_is_better", False),
+        }
+    return found
+
+
+def _options(iterations: list[dict[str, Any]], settings: PerfherderSettings) -> list[str]:
+    fingerprint = iterations[0].get("fingerprint", {}) if iterations else {}
+    options = [
+        fingerprint.get("model", ""),
+        (fingerprint.get("network") or {}).get("profile", ""),
+        *settings.extra_options,
+    ]
+    unique = dict.fromkeys(o.strip()[:MAX_OPTION] for o in options if o and o.strip())
+    return list(unique)[:MAX_OPTIONS]
+
+
+def _version(iterations: list[dict[str, Any]]) -> str:
+    for it in iterations:
+        version = (it.get("fingerprint", {}).get("browser") or {}).get("version", "")
+        if version and not version.startswith("unknown"):
+            return str(version)[:40]
+    return ""
+
+
+def _bounded(value: float) -> float:
+    return max(-MAX_VALUE, min(MAX_VALUE, value))

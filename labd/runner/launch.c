@@ -1,0 +1,196 @@
+/* labd's launcher: forks the measured program and reports the program's own resource usage.
+ *
+ * Why it exists: Linux folds the memory image a process had before exec into its peak
+ * resident set (ru_maxrss), so a program forked straight from labd reports labd's own memory.
+ * This launcher is exec'd first (its image is about a megabyte), forks the program from there,
+ * and reports what wait4 says about the program alone.
+ *
+ * Usage: labd-launch --result-fd N [--cpus 0,2] [--no-aslr] [--user UID:GID[:G1,G2...]]
+ *                    [--timeout-ms MS] -- PROGRAM [ARG...]
+ * One line goes to fd N:
+ *   ok <wait status> <wall ns> <user us> <system us> <max rss KiB> <timed out 0|1>
+ *   error <stage> <errno> <message>
+ * SIGTERM to the launcher kills the program (and its process group) and still reports.
+ * Asked to drop to a user, it refuses to exec the program as root.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_GROUPS 64
+
+static volatile sig_atomic_t timed_out = 0, stopped = 0;
+
+static void on_alarm(int sig) { (void)sig; timed_out = 1; }
+static void on_term(int sig) { (void)sig; stopped = 1; }
+
+static void report_error(int fd, const char *stage, int err, const char *message) {
+    dprintf(fd, "error %s %d %s\n", stage, err, message);
+}
+
+/* In the child: report why it could not become the program, through the error pipe. */
+static void child_fail(int pipe_fd, const char *stage) {
+    int err = errno;
+    char buf[256];
+    int n = snprintf(buf, sizeof buf, "%s %d %s", stage, err, strerror(err));
+    if (n > 0 && write(pipe_fd, buf, (size_t)n) < 0) { /* nothing more to do */ }
+    _exit(127);
+}
+
+static int parse_ints(char *text, long *out, int max) {
+    int n = 0;
+    for (char *part = strtok(text, ","); part && n < max; part = strtok(NULL, ",")) {
+        char *end;
+        out[n++] = strtol(part, &end, 10);
+        if (*end) return -1;
+    }
+    return n;
+}
+
+int main(int argc, char **argv) {
+    int result_fd = -1, no_aslr = 0, drop = 0, ngroups = 0, ncpus = 0;
+    long cpus[1024], groups_l[MAX_GROUPS], timeout_ms = 0;
+    uid_t uid = 0; gid_t gid = 0; gid_t groups[MAX_GROUPS];
+    int i = 1;
+    for (; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) { i++; break; }
+        if (!strcmp(argv[i], "--result-fd") && i + 1 < argc) result_fd = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-aslr")) no_aslr = 1;
+        else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) timeout_ms = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--cpus") && i + 1 < argc) {
+            ncpus = parse_ints(argv[++i], cpus, 1024);
+            if (ncpus <= 0) { fprintf(stderr, "labd-launch: bad --cpus\n"); return 126; }
+        } else if (!strcmp(argv[i], "--user") && i + 1 < argc) {
+            char *spec = argv[++i], *rest;
+            uid = (uid_t)strtoul(spec, &rest, 10);
+            if (*rest != ':') { fprintf(stderr, "labd-launch: bad --user\n"); return 126; }
+            gid = (gid_t)strtoul(rest + 1, &rest, 10);
+            if (*rest == ':' && rest[1]) {
+                ngroups = parse_ints(rest + 1, groups_l, MAX_GROUPS);
+                if (ngroups < 0) { fprintf(stderr, "labd-launch: bad --user groups\n"); return 126; }
+                for (int g = 0; g < ngroups; g++) groups[g] = (gid_t)groups_l[g];
+            }
+            drop = 1;
+        } else { fprintf(stderr, "labd-launch: unknown option %s\n", argv[i]); return 126; }
+    }
+    if (result_fd < 0 || i >= argc) {
+        fprintf(stderr, "usage: labd-launch --result-fd N [options] -- PROGRAM [ARG...]\n");
+        return 126;
+    }
+    if (drop && uid == 0) {
+        report_error(result_fd, "user", EPERM, "refusing to run the program as root");
+        return 126;
+    }
+    /* Die with labd: a restarted labd must not find the last run's program still running. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    pid_t launcher = getpid();
+
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC) < 0) {
+        report_error(result_fd, "pipe", errno, strerror(errno));
+        return 126;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;  /* no SA_RESTART: wait4 returns EINTR */
+    sigaction(SIGALRM, &sa, NULL);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = fork();
+    if (pid < 0) {
+        report_error(result_fd, "fork", errno, strerror(errno));
+        return 126;
+    }
+    if (pid == 0) {
+        close(errpipe[0]);
+        close(result_fd);
+        signal(SIGALRM, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        setpgid(0, 0);  /* its own group: a time-out kills what it started too */
+        if (ncpus > 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            for (int c = 0; c < ncpus; c++) CPU_SET((int)cpus[c], &set);
+            if (sched_setaffinity(0, sizeof set, &set) < 0) child_fail(errpipe[1], "cpus");
+        }
+        if (no_aslr) {
+            int current = personality(0xffffffff);
+            if (current < 0 || personality((unsigned long)current | ADDR_NO_RANDOMIZE) < 0)
+                child_fail(errpipe[1], "aslr");
+        }
+        if (drop) {
+            if (setgroups((size_t)ngroups, groups) < 0) child_fail(errpipe[1], "user");
+            if (setresgid(gid, gid, gid) < 0) child_fail(errpipe[1], "user");
+            if (setresuid(uid, uid, uid) < 0) child_fail(errpipe[1], "user");
+            /* Never as root: the drop must have taken and must not be undoable. */
+            if (getuid() == 0 || geteuid() == 0 || setuid(0) == 0) {
+                errno = EPERM;
+                child_fail(errpipe[1], "user");
+            }
+            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        }
+        /* After the drop: a change of credentials clears the parent-death signal. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != launcher) _exit(127);
+        execvp(argv[i], argv + i);
+        child_fail(errpipe[1], "exec");
+    }
+    close(errpipe[1]);
+    if (timeout_ms > 0) {
+        /* Then every 50 ms: a signal that lands just before wait4 blocks is not lost. */
+        struct itimerval timer = {{0, 50000}, {timeout_ms / 1000, (timeout_ms % 1000) * 1000}};
+        setitimer(ITIMER_REAL, &timer, NULL);
+    }
+    char failure[256];
+    ssize_t n;
+    do n = read(errpipe[0], failure, sizeof failure - 1); while (n < 0 && errno == EINTR);
+    close(errpipe[0]);
+
+    int status = 0;
+    struct rusage usage;
+    int killed = 0;
+    for (;;) {
+        if ((timed_out || stopped) && !killed) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            killed = 1;
+        }
+        pid_t got = wait4(pid, &status, 0, &usage);
+        if (got == pid) break;
+        if (got < 0 && errno != EINTR) {
+            report_error(result_fd, "wait", errno, strerror(errno));
+            return 126;
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (n > 0) {  /* the child never became the program */
+        failure[n] = 0;
+        char stage[32] = "exec";
+        int err = 0, used = 0;
+        sscanf(failure, "%31s %d %n", stage, &err, &used);
+        report_error(result_fd, stage, err, failure + used);
+        return 126;
+    }
+    long long wall = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+    dprintf(result_fd, "ok %d %lld %lld %lld %ld %d\n", status, wall,
+            (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
+            (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec,
+            usage.ru_maxrss, timed_out ? 1 : 0);
+    return 0;
+}

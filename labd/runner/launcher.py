@@ -1,0 +1,223 @@
+"""Running a measured program so that its resource figures are its own.
+
+Linux folds the memory a process held before exec into its peak resident set, so a program
+forked straight from labd reports labd's memory as its own (150 MB of daemon made
+`python3 -c pass` read 164 MB). labd therefore execs a small launcher (`launch.c`, built once
+per host with the C compiler; `launch_fallback.py` where there is none) which forks the
+program and reports what wait4 says about the program alone: peak RSS, user and system time,
+wall time from fork to exit, and whether a time-out killed it.
+
+The launcher also applies what must happen between fork and exec of the program: CPU
+affinity, no address-space randomisation, and dropping to an unprivileged user (`RunAs`),
+refusing to exec the program as root when asked to drop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import IO
+
+from labd.errors import InfrastructureError, TestFailure
+from labd.model.policy import RunAs
+
+__all__ = ["Launch", "RunAs", "Usage", "launcher_command"]
+
+SOURCE = Path(__file__).with_name("launch.c")
+FALLBACK = Path(__file__).with_name("launch_fallback.py")
+STOP_GRACE_S = 5.0  # after SIGTERM, how long the launcher may take to report
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The program's own figures, from wait4 in the launcher."""
+
+    exit_code: int  # as subprocess reports it: negative for a signal
+    wall_s: float
+    user_s: float
+    system_s: float
+    max_rss_kib: int
+    timed_out: bool
+
+    @property
+    def cpu_s(self) -> float:
+        return self.user_s + self.system_s
+
+
+def _cache_dirs() -> list[Path]:
+    """Where the built launcher is kept: labd's own setting, systemd's CacheDirectory=, the
+    user's cache."""
+    named = (os.environ.get(k, "") for k in ("LABD_CACHE_DIR", "CACHE_DIRECTORY"))
+    dirs = [Path(v.split(":")[0]) for v in named if v]
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return [*dirs, Path(base) / "labd"]
+
+
+def _private_dir(path: Path) -> bool:
+    """Ours alone: a binary others could replace must never be exec'd (perhaps as root)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        info = path.stat()
+    except OSError:
+        return False
+    return info.st_uid == os.geteuid() and not info.st_mode & 0o022
+
+
+@cache
+def launcher_command() -> tuple[tuple[str, ...], str]:
+    """(the launcher's argv prefix, what it is): the C launcher, built once per host and
+    source version, or the Python one with the reason the C one is not there."""
+    source = SOURCE.read_bytes()
+    name = f"labd-launch-{hashlib.sha256(source).hexdigest()[:16]}"
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    why = "no C compiler (cc) on this host"
+    if compiler:
+        for folder in [*_cache_dirs(), Path(tempfile.mkdtemp(prefix="labd-launch-"))]:
+            if not _private_dir(folder):
+                continue
+            binary = folder / name
+            if binary.is_file() and os.access(binary, os.X_OK):
+                return (str(binary),), "c"
+            built = _build(compiler, folder, binary)
+            if built is None:
+                return (str(binary),), "c"
+            why = built
+            break
+    return (sys.executable, "-I", "-S", str(FALLBACK)), f"python ({why})"
+
+
+def _build(compiler: str, folder: Path, binary: Path) -> str | None:
+    """Compile into a temporary name, then rename: a half-written binary is never run."""
+    scratch = folder / f".{binary.name}.{os.getpid()}"
+    try:
+        done = subprocess.run(
+            [compiler, "-O2", "-o", str(scratch), str(SOURCE)],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"cannot build the C launcher: {e}"
+    if done.returncode != 0:
+        scratch.unlink(missing_ok=True)
+        return f"cannot build the C launcher: {done.stderr.decode(errors='replace')[:200]}"
+    scratch.replace(binary)
+    return None
+
+
+class Launch:
+    """One run of a program through the launcher (blocking: call `run` from a thread)."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        cpus: Collection[int] | None = None,
+        disable_aslr: bool = False,
+        run_as: RunAs | None = None,
+        timeout_s: float | None = None,
+        stdout: IO[bytes] | int = subprocess.DEVNULL,
+        stderr: IO[bytes] | int = subprocess.DEVNULL,
+    ) -> None:
+        prefix, self.kind = launcher_command()
+        options: list[str] = []
+        if cpus:
+            options += ["--cpus", ",".join(str(c) for c in sorted(cpus))]
+        if disable_aslr:
+            options.append("--no-aslr")
+        if run_as is not None:
+            options += ["--user", run_as.argument()]
+        if timeout_s is not None:
+            options += ["--timeout-ms", str(max(1, round(timeout_s * 1000)))]
+        self._prefix, self._options, self.argv = list(prefix), options, argv
+        self.cwd, self.env, self.stdout, self.stderr = cwd, dict(env), stdout, stderr
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    def run(self) -> Usage:
+        """Start and wait. TestFailure when the program could not be started as asked (not
+        found, not allowed, refused as root); InfrastructureError when the launcher failed."""
+        read_end, write_end = os.pipe()
+        try:
+            command = [*self._prefix, "--result-fd", str(write_end), *self._options, "--"]
+            with self._lock:
+                if self._stopping:
+                    raise TestFailure("stopped before it started")
+                try:
+                    self._proc = subprocess.Popen(
+                        [*command, *self.argv],
+                        cwd=self.cwd,
+                        env=self.env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=self.stdout,
+                        stderr=self.stderr,
+                        pass_fds=(write_end,),
+                        start_new_session=True,  # a kill reaches the launcher's group
+                    )
+                except OSError as e:
+                    raise InfrastructureError(f"cannot start the launcher: {e}") from e
+            os.close(write_end)
+            write_end = -1
+            with os.fdopen(read_end, "rb") as results:
+                read_end = -1
+                line = results.read().decode(errors="replace").strip()
+            self._proc.wait()
+        finally:
+            for fd in (read_end, write_end):
+                if fd >= 0:
+                    os.close(fd)
+        return self._parse(line)
+
+    def _parse(self, line: str) -> Usage:
+        kind, _, rest = line.partition(" ")
+        if kind == "ok":
+            status, wall, user, system, rss, timed_out = (int(x) for x in rest.split())
+            return Usage(
+                exit_code=os.waitstatus_to_exitcode(status),
+                wall_s=wall / 1e9,
+                user_s=user / 1e6,
+                system_s=system / 1e6,
+                max_rss_kib=rss,
+                timed_out=bool(timed_out),
+            )
+        if kind == "error":
+            stage, _, detail = rest.partition(" ")
+            message = detail.partition(" ")[2] or detail
+            what = {"exec": "cannot start", "user": "cannot run as the configured user"}
+            raise TestFailure(f"{what.get(stage, stage)} {self.argv[0]!r}: {message}")
+        if self._stopping:
+            raise TestFailure("stopped")
+        assert self._proc is not None
+        raise InfrastructureError(
+            f"the launcher ended without a report (status {self._proc.returncode})"
+        )
+
+    def stop(self) -> None:
+        """Kill the program and what it started; the launcher still reports (then is killed
+        itself if it does not go within a few seconds)."""
+        with self._lock:
+            self._stopping = True
+            proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)

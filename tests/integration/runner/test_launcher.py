@@ -1,0 +1,150 @@
+"""The launcher: a measured program's figures are its own, and it never runs as root when a
+user to drop to is given."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import shutil
+import statistics
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from labd.errors import TestFailure
+from labd.model import Device, Policy, RunAs, RunContext
+from labd.runner import launcher
+from labd.runner.launcher import Launch
+from labd_host.command import CommandParams, CommandScenario
+
+DEVICE = Device(id="host-x", driver="host", platform="host")
+PARENT_MB = 300
+RUNS = 20
+
+
+@pytest.fixture(params=["c", "python"])
+def launcher_kind(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[str]:
+    """Each test runs with the C launcher and with the Python one (hosts without cc)."""
+    monkeypatch.setenv("LABD_CACHE_DIR", str(tmp_path / "cache"))
+    if request.param == "python":
+        monkeypatch.setenv("CC", "/nonexistent/cc")
+    elif shutil.which("cc") is None:
+        pytest.skip("no C compiler here to build the launcher")
+    launcher.launcher_command.cache_clear()
+    assert launcher.launcher_command()[1].startswith(request.param)
+    yield request.param
+    launcher.launcher_command.cache_clear()
+
+
+def _time(argv: list[str]) -> tuple[int, float]:
+    """GNU time's figures for one run: (max RSS KiB, CPU seconds). It truncates user and
+    system time to 10 ms each, so half a step is added to each to make them unbiased."""
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "%M %U %S", *argv], capture_output=True, text=True, check=True
+    )
+    rss, user, system = done.stderr.strip().splitlines()[-1].split()
+    return int(rss), float(user) + float(system) + 0.01
+
+
+@pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="GNU time is not installed")
+async def test_a_300_mb_parent_does_not_show_in_the_program_figures(
+    tmp_path: Path, launcher_kind: str
+) -> None:
+    held = bytearray(b"\x01") * (PARENT_MB * 2**20)  # touched: resident in this process
+    program = ["python3", "-c", "pass"]
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work")
+    s = CommandScenario(CommandParams(command=program), ctx)
+    await s.setup()
+    ours: list[dict[str, float]] = []
+    theirs: list[tuple[int, float]] = []
+    for _ in range(RUNS):  # interleaved, so drift on this shared machine hits both alike
+        ours.append(await s.run_iteration(0))
+        theirs.append(await asyncio.to_thread(_time, program))
+    await s.teardown()
+    assert len(held) == PARENT_MB * 2**20
+    rss = statistics.median(v["max_rss_kib"] for v in ours)
+    reference_rss = statistics.median(r for r, _ in theirs)
+    cpu = statistics.mean(v["cpu_time_ms"] for v in ours)
+    reference_cpu = 1000 * statistics.mean(c for _, c in theirs)
+    assert rss == pytest.approx(reference_rss, rel=0.10)
+    assert cpu == pytest.approx(reference_cpu, rel=0.10)
+    assert ctx.fingerprint["launcher"].startswith(launcher_kind)
+
+
+def _nobody() -> RunAs:
+    try:
+        return RunAs.user("nobody")
+    except ValueError:
+        pytest.skip("no user 'nobody' here")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another user needs root")
+async def test_the_program_runs_as_the_given_user_never_root(
+    tmp_path: Path, launcher_kind: str
+) -> None:
+    nobody = _nobody()
+    probe = (
+        "import os; open('who', 'w').write("
+        "f'{os.getuid()} {os.geteuid()} {os.getgid()} {sorted(os.getgroups())}')"
+    )
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=Policy(run_as=nobody))
+    (tmp_path / "work").mkdir()
+    tmp_path.chmod(0o755)  # the user reaches its workdir
+    s = CommandScenario(CommandParams(command=["/usr/bin/python3", "-c", probe]), ctx)
+    await s.setup()
+    await s.run_iteration(0)
+    who = (s.workdir / "who").read_text()
+    assert who == f"{nobody.uid} {nobody.uid} {nobody.gid} {sorted(nobody.groups)}"
+    assert ctx.fingerprint["run_as"].startswith("nobody (uid")
+    await s.teardown()
+
+
+def test_root_is_refused_as_the_user_to_run_as() -> None:
+    with pytest.raises(ValueError, match="measured programs never run as root"):
+        RunAs.user("root")
+    with pytest.raises(ValueError, match="measured programs never run as root"):
+        RunAs("admin", 0, 0, "/root")
+    with pytest.raises(ValueError, match="no such user"):
+        RunAs.user("no-such-user-xyz")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_the_launcher_itself_refuses_to_exec_as_root(tmp_path: Path, launcher_kind: str) -> None:
+    """Even handed uid 0 by a caller that skipped RunAs's own check."""
+    root = object.__new__(RunAs)
+    for name, value in (("uid", 0), ("gid", 0), ("groups", ()), ("name", "root"), ("home", "/")):
+        object.__setattr__(root, name, value)
+    marker = tmp_path / "ran"
+    run = Launch(["touch", str(marker)], cwd=tmp_path, env=os.environ, run_as=root)
+    with pytest.raises(TestFailure, match="refusing to run the program as root"):
+        run.run()
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="needs a user that is not root")
+def test_an_unprivileged_labd_cannot_switch_to_another_user(tmp_path: Path) -> None:
+    other = RunAs("someone", os.geteuid() + 1, os.getegid() + 1, "/")
+    run = Launch(["true"], cwd=tmp_path, env=os.environ, run_as=other)
+    with pytest.raises(TestFailure, match="cannot run as the configured user"):
+        run.run()
+
+
+def test_a_missing_program_is_named(tmp_path: Path, launcher_kind: str) -> None:
+    run = Launch(["no-such-program-xyz"], cwd=tmp_path, env=os.environ)
+    with pytest.raises(TestFailure, match="cannot start 'no-such-program-xyz'"):
+        run.run()
+
+
+def test_a_small_program_reads_small(tmp_path: Path) -> None:
+    """The C launcher's own image is about 1.5 MB: even `true` reads as itself."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    launcher.launcher_command.cache_clear()
+    usage = Launch(["true"], cwd=tmp_path, env=os.environ).run()
+    assert usage.exit_code == 0 and usage.max_rss_kib < 4096
+    assert pwd.getpwuid(os.geteuid())  # ran as ourselves

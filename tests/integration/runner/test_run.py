@@ -1,0 +1,190 @@
+"""The runner: conditions around every iteration, flags and set-aside, retries, interleaved
+A/B jobs, the fingerprint and the job's PERFHERDER_DATA line (a real SQLite store)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from labd.analysis import BaselineAnalyst
+from labd.config import MeasurementSettings, PerfherderSettings
+from labd.events import EventBus
+from labd.model import Device, Driver, Job, JobState, MetricSpec, NoOptions, Scenario, TestSpec
+from labd.results import results_view
+from labd.runner import run_job
+from labd.runner.fingerprint import differences
+from labd.store import Store
+
+DEVICE = Device(id="d1", driver="cond", platform="cond", model="Rig 1")
+SCHEMA = json.loads(
+    (Path(__file__).parents[2] / "data/treeherder/performance-artifact.json").read_text()
+)
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    value: float = 100.0
+    drift: float = 0.0  # added per iteration, whatever the variant
+    timeouts: list[int] = []  # iterations that flag themselves as a time-out would
+
+
+class Steady(Scenario):
+    name = "steady"
+    Params = Params
+    default_metrics = (MetricSpec(name="time_ms", unit="ms"),)
+
+    async def setup(self) -> None:
+        self.ctx.fingerprint["stabilisation"] = {"governor": "performance"}
+
+    async def run_iteration(self, index: int) -> dict[str, float]:
+        p = self.params
+        assert isinstance(p, Params)
+        if index in p.timeouts:
+            self.ctx.flags.append("timed out after 1 s (the run was killed)")
+        noise = (index % 3) * 0.1  # a little spread, the same for both variants
+        return {"time_ms": p.value + p.drift * index + noise}
+
+
+class RigDriver(Driver):
+    """A device whose thermal-throttle counter rises during the iterations listed."""
+
+    name = "cond"
+    platform = "cond"
+
+    def __init__(self, throttled: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+        super().__init__(NoOptions(), "h")
+        self.readings = 0
+        self.throttled = throttled
+        self.count = 0
+
+    async def discover(self) -> list[Device]:
+        return [DEVICE]
+
+    def scenarios(self) -> Mapping[str, type[Scenario]]:
+        return {"steady": Steady}
+
+    async def conditions(self, device: Device) -> dict[str, Any]:
+        iteration, after = divmod(self.readings, 2)
+        self.readings += 1
+        if after and iteration in self.throttled:
+            self.count += 3
+        return {"load_1m": 0.1, "cpus": 2, "governor": "performance", "throttle_count": self.count}
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    opened = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'labd.db'}")
+    yield opened
+    await opened.close()
+
+
+async def run(
+    store: Store, tmp_path: Path, driver: RigDriver, job_id: str = "j1", **spec: Any
+) -> tuple[Job, Any, dict[str, Any]]:
+    settings = {k: spec.pop(k) for k in ("measurement", "perfherder") if k in spec}
+    full = TestSpec.model_validate({"suite": "s", "test": "t", "scenario": "steady",
+                                    "iterations": 6, "warmup": 0, **spec})  # fmt: skip
+    job, _ = await store.submit_job(job_id, full, "me")
+    job = job.model_copy(update={"attempts": 1, "device_id": "d1"})
+    params = Params.model_validate(full.params)
+    outcome = await run_job(job, DEVICE, driver, params, store, EventBus(), tmp_path / job_id,
+                            **settings)  # fmt: skip
+    return job, outcome, await results_view(store, job)
+
+
+async def test_a_throttled_iteration_is_flagged_set_aside_and_counted(
+    store: Store, tmp_path: Path
+) -> None:
+    _, outcome, results = await run(store, tmp_path, RigDriver(throttled={2}))
+    assert outcome.state is JobState.SUCCEEDED
+    third = results["iterations"][2]
+    assert third["flags"] == ["the CPUs were thermally throttled 3 times during it"]
+    assert third["set_aside"] is True
+    assert third["fingerprint"]["conditions"]["before"]["throttle_count"] == 0
+    assert third["fingerprint"]["conditions"]["after"]["throttle_count"] == 3
+    assert results["summary"]["time_ms"]["n"] == 5  # never averaged with the rest
+    assert results["set_aside"] == {
+        "count": 1, "by_variant": {"job": 1},
+        "reasons": {"the CPUs were thermally throttled 3 times during it": 1},
+    }  # fmt: skip
+
+
+async def test_a_set_aside_iteration_is_retried_when_configured(
+    store: Store, tmp_path: Path
+) -> None:
+    policy = MeasurementSettings(retry_flagged=2)
+    _, outcome, results = await run(store, tmp_path, RigDriver(throttled={1, 4}),
+                                    measurement=policy)  # fmt: skip
+    assert outcome.state is JobState.SUCCEEDED
+    assert len(results["iterations"]) == 8 and results["summary"]["time_ms"]["n"] == 6
+
+
+async def test_flagged_values_can_be_kept_in_summaries_still_flagged(
+    store: Store, tmp_path: Path
+) -> None:
+    policy = MeasurementSettings(set_aside_flagged=False)
+    _, _, results = await run(store, tmp_path, RigDriver(), params={"timeouts": [0]},
+                              measurement=policy)  # fmt: skip
+    assert results["iterations"][0]["flags"] == ["timed out after 1 s (the run was killed)"]
+    assert results["summary"]["time_ms"]["n"] == 6 and results["set_aside"]["count"] == 0
+
+
+async def test_a_job_whose_every_value_was_set_aside_fails_saying_why(
+    store: Store, tmp_path: Path
+) -> None:
+    _, outcome, _ = await run(store, tmp_path, RigDriver(), params={"timeouts": list(range(6))})
+    assert outcome.state is JobState.FAILED
+    assert outcome.error == (
+        "every measured iteration (6) was set aside; first: timed out after 1 s "
+        "(the run was killed)"
+    )
+
+
+async def test_an_ab_job_interleaves_its_variants_and_its_comparison_is_the_result(
+    store: Store, tmp_path: Path
+) -> None:
+    ab = {"base": {"params": {"value": 100}}, "new": {"params": {"value": 110}}}
+    job, outcome, results = await run(store, tmp_path, RigDriver(), ab=ab, warmup=1)
+    assert outcome.state is JobState.SUCCEEDED
+    order = [(i["variant"], i["warmup"]) for i in results["iterations"]]
+    assert order == [("base", True), ("new", True)] + [("base", False), ("new", False)] * 6
+    summary = results["summary"]["time_ms"]
+    assert summary["verdict"] == "regression" and summary["ratio"] == pytest.approx(1.1, 0.01)
+    assert summary["base"]["n"] == summary["new"]["n"] == 6
+    bus = EventBus()
+    alerts = await BaselineAnalyst(store, bus).compare_variants(
+        job.model_copy(update={"state": JobState.SUCCEEDED})
+    )
+    assert [(a.metric, a.verdict, a.baseline_job_id) for a in alerts] == [
+        ("time_ms", "regression", job.id)
+    ]
+
+
+async def test_the_job_log_holds_a_valid_perfherder_line(store: Store, tmp_path: Path) -> None:
+    await run(store, tmp_path, RigDriver(), perfherder=PerfherderSettings(framework="rig"),
+              build={"revision": "abc123"})  # fmt: skip
+    (line,) = (tmp_path / "j1" / "job.log").read_text().splitlines()
+    data = json.loads(line.removeprefix("PERFHERDER_DATA: "))
+    jsonschema.validate(data, SCHEMA)
+    assert data["framework"] == {"name": "rig"}
+    assert "abc123" not in json.dumps(data["suites"][0]["extraOptions"])
+
+
+async def test_the_fingerprint_holds_the_build_and_a_stable_conditions_hash(
+    store: Store, tmp_path: Path
+) -> None:
+    _, _, one = await run(store, tmp_path, RigDriver(), "j1", build={"revision": "r1"})
+    _, _, two = await run(store, tmp_path, RigDriver(), "j2", build={"revision": "r2"})
+    a, b = one["iterations"][0]["fingerprint"], two["iterations"][0]["fingerprint"]
+    assert a["build"]["revision"] == "r1" and a["model"] == "Rig 1"
+    assert a["conditions_hash"] == b["conditions_hash"]  # the build is what is tested
+    b["stabilisation"] = {"governor": "powersave"}
+    assert differences(a, b) == [
+        'stabilisation: {"governor": "performance"} -> {"governor": "powersave"}'
+    ]

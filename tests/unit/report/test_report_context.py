@@ -1,0 +1,24 @@
+"""The HTML report says how many iterations were set aside and when conditions differ; an
+A/B job is reported as its two sides and their comparison."""
+
+from __future__ import annotations
+
+from labd.report.html import render
+from tests.unit.cli.test_compare_context import result
+
+
+def test_the_report_counts_what_was_set_aside_and_warns_of_differing_conditions() -> None:
+    values = [100.0 + (i % 5) * 0.2 for i in range(20)]
+    html = render(result("a", values, "performance", 3), result("b", values, "powersave", 0))
+    assert "3 measured iterations were set aside" in html
+    assert "3x timed out after 5 s" in html
+    assert "The two runs' conditions differ" in html
+
+
+def test_an_ab_job_is_reported_as_base_new_and_their_comparison() -> None:
+    job = result("ab", [100.0 + i % 3 for i in range(20)], "performance", 0)
+    for n, it in enumerate(job["iterations"]):
+        it["variant"] = "base" if n % 2 == 0 else "new"
+    job["job"]["spec"]["ab"] = {"base": {}, "new": {}}
+    html = render(job)
+    assert "Baseline: s/t" in html and "New: s/t" in html and "Comparison" in html
