@@ -22,6 +22,18 @@ REQUIRE_SERVICES = os.environ.get("LABD_REQUIRE_SERVICES") == "1"
 TEST_PROGRAMS = ["sleep", "true", "python3", sys.executable]
 
 
+def test_policy(*more_programs: str, **changes: Any) -> Any:
+    """The job policy of test daemons (plus `more_programs`), for tests that run a scenario
+    themselves."""
+    import dataclasses
+
+    from labd.model import Policy
+
+    programs = [*TEST_PROGRAMS, *more_programs]
+    policy = Policy.resolve(programs, "/usr/local/bin:/usr/bin:/bin", [], "nobody", euid=1)
+    return dataclasses.replace(policy, **changes)
+
+
 def service_available(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=1):

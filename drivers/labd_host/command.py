@@ -130,10 +130,17 @@ class CommandScenario(Scenario):
         )
 
     async def run_iteration(self, index: int) -> dict[str, float]:
-        env = {**os.environ, **_proxy_env(self.ctx.network), **self.p.env}
+        policy = self.ctx.policy
+        try:  # checked at submit; the policy may have changed since (a restart)
+            program = policy.program(self.p.command[0])
+        except ValueError as e:
+            raise TestFailure(f"params.command: {e}") from e
+        if refused := policy.env_problems(self.p.env):
+            raise TestFailure("; ".join(f"params.{p}" for p in refused))
+        env = {**_base_env(policy), **_proxy_env(self.ctx.network), **self.p.env}
         with tempfile.TemporaryFile() as stderr:
             launch = Launch(
-                self.p.command,
+                [program, *self.p.command[1:]],
                 cwd=self.workdir,
                 env=env,
                 cpus=None if self.p.cpu is None else {self.p.cpu},
@@ -170,6 +177,17 @@ class CommandScenario(Scenario):
             log.warning("host settings not restored", problems=problems)
         if self.p.tmpfs:
             await asyncio.to_thread(shutil.rmtree, self.workdir, True)
+
+
+# What a measured program inherits from labd's environment: locale and time zone only. labd's
+# own variables (credentials, LABD_*, its PATH) never reach a job.
+INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+def _base_env(policy: Policy) -> dict[str, str]:
+    home = policy.run_as.home if policy.run_as else os.environ.get("HOME", "/")
+    base = {"PATH": policy.path, "HOME": home, "TMPDIR": "/tmp"}
+    return base | {k: os.environ[k] for k in INHERITED if k in os.environ}
 
 
 def _proxy_env(network: dict[str, str]) -> dict[str, str]:

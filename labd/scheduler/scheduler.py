@@ -214,6 +214,7 @@ class Scheduler:
                     self.jobs.replay,
                     measurement=self.jobs.measurement,
                     perfherder=self.jobs.perfherder,
+                    policy=self.jobs.policy,
                 )
         except TimeoutError:
             outcome = Outcome(JobState.TIMED_OUT, f"job exceeded its {job.spec.timeout_s:g} s")

@@ -21,6 +21,7 @@ from labd.scheduler.submit import JobService
 from labd.store import Store
 from labd_host import HostDriver
 from labd_host.driver import HostOptions
+from tests.conftest import test_policy
 
 FETCH = "import urllib.request; print(urllib.request.urlopen('http://site.test/').read().decode())"
 
@@ -51,7 +52,11 @@ async def test_bad_network_is_refused_at_submit_with_every_reason(
 ) -> None:
     driver = HostDriver(HostOptions(), "h1")
     jobs = JobService(
-        store, {"host": driver}, EventBus(), replay=ReplaySettings(archive_dir=str(archives))
+        store,
+        {"host": driver},
+        EventBus(),
+        replay=ReplaySettings(archive_dir=str(archives)),
+        policy=test_policy(),
     )
     with pytest.raises(InvalidSpec) as caught:
         await jobs.submit(spec(archive="../../etc/passwd", profile="5g"), "job.toml", submitter="t")
@@ -75,7 +80,7 @@ async def test_the_job_reaches_its_pages_through_the_shaped_replay_server(
 ) -> None:
     driver = HostDriver(HostOptions(), "h1")
     settings = ReplaySettings(archive_dir=str(archives))
-    jobs = JobService(store, {"host": driver}, EventBus(), replay=settings)
+    jobs = JobService(store, {"host": driver}, EventBus(), replay=settings, policy=test_policy())
     device = await store.upsert_device((await driver.discover())[0])
     results = {}
     for name, latency in (("fast", None), ("slow", 250)):
@@ -87,7 +92,15 @@ async def test_the_job_reaches_its_pages_through_the_shaped_replay_server(
         )
         params = jobs.params_of(job.spec, driver)
         outcome = await run_job(
-            job, device, driver, params, store, EventBus(), tmp_path / name, settings
+            job,
+            device,
+            driver,
+            params,
+            store,
+            EventBus(),
+            tmp_path / name,
+            settings,
+            policy=test_policy(),
         )
         assert outcome.state is JobState.SUCCEEDED, outcome.error
         results[name] = await store.iterations(name)

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from labd.errors import TestFailure
-from labd.model import Device, Policy, RunAs, RunContext
+from labd.model import Device, RunAs, RunContext
 from labd.runner import launcher
 from labd.runner.launcher import Launch
 from labd_host.command import CommandParams, CommandScenario
+from tests.conftest import test_policy
 
 DEVICE = Device(id="host-x", driver="host", platform="host")
 PARENT_MB = 300
@@ -56,8 +57,9 @@ async def test_a_300_mb_parent_does_not_show_in_the_program_figures(
     tmp_path: Path, launcher_kind: str
 ) -> None:
     held = bytearray(b"\x01") * (PARENT_MB * 2**20)  # touched: resident in this process
-    program = ["python3", "-c", "pass"]
-    ctx = RunContext("job", 1, DEVICE, tmp_path / "work")
+    policy = test_policy()
+    program = [policy.program("python3"), "-c", "pass"]  # the interpreter the policy runs
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy)
     s = CommandScenario(CommandParams(command=program), ctx)
     await s.setup()
     ours: list[dict[str, float]] = []
@@ -92,7 +94,7 @@ async def test_the_program_runs_as_the_given_user_never_root(
         "import os; open('who', 'w').write("
         "f'{os.getuid()} {os.geteuid()} {os.getgid()} {sorted(os.getgroups())}')"
     )
-    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=Policy(run_as=nobody))
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=test_policy(run_as=nobody))
     (tmp_path / "work").mkdir()
     tmp_path.chmod(0o755)  # the user reaches its workdir
     s = CommandScenario(CommandParams(command=["/usr/bin/python3", "-c", probe]), ctx)
