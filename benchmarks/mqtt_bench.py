@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ import numpy as np
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from labd.auth import hash_password, new_credentials, sign
 from labd.model import TestSpec
 from labd.store import Store
 from labd.store.tables import outbox
@@ -45,6 +45,26 @@ SPEC = {
     "params": {"command": ["true"]},
 }
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]  # as labd's own client does
+BENCH = new_credentials("bench")  # an admin principal: submits (signed) and drains devices
+ANSWERS = f"{PREFIX}/replies/bench/answers"
+
+
+def signed(topic: str, body: dict[str, Any]) -> bytes:
+    message = {"schema_version": 2, **body}
+    return json.dumps(sign(message, topic, "bench", BENCH.key_id, BENCH.key)).encode()
+
+
+async def command_devices(port: int, devices: list[str], action: str) -> None:
+    """Signed device commands, each waited for (its answer on the reply topic)."""
+    async with aiomqtt.Client("127.0.0.1", port, socket_options=NODELAY) as c:
+        await c.subscribe(ANSWERS, qos=1)
+        for device in devices:
+            topic = f"{PREFIX}/devices/{device}/command"
+            body = {"action": action, "reply_to": ANSWERS}
+            await c.publish(topic, signed(topic, body), qos=1)
+            async for message in c.messages:
+                assert json.loads(message.payload)["ok"], message.payload  # type: ignore[arg-type]
+                break
 
 
 def free_port() -> int:
@@ -96,17 +116,18 @@ async def round_trip(port: int, count: int) -> list[float]:
     return samples
 
 
-def side_port(log: Path) -> int:
-    for line in log.read_text().splitlines():
-        if '"http side port listening"' in line:
-            return int(json.loads(line)["port"])
-    raise RuntimeError("no side port in the log")
-
-
-def api(port: int, method: str, path: str) -> Any:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1{path}", method=method)
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.load(response)
+async def device_ids(port: int) -> list[str]:
+    """The lab's devices, from their retained state topics."""
+    found: list[str] = []
+    async with aiomqtt.Client("127.0.0.1", port) as c:
+        await c.subscribe(f"{PREFIX}/devices/+/state", qos=1)
+        try:
+            async with asyncio.timeout(2):
+                async for message in c.messages:
+                    found.append(json.loads(message.payload)["device_id"])  # type: ignore[arg-type]
+        except TimeoutError:
+            pass
+    return found
 
 
 async def submit_latency(port: int, count: int, tag: str) -> list[float]:
@@ -114,14 +135,15 @@ async def submit_latency(port: int, count: int, tag: str) -> list[float]:
     async with aiomqtt.Client(
         "127.0.0.1", port, protocol=aiomqtt.ProtocolVersion.V5, socket_options=NODELAY
     ) as c:
-        await c.subscribe("bench/answers", qos=1)
+        await c.subscribe(ANSWERS, qos=1)
+        topic = f"{PREFIX}/jobs/submit"
         for n in range(count):
             props = Properties(PacketTypes.PUBLISH)
-            props.ResponseTopic = "bench/answers"
+            props.ResponseTopic = ANSWERS
             props.CorrelationData = str(n).encode()
-            body = json.dumps({"id": f"{tag}-{n}", "sender": "bench", "spec": SPEC})
-            start = time.perf_counter()
-            await c.publish(f"{PREFIX}/jobs/submit", body, qos=1, properties=props)
+            start = time.perf_counter()  # signing is part of what a client pays
+            body = signed(topic, {"id": f"{tag}-{n}", "spec": SPEC})
+            await c.publish(topic, body, qos=1, properties=props)
             async for message in c.messages:
                 assert json.loads(message.payload)["accepted"], message.payload  # type: ignore[arg-type]
                 break
@@ -227,22 +249,26 @@ async def main() -> None:
             config.write_text(
                 f'[daemon]\nlab = "bench"\nhost = "bench"\nstate_dir = "{work}"\n[http]\nport = 0\n'
                 f'[log]\nformat = "json"\nlevel = "info"\n'
-                f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\nsubmits_per_minute = 100000\n'
+                f'[policy]\nprograms = ["true"]\n'
+                f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\n'
+                f'[auth.principals.bench]\nrole = "admin"\nsubmits_per_minute = 100000\n'
+                f"max_active_jobs = 1000000\n"
+                f'secret_keys = {{ "{BENCH.key_id}" = "{BENCH.secret_key}" }}\n'
+                f'broker_password_hash = "{hash_password(BENCH.broker_password)}"\n'
             )
             log = work / "labd.log"
             daemon = start_daemon(config, log)
             try:
                 raw = await round_trip(port, args.submits)
-                http = side_port(log)
-                devices = api(http, "GET", "/devices")["devices"]
-                for device in devices:  # a quiet lab: jobs queue, none runs
-                    api(http, "POST", f"/devices/{device['id']}/maintenance")
+                devices = await device_ids(port)
+                # a quiet lab: jobs queue, none runs
+                await command_devices(port, devices, "maintenance")
                 quiet = await submit_latency(port, args.submits, "quiet")
-                for device in devices:  # a busy lab: jobs run back to back meanwhile
-                    api(http, "POST", f"/devices/{device['id']}/enable")
+                # a busy lab: jobs run back to back meanwhile
+                await command_devices(port, devices, "enable")
                 busy = await submit_latency(port, args.submits, "busy")
-                for device in devices:  # the drain below is measured with no job running
-                    api(http, "POST", f"/devices/{device['id']}/maintenance")
+                # the drain below is measured with no job running
+                await command_devices(port, devices, "maintenance")
             finally:
                 daemon.send_signal(signal.SIGTERM)
                 daemon.wait(60)

@@ -27,6 +27,7 @@ from typing import Any
 
 import rfc8785
 
+from labd.auth.canonical import canonical
 from labd.auth.principals import Principal, Principals
 from labd.errors import AuthError
 
@@ -48,10 +49,10 @@ def signing_input(topic: str, message: Mapping[str, Any]) -> bytes:
     auth.pop("signature", None)
     unsigned = {**message, "auth": auth}
     try:
-        canonical = rfc8785.dumps(unsigned)
+        form = canonical(unsigned)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as e:
         raise AuthError("malformed", f"message cannot be canonicalised (RFC 8785): {e}") from e
-    return SCHEME + b"\n" + topic.encode() + b"\n" + canonical
+    return SCHEME + b"\n" + topic.encode() + b"\n" + form
 
 
 def _mac(key: bytes, data: bytes) -> str:
