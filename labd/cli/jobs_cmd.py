@@ -12,7 +12,7 @@ from typing import Any
 
 from labd.cli.client import Client
 from labd.config import Settings, load_config
-from labd.errors import EXIT_RUNTIME, LabdError
+from labd.errors import EXIT_RUNTIME, LabdError, UsageError
 from labd.model import TERMINAL as TERMINAL_STATES
 from labd.model.manifest import load_manifest
 
@@ -36,7 +36,10 @@ def submit(args: argparse.Namespace) -> int:
         "id": args.id or "",
         "source": path.name,
     }
-    job = client.call("POST", "/jobs", body)["job"]
+    answer = client.call("POST", "/jobs", body)
+    job = answer["job"]
+    if answer.get("created") is False:
+        raise UsageError(f"job {job['id']} exists: {job['state']}")
     if not args.wait:
         _print(args, {"job": job}, lambda: print(f"queued {job['id']}"))
         return 0

@@ -238,7 +238,10 @@ def _add_stats_commands(nouns: Any) -> None:
     )
     report.add_argument("job", help="the job (the baseline when a second is given)")
     report.add_argument("job2", nargs="?", help="a job to compare with the first")
-    report.add_argument("-o", "--output", default="report.html", help="file to write")
+    report.add_argument(
+        "-o", "--output", help="file to write (default report-JOB.html, or report-JOB-JOB2.html)"
+    )
+    report.add_argument("--force", action="store_true", help="replace an existing file")
     report.add_argument("--effect", type=float, default=0.01, help="effect of interest")
     report.set_defaults(handler=_lazy("labd.cli.report_cmd:report"))
 
@@ -378,11 +381,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # a bug: one line, the traceback where it can be read, exit 3
+        return _unexpected(e)
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _unexpected(error: Exception) -> int:
+    """Keep the traceback of an unexpected error in a file and say where, in one line; the
+    exit code is 3 (a runtime failure), never 1, which means a negative verdict."""
+    import os
+    import tempfile
+    import traceback
+    from pathlib import Path
+
+    from labd.errors import EXIT_RUNTIME
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    where = Path(base) / "labd"
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix="crash-", suffix=".log", dir=where)
+        with os.fdopen(fd, "w") as out:
+            traceback.print_exception(error, file=out)
+        detail = f"details in {name}"
+    except OSError:
+        detail = "no place to write the details"
+    summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    print(f"labd: unexpected error: {summary} ({detail})", file=sys.stderr)
+    return EXIT_RUNTIME
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from labd.cli.client import Client
 from labd.config import load_config
+from labd.errors import UsageError
 
 
 def report(args: argparse.Namespace) -> int:
@@ -20,7 +21,14 @@ def report(args: argparse.Namespace) -> int:
     history = client.call(
         "GET", "/history?" + urlencode({"suite": spec["suite"], "test": spec["test"]})
     )
-    out = Path(args.output)
-    out.write_text(render(first, second, history, effect=args.effect), encoding="utf-8")
+    out = Path(args.output or f"report-{args.job}{'-' + args.job2 if args.job2 else ''}.html")
+    html = render(first, second, history, effect=args.effect)
+    try:
+        with out.open("w" if args.force else "x", encoding="utf-8") as file:
+            file.write(html)
+    except FileExistsError:
+        raise UsageError(f"{out} exists; pass --force to replace it, or -o another file") from None
+    except OSError as e:
+        raise UsageError(f"{out}: cannot write: {e.strerror}") from e
     print(f"wrote {out}")
     return 0

@@ -16,7 +16,10 @@ def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any
     """A file, or else the id of a job the running daemon knows (JOB@base or JOB@new: one
     side of an A/B job); with the job's results when there are any (a result JSON or a job)."""
     path = Path(arg)
-    if path.exists() or path.suffix in (".csv", ".json", ".txt"):
+    # A job id never holds "/" (labd.model.ids): anything path-like is a file, missing or not.
+    if path.exists() or "/" in arg or path.suffix in (".csv", ".json", ".txt"):
+        if not path.is_file():
+            raise UsageError(f"{arg}: no such file")
         results = _result_json(path)
         if results is None:
             return read_samples(path), None
