@@ -167,11 +167,16 @@ def _onset(x: Sequence[float], start: int, end: int, index: int) -> int:
     left = c2[splits - 1] - c1[splits - 1] ** 2 / splits
     right = (c2[-1] - c2[splits - 1]) - (c1[-1] - c1[splits - 1]) ** 2 / (m - splits)
     step_sse = left + right
-    # A bend: y = a + b * max(0, i - split), one regressor per split.
-    ramp = np.maximum(0, np.arange(m)[None, :] - splits[:, None]).astype(float)
-    ramp -= ramp.mean(axis=1, keepdims=True)
+    # A bend: y = a + b * max(0, i - split), one regressor per split, its sums in closed
+    # form from suffix sums (memory linear in the segment, not one row per split).
     centred = y - y.mean()
-    sxy, sxx = ramp @ centred, (ramp * ramp).sum(axis=1)
+    tail = (m - 1 - splits).astype(float)  # builds after each split
+    sum_r = tail * (tail + 1) / 2
+    sum_r2 = tail * (tail + 1) * (2 * tail + 1) / 6
+    after_y = np.cumsum(centred[::-1])[::-1]  # sum of centred[i:] for each i
+    after_iy = np.cumsum((np.arange(m) * centred)[::-1])[::-1]
+    sxy = after_iy[splits + 1] - splits * after_y[splits + 1]
+    sxx = sum_r2 - sum_r * sum_r / m
     bend_sse = centred @ centred - np.divide(sxy * sxy, sxx, out=np.zeros_like(sxx), where=sxx > 0)
     best = int(np.argmin(bend_sse))
     return start + int(splits[best]) if bend_sse[best] < step_sse.min() else index
