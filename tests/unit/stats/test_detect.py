@@ -108,7 +108,7 @@ def test_a_wandering_series_raises_few_cusum_alarms(monkeypatch: pytest.MonkeyPa
     rng = np.random.default_rng(5)
     walks = [100 + np.cumsum(rng.normal(0, 0.5, 300)) for _ in range(20)]
     reported = sum(len(detect(w, "cusum")) for w in walks)
-    monkeypatch.setattr("labd.stats.detect.MEMORY_RHO", 1.0)  # every alarm reported
+    monkeypatch.setattr("labd.stats.cusum.MEMORY_RHO", 1.0)  # every alarm reported
     raised = sum(len(detect(w, "cusum")) for w in walks)
     # A random walk moves its mean without any change. Its short segments between alarms
     # show little of that alone; pooled with the segments before them they do (0.61 -> 0.43).
