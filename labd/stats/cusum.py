@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+
+import numpy as np
 
 from labd.stats.alert import Alert, describe_change
 from labd.stats.segments import (
+    NOISE_SPAN,
     fresh_start,
     memory,
     noise_scale,
@@ -16,6 +20,7 @@ from labd.stats.segments import (
 )
 
 MEMORY_RHO = 0.5  # chosen by the detection benchmark with NOISE_SPAN (see the README)
+IQR_TO_SD = 1.349  # the interquartile range of a normal distribution, in deviations
 HINDSIGHT = 10  # builds after a CUSUM alarm that help date its change (see the README)
 
 
@@ -26,15 +31,26 @@ def detect_cusum(
     clip: float = 3.5,
     warmup: int = 10,
     min_change: float = 0.0,
+    long_run: bool = False,
+    spread: bool = False,
 ) -> list[Alert]:
     """Two-sided CUSUM of values standardised against the running (clipped) mean of the
-    current segment, so the reference sharpens as builds accumulate."""
+    current segment, so the reference sharpens as builds accumulate.
+
+    With `long_run`, the noise scale is widened by the lag-1 autocorrelation the recent
+    segments show (the long-run deviation of AR(1) noise): a sum of correlated values strays
+    further than one of independent ones. With `spread`, the scale is no smaller than the
+    interquartile range of the segment says: with several modes, the MAD and the successive
+    differences see one mode's width, not the whole spread."""
     alerts: list[Alert] = []
     segments: list[tuple[int, int]] = []  # (start, change) of the segments already closed
     n = len(x)
     start = 0
     while start + warmup < n:
         mean, sd = fresh_start(x, start, warmup, segments)
+        base_sd = sd
+        if long_run or spread:
+            sd = _widened(x, segments, start, start + warmup, sd, long_run, spread)
         total, count = mean * warmup, warmup
         up = down = 0.0
         up_from = down_from = start + warmup
@@ -75,7 +91,30 @@ def detect_cusum(
                 if count % 10 == 0 and count >= 30:
                     # Enough quiet builds to measure the noise itself: the fresh start's
                     # estimate from a few builds errs on the wide side.
-                    sd = noise_scale(x, [*segments, (start, t + 1)], t + 1) or sd
+                    base_sd = noise_scale(x, [*segments, (start, t + 1)], t + 1) or base_sd
+                    sd = base_sd
+                    if long_run or spread:
+                        sd = _widened(x, segments, start, t + 1, sd, long_run, spread)
         if not fired:
             break
     return alerts
+
+
+def _widened(
+    x: Sequence[float],
+    segments: list[tuple[int, int]],
+    start: int,
+    end: int,
+    sd: float,
+    long_run: bool,
+    spread: bool,
+) -> float:
+    if spread:
+        recent_values = np.asarray(x[max(start, end - NOISE_SPAN) : end], dtype=float)
+        if recent_values.size >= 10:
+            q1, q3 = np.percentile(recent_values, [25, 75])
+            sd = max(sd, float(q3 - q1) / IQR_TO_SD)
+    if long_run:
+        rho = min(max(memory(x, [*segments, (start, end)], end), 0.0), MEMORY_RHO)
+        sd *= math.sqrt((1 + rho) / (1 - rho))
+    return sd

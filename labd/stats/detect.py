@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from labd.stats.alert import Alert, describe_change
+from labd.stats.confirm import rank_confirmed
 from labd.stats.cusum import detect_cusum
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
 from labd.stats.talos import detect_talos
@@ -53,13 +54,40 @@ METHODS = ("ets+cusum", "ets", "cusum", "talos")
 DEFAULT_METHOD = "ets+cusum"  # chosen by benchmarks/stats/detection_bench.py
 
 
-def detect_ets_cusum(x: Sequence[float], gap: int = 12) -> list[Alert]:
+def detect_ets_cusum(
+    x: Sequence[float],
+    gap: int = 12,
+    z: float = ETS_Z,
+    confirm: int = 3,
+    threshold: float = 7.0,
+    drift: float = 1.1,
+    clip: float = 3.0,
+    long_run: bool = True,
+    spread: bool = True,
+    rank_p: float | None = 0.01,
+) -> list[Alert]:
     """ETS for the large changes it flags within a build, CUSUM for the small sustained
     shifts and creeps it cannot see; a CUSUM alert within `gap` builds of an ETS one is the
-    same change. (Its settings were chosen by the detection benchmark; the README says how.)"""
-    fast = detect_ets(x)
-    slow = [a for a in detect_cusum(x) if all(abs(a.index - b.index) > gap for b in fast)]
-    return sorted(fast + slow, key=lambda a: a.index)
+    same change. With `rank_p`, an alert is reported only when the builds since the change
+    rank on its side of those before (one-sided Mann-Whitney p < rank_p). (The settings were
+    chosen by the detection benchmarks; docs/statistics.md says how.)"""
+    fast = detect_ets(x, z=z, confirm=confirm)
+    slow = [
+        a
+        for a in detect_cusum(
+            x, threshold=threshold, drift=drift, clip=clip, long_run=long_run, spread=spread
+        )
+        if all(abs(a.index - b.index) > gap for b in fast)
+    ]
+    alerts = sorted(fast + slow, key=lambda a: a.index)
+    if rank_p is None:
+        return alerts
+    kept: list[Alert] = []
+    for alert in alerts:
+        since = kept[-1].index if kept else 0
+        if rank_confirmed(x, alert, since, rank_p):
+            kept.append(alert)
+    return kept
 
 
 def detect(x: Sequence[float], method: str = DEFAULT_METHOD, **options: Any) -> list[Alert]:
