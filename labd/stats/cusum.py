@@ -19,9 +19,9 @@ from labd.stats.segments import (
     widen,
 )
 
-MEMORY_RHO = 0.5  # chosen by the detection benchmark with NOISE_SPAN (see the README)
+MEMORY_RHO = 0.5  # chosen by the detection benchmark with NOISE_SPAN (see docs/statistics.md)
 IQR_TO_SD = 1.349  # the interquartile range of a normal distribution, in deviations
-HINDSIGHT = 10  # builds after a CUSUM alarm that help date its change (see the README)
+HINDSIGHT = 10  # builds after a CUSUM alarm that help date its change (see docs/statistics.md)
 
 
 def detect_cusum(

@@ -10,7 +10,7 @@ import numpy as np
 from labd.stats.alert import Alert, describe_change
 from labd.stats.segments import fresh_start, robust_level, settled, widen
 
-ETS_Z = 3.25  # prediction standard deviations that make an ETS candidate (see the README)
+ETS_Z = 3.25  # prediction standard deviations that make an ETS candidate (see docs/statistics.md)
 
 
 def detect_ets(
