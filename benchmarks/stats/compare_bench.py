@@ -21,11 +21,14 @@ from generate import noise
 
 from labd.stats.compare import compare
 
-SHAPES = ("normal", "lognormal", "bimodal", "heavy", "warm-up")
+SHAPES = ("normal", "lognormal", "bimodal", "heavy", "warm-up", "trimodal")
 COV = 0.01
 
 
 def sample(rng: np.random.Generator, shape: str, n: int, shift: float) -> np.ndarray:
+    if shape == "trimodal":  # three modes 1.5% apart, weights fixed at 0.5 / 0.3 / 0.2
+        mode = rng.choice(3, n, p=[0.5, 0.3, 0.2])
+        return 100 * (1 + 0.015 * mode + rng.normal(0, 0.3 * COV, n)) * (1 + shift)
     base_shape = "normal" if shape == "warm-up" else shape
     values = 100 * (1 + noise(rng, base_shape, n, COV)) * (1 + shift)
     if shape == "warm-up":  # the first runs are slow, as when warm-up was not marked

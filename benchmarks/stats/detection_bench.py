@@ -14,6 +14,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,15 @@ from generate import generate
 
 from labd.stats.detect import DEFAULT_METHOD, METHODS, detect
 
-TCPD = Path(__file__).parents[3] / "shared" / "data" / "tcpd"
+# The Turing data sit in shared/ beside the checkout (of the repository or of a worktree).
+TCPD = next(
+    (
+        p / "shared" / "data" / "tcpd"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "data" / "tcpd").is_dir()
+    ),
+    Path("/work/shared/data/tcpd"),
+)
 PUBLISHED = Path(__file__).parent / "tcpd_published.json"  # TCPDBench's own default scores
 MARGIN = 5
 
@@ -66,7 +75,7 @@ def false_alerts_per_1000(method: str, noise: list) -> float:
     return 1000 * sum(len(detect(s.values, method)) for s in noise) / builds
 
 
-def tcpd_f1(method: str | None) -> dict[str, float]:
+def tcpd_f1(method: str | None, options: dict[str, Any] | None = None) -> dict[str, float]:
     """F1 per series as the Turing benchmark defines it: margin 5, index 0 always a change
     point, precision against the union of annotators, recall per annotator averaged. With no
     method: the score of predicting no change at all, to check this scoring against the paper's."""
@@ -81,7 +90,9 @@ def tcpd_f1(method: str | None) -> dict[str, float]:
         for v in raw:  # missing observations take the previous value: indices stay aligned
             last = v if v is not None else last
             values.append(last if last is not None else 0.0)
-        predicted = {0} | {a.index for a in (detect(values, method) if method else [])}
+        predicted = {0} | {
+            a.index for a in (detect(values, method, **(options or {})) if method else [])
+        }
         truths = [set(cps) | {0} for cps in annotations[folder.name].values()]
         union = set().union(*truths)
         precision = len(match(sorted(union), sorted(predicted))) / len(predicted)

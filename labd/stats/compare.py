@@ -19,14 +19,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from labd.stats.bootstrap import median_resamples
 from labd.stats.diagnostics import as_array, diagnose, mode_count, tukey_outliers
+from labd.stats.pairwise import pairwise_median, pairwise_quantiles
 from labd.stats.summary import Summary, summarize
 from labd.stats.welch import welch_t
 
 Method = Literal["auto", "welch", "hodges-lehmann", "bootstrap"]
 Verdict = Literal["regression", "improvement", "no change", "inconclusive"]
 
-BOOTSTRAP_RESAMPLES = 2000
+SHAPIRO_LIMIT = 5000
 
 
 @dataclass
@@ -78,7 +80,9 @@ def choose_method(base: NDArray[np.float64], new: NDArray[np.float64]) -> str:
     for a in (base, new):
         if a.size < 8:
             continue  # too few values to judge: normal theory is the sensible default
-        if stats.shapiro(a).pvalue < 0.01 or mode_count(a) > 1 or tukey_outliers(a, k=3.0):
+        # Shapiro-Wilk's p-value holds up to 5,000 values: above, it sees 5,000 taken evenly.
+        sample = a[:: -(-a.size // SHAPIRO_LIMIT)]
+        if stats.shapiro(sample).pvalue < 0.01 or mode_count(a) > 1 or tukey_outliers(a, k=3.0):
             return "hodges-lehmann"
     return "welch"
 
@@ -103,15 +107,16 @@ def _fieller(mb: float, mn: float, vb: float, vn: float, t: float) -> tuple[floa
 def hodges_lehmann(base: NDArray[np.float64], new: NDArray[np.float64], alpha: float) -> Interval:
     m, n = new.size, base.size
     k = _rank_bound(m, n, alpha)
-    diffs = np.sort(np.subtract.outer(new, base).ravel())
     p = float(stats.mannwhitneyu(new, base, alternative="two-sided").pvalue)
-    low, high = diffs[k], diffs[m * n - 1 - k]
-    estimate = float(np.median(diffs))
+    # Order statistics of the m x n pairwise differences, found without forming them all.
+    low, high = pairwise_quantiles(new, base, [k, m * n - 1 - k])
+    estimate = pairwise_median(new, base)
     if base.min() > 0 and new.min() > 0:
         # The ratio is the same shift on a log scale: exact for multiplicative changes.
-        logs = np.sort(np.subtract.outer(np.log(new), np.log(base)).ravel())
-        ratio = math.exp(np.median(logs))
-        ratio_low, ratio_high = math.exp(logs[k]), math.exp(logs[m * n - 1 - k])
+        log_new, log_base = np.log(new), np.log(base)
+        log_low, log_high = pairwise_quantiles(log_new, log_base, [k, m * n - 1 - k])
+        ratio = math.exp(pairwise_median(log_new, log_base))
+        ratio_low, ratio_high = math.exp(log_low), math.exp(log_high)
     else:
         scale = abs(float(np.median(base))) or 1.0
         ratio, ratio_low, ratio_high = 1 + estimate / scale, 1 + low / scale, 1 + high / scale
@@ -129,8 +134,7 @@ def bootstrap(
     base: NDArray[np.float64], new: NDArray[np.float64], alpha: float, seed: int = 0
 ) -> Interval:
     rng = np.random.default_rng(seed)
-    mb = np.median(base[rng.integers(0, base.size, (BOOTSTRAP_RESAMPLES, base.size))], axis=1)
-    mn = np.median(new[rng.integers(0, new.size, (BOOTSTRAP_RESAMPLES, new.size))], axis=1)
+    mb, mn = median_resamples(base, rng), median_resamples(new, rng)
     q = [100 * alpha / 2, 100 * (1 - alpha / 2)]
     low, high = np.percentile(mn - mb, q)
     with np.errstate(divide="ignore", invalid="ignore"):

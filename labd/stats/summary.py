@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from labd.stats.bootstrap import median_resamples
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -27,15 +29,11 @@ class Summary:
         return asdict(self)
 
 
-BOOTSTRAP_RESAMPLES = 2000
-
-
 def median_ci(a: np.ndarray, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the median (deterministic for a seed)."""
     if a.size < 2:
         return float(a[0]), float(a[0])
-    rng = np.random.default_rng(seed)
-    medians = np.median(a[rng.integers(0, a.size, (BOOTSTRAP_RESAMPLES, a.size))], axis=1)
+    medians = median_resamples(a, np.random.default_rng(seed))
     low, high = np.percentile(medians, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(low), float(high)
 

@@ -26,13 +26,13 @@ def test_a_clear_step_is_found_once_at_its_first_build(method: str) -> None:
     assert alert.raised_at >= alert.index
 
 
-def test_the_default_raises_a_large_step_within_a_build_or_two() -> None:
+def test_the_default_raises_a_large_step_within_three_builds() -> None:
     for seed in range(10):
         x = history(seed)
         x[50:] *= 0.9
         changes = [a for a in detect(x) if abs(a.index - 50) <= 1]
         assert len(changes) == 1, seed
-        assert changes[0].raised_at - changes[0].index <= 2 and changes[0].direction == "down"
+        assert changes[0].raised_at - changes[0].index <= 3 and changes[0].direction == "down"
 
 
 def test_a_single_build_spike_is_not_a_change_and_does_not_widen_later_intervals() -> None:
@@ -108,7 +108,7 @@ def test_a_wandering_series_raises_few_cusum_alarms(monkeypatch: pytest.MonkeyPa
     rng = np.random.default_rng(5)
     walks = [100 + np.cumsum(rng.normal(0, 0.5, 300)) for _ in range(20)]
     reported = sum(len(detect(w, "cusum")) for w in walks)
-    monkeypatch.setattr("labd.stats.detect.MEMORY_RHO", 1.0)  # every alarm reported
+    monkeypatch.setattr("labd.stats.cusum.MEMORY_RHO", 1.0)  # every alarm reported
     raised = sum(len(detect(w, "cusum")) for w in walks)
     # A random walk moves its mean without any change. Its short segments between alarms
     # show little of that alone; pooled with the segments before them they do (0.61 -> 0.43).

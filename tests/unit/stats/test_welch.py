@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from labd.stats.detect import TREND_P, _trends
+from labd.stats.segments import TREND_P
+from labd.stats.segments import trends as _trends
 from labd.stats.welch import welch_t
 
 

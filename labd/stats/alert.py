@@ -1,0 +1,54 @@
+"""What a detector reports: where a change began, when it was seen, and how large it is."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from labd.stats.welch import welch_t
+
+
+@dataclass(frozen=True)
+class Alert:
+    index: int  # first build of the change, from 0
+    raised_at: int  # newest build seen when the alert was first raised
+    direction: str  # "up" or "down" (of the value; whether that is worse depends on the metric)
+    magnitude: float  # relative change of the level, e.g. 0.05 for +5%
+    magnitude_low: float
+    magnitude_high: float
+    confidence: float  # 1 - p of the before/after comparison
+    method: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def describe_change(
+    x: Sequence[float], start: int, index: int, end: int, raised_at: int, method: str
+) -> Alert:
+    """An alert for a change at `index`, comparing x[start:index] with x[index:end]."""
+    before = np.asarray(x[max(start, index - 30) : index], dtype=float)
+    after = np.asarray(x[index:end], dtype=float)
+    base = float(np.median(before))
+    scale = abs(base) or 1.0
+    diff = float(np.median(after)) - base
+    if before.size >= 2 and after.size >= 2 and (before.std() > 0 or after.std() > 0):
+        test = welch_t(before, after)
+        low, high, p = test.low, test.high, test.p_value
+    else:
+        low = high = diff
+        p = 0.0 if diff else 1.0
+    return Alert(
+        index=index,
+        raised_at=raised_at,
+        direction="up" if diff > 0 else "down",
+        magnitude=diff / scale,
+        magnitude_low=low / scale,
+        magnitude_high=high / scale,
+        confidence=1 - p if math.isfinite(p) else 0.0,
+        method=method,
+    )

@@ -1,0 +1,101 @@
+"""Exponential smoothing with a prediction interval (Larres et al.): large changes at once."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from labd.stats.alert import Alert, describe_change
+from labd.stats.segments import fresh_start, robust_level, settled, widen
+
+ETS_Z = 3.25  # prediction standard deviations that make an ETS candidate (see docs/statistics.md)
+
+
+def detect_ets(
+    x: Sequence[float],
+    alpha: float = 0.2,
+    z: float = ETS_Z,
+    confirm: int = 1,
+    warmup: int = 10,
+    min_change: float = 0.0,
+    variance_rate: float = 0.05,
+    z_confirm: float = 2.0,
+) -> list[Alert]:
+    """Simple exponential smoothing; alert when `confirm` + 1 values in a row fall outside the
+    prediction interval on the same side."""
+    alerts: list[Alert] = []
+    segments: list[tuple[int, int]] = []  # (start, change) of the segments already closed
+    n = len(x)
+    start = 0
+    while start + warmup < n:
+        level, sd = fresh_start(x, start, warmup, segments)
+        var = sd * sd
+        candidate: list[int] = []
+        side = 0
+        restarted = False
+        for t in range(start + warmup, n):
+            error = x[t] - level
+            sd = math.sqrt(var)
+            seen = t - start
+            # A candidate needs z standard deviations; confirming builds need z_confirm on
+            # the same side, against the level from before the candidate, and must sit
+            # nearer the candidate than that level (a spike's neighbour does not).
+            if candidate:
+                near = abs(x[t] - x[candidate[0]]) < abs(error)
+                same = side == (1 if error > 0 else -1)
+                moved = abs(error) > widen(seen, z_confirm) * sd and same and near
+            else:
+                moved = abs(error) > widen(seen, z) * sd
+            if moved:
+                side = 1 if error > 0 else -1
+                candidate.append(t)
+                if len(candidate) > confirm:
+                    alert = describe_change(x, start, candidate[0], t + 1, t, "ets")
+                    if abs(alert.magnitude) >= min_change:
+                        alerts.append(alert)
+                    segments.append((start, candidate[0]))
+                    start, restarted = settled(x, candidate[0], alert.direction), True
+                    break
+                continue  # a candidate does not move the level until it is confirmed
+            candidate.clear()
+            level += alpha * error
+            # The error variance moves slower than the level: one quiet stretch must not
+            # make the interval so narrow that ordinary noise falls outside it.
+            var += variance_rate * (min(error * error, 16 * var) - var)
+        if not restarted:
+            break
+    return alerts
+
+
+def ets_one_step(x: Sequence[float], alpha: float, level0: float) -> np.ndarray:
+    """The one-step-ahead forecasts of simple exponential smoothing (for tests against
+    statsmodels, which fits the same model)."""
+    forecasts = np.empty(len(x))
+    level = level0
+    for t, value in enumerate(x):
+        forecasts[t] = level
+        level += alpha * (value - level)
+    return forecasts
+
+
+def prediction_band(
+    x: Sequence[float], alpha: float = 0.2, z: float = ETS_Z, warmup: int = 10
+) -> tuple[list[float], list[float]]:
+    """The exponential-smoothing prediction interval before each build (NaN while warming
+    up), for plots: values outside it are what `ets` treats as candidates."""
+    n = len(x)
+    low, high = [math.nan] * n, [math.nan] * n
+    if n <= warmup:
+        return low, high
+    level, sd = robust_level(x[:warmup])
+    var = sd * sd
+    for t in range(warmup, n):
+        width = widen(t, z) * math.sqrt(var)
+        low[t], high[t] = level - width, level + width
+        error = x[t] - level
+        if abs(error) <= width:  # outliers do not widen the band (the seed's Figure 5b)
+            level += alpha * error
+            var += 0.05 * (min(error * error, 16 * var) - var)
+    return low, high
