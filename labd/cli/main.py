@@ -19,6 +19,15 @@ exit codes: 0 ok, 1 a negative verdict (e.g. a regression found),
 Handler = Callable[[argparse.Namespace], int]
 
 
+def _name(value: str) -> str:
+    """An id given on the command line, checked against labd's one grammar for names."""
+    from labd.model.ids import id_problem  # small module, no heavy imports
+
+    if problem := id_problem(value):
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def _lazy(target: str) -> Handler:
     """A handler that imports "module:function" only when called."""
 
@@ -90,7 +99,9 @@ def _add_job_commands(nouns: Any) -> None:
     submit = nouns.add_parser("submit", help="submit a test manifest to the running daemon")
     submit.add_argument("file", help="test manifest (TOML)")
     submit.add_argument("--wait", action="store_true", help="follow the job, print its results")
-    submit.add_argument("--id", help="job id (submitting the same id again is harmless)")
+    submit.add_argument(
+        "--id", type=_name, help="job id (submitting the same id again is harmless)"
+    )
     submit.add_argument(
         "--connect-wait",
         type=float,
@@ -125,7 +136,7 @@ def _add_job_commands(nouns: Any) -> None:
         ("results", "a job's raw values and summary", "results"),
     ):
         cmd = verbs.add_parser(verb, help=helptext)
-        cmd.add_argument("id", help="job id")
+        cmd.add_argument("id", type=_name, help="job id")
         cmd.set_defaults(handler=_lazy(f"labd.cli.jobs_cmd:{target}"))
         if verb == "results":
             cmd.add_argument(
@@ -177,7 +188,7 @@ def _add_device_commands(nouns: Any) -> None:
     listing = verbs.add_parser("list", help="every device of the lab")
     listing.set_defaults(handler=_lazy("labd.cli.devices_cmd:list_devices"))
     show = verbs.add_parser("show", help="one device")
-    show.add_argument("id")
+    show.add_argument("id", type=_name)
     show.set_defaults(handler=_lazy("labd.cli.devices_cmd:show"))
     for action, helptext in (
         ("drain", "finish the current job, then take no more"),
@@ -185,7 +196,7 @@ def _add_device_commands(nouns: Any) -> None:
         ("maintenance", "take the device out of service"),
     ):
         cmd = verbs.add_parser(action, help=helptext)
-        cmd.add_argument("id")
+        cmd.add_argument("id", type=_name)
         cmd.set_defaults(handler=_lazy("labd.cli.devices_cmd:admin"), action=action)
     for cmd in verbs.choices.values():
         cmd.add_argument("--json", action="store_true", help="print JSON")
@@ -236,8 +247,8 @@ def _add_stats_commands(nouns: Any) -> None:
     report = nouns.add_parser(
         "report", help="an HTML report of a job, or of two compared, with its history"
     )
-    report.add_argument("job", help="the job (the baseline when a second is given)")
-    report.add_argument("job2", nargs="?", help="a job to compare with the first")
+    report.add_argument("job", type=_name, help="the job (the baseline when a second is given)")
+    report.add_argument("job2", nargs="?", type=_name, help="a job to compare with the first")
     report.add_argument(
         "-o", "--output", help="file to write (default report-JOB.html, or report-JOB-JOB2.html)"
     )

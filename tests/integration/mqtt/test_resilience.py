@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -83,4 +84,40 @@ async def test_requests_sent_while_labd_is_away_are_handled_when_it_returns(
         await ci.wait_for(lambda: finished(ci, "while-away") and finished(ci, "after-restart"))
     assert events_of(ci, "while-away")[-1]["state"] == "succeeded"
     assert events_of(ci, "after-restart")[-1]["state"] == "succeeded"
+    assert daemon.stop() == 0
+
+
+async def test_an_undeliverable_outbox_row_is_set_aside_and_the_drain_goes_on(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """Rows a database from before the id grammar may hold (a wildcard in a job id, a body
+    missing its fields) are kept aside with the reason; every row behind them goes out."""
+    import sqlite3
+    import time
+
+    broker = mosquitto_factory()
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+    assert daemon.stop() == 0
+    database = sqlite3.connect(tmp_path / "labd" / "labd.db")
+    body = {"state": "queued", "kind": "queued", "time": time.time(), "seq": 1}
+    with database:
+        for key, row_body in (("pr#42", {**body, "job_id": "pr#42"}), ("a+b", {}), ("ok", {})):
+            database.execute(
+                "INSERT INTO outbox (host, stream, key, seq, body, created_at) "
+                "VALUES ('labd', 'job', ?, 1, ?, ?)",
+                (key, json.dumps(row_body), time.time()),
+            )
+    async with Follower(broker.port) as ci:
+        daemon = start_labd(config)
+        await publish_signed(broker.port, f"{PREFIX}/jobs/submit", {"id": "after", "spec": spec(1)})
+        await ci.wait_for(lambda: finished(ci, "after"))
+    aside = database.execute("SELECT key, error FROM outbox_set_aside ORDER BY id").fetchall()
+    database.close()
+    assert [key for key, _ in aside] == ["pr#42", "a+b", "ok"]
+    assert "wildcard" in aside[0][1].lower() or "#" in aside[0][1]
+    _, metrics = daemon.get("/metrics")
+    assert 'labd_outbox_set_aside_total{stream="job"} 3.0' in metrics
+    assert daemon.get("/readyz")[0] == 200
     assert daemon.stop() == 0
