@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +250,11 @@ async def test_cli_show_and_cancel_over_mqtt(
         '[params]\ncommand = ["sleep", "0.2"]\n'
     )
     assert (await labd("submit", str(manifest), "--id", "slow-1"))[:2] == (0, "queued slow-1\n")
+    # The same id again: said at once, not after a time-out.
+    began = time.monotonic()
+    code, _, err = await labd("submit", str(manifest), "--id", "slow-1")
+    assert code == 2 and err.startswith("job slow-1 exists: "), err
+    assert time.monotonic() - began < 10
     async with Follower(broker.port) as ci:
         await ci.wait_for(lambda: any(e["kind"] == "iteration" for e in events_of(ci, "slow-1")))
         code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
