@@ -98,6 +98,16 @@ def test_report_of_an_ab_pair_renders_in_chromium(
         timeout=120,
     )
     assert made.returncode == 0, made.stderr
+    # Without -o: report-<jobs>.html in the working directory, never over an existing file.
+    again = [sys.executable, "-m", "labd", "--config", str(labd_config), "report", "fast"]
+    first = subprocess.run(again, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert first.returncode == 0 and (tmp_path / "report-fast.html").is_file(), first.stderr
+    second = subprocess.run(again, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert second.returncode == 2 and "report-fast.html exists; pass --force" in second.stderr
+    forced = subprocess.run(
+        [*again, "--force"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert forced.returncode == 0, forced.stderr
     html = out.read_text()
     assert "http://" not in html and "https://" not in html and "<script" not in html
     assert "regression" in html  # 5x slower is a regression on wall_time_ms
