@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labd.model.device import DeviceSelector
+from labd.model.ids import ID_PATTERN
 
 
 class BuildInfo(BaseModel):
@@ -92,8 +93,9 @@ class TestSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     __test__ = False  # not a pytest class
 
-    suite: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
-    test: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
+    # Both become MQTT topic levels and file names: labd's one grammar for names.
+    suite: str = Field(min_length=1, max_length=128, pattern=ID_PATTERN)
+    test: str = Field(min_length=1, max_length=128, pattern=ID_PATTERN)
     scenario: str = Field(min_length=1, description="Scenario name, provided by a driver.")
     params: dict[str, Any] = Field(default_factory=dict, description="The scenario's parameters.")
     iterations: int = Field(
