@@ -3,14 +3,18 @@
 Run as `python -I -S launch_fallback.py ...` and importing nothing of labd, it stays near 9 MB:
 programs smaller than that read as the launcher's size (a documented limit); the C launcher
 (`launch.c`, about 1.5 MB) is used whenever it can be built.
+
+No Python runs in the program's process: the launcher applies CPU affinity, no-ASLR and the
+drop to another user to itself (all three are inherited), then `posix_spawn`s the program, so
+the program's CPU time holds none of the launcher's work between fork and exec.
 """
 
 import ctypes
 import os
+import resource  # noqa: F401  os.wait4 loads it; after a drop to another user it may not
 import signal
 import sys
 import time
-import warnings  # noqa: F401  os.execvp imports it; after a drop to another user it may not load
 
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 ADDR_NO_RANDOMIZE = 0x0040000
@@ -34,8 +38,8 @@ def main(argv: list[str]) -> int:
     if user is not None and int(user.split(":")[0]) == 0:
         report.write("error user 1 refusing to run the program as root\n")
         return 126
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    launcher = os.getpid()
+    # SIGTERM, not SIGKILL, when labd dies: the handler below kills the program first.
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     flags = {"alarm": False, "term": False}
     child = {"pid": 0}
 
@@ -54,63 +58,52 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGALRM, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    read_end, write_end = os.pipe()
-    start = time.monotonic_ns()
-    pid = os.fork()
-    if pid == 0:
-        stage = "setup"
-        try:
-            os.close(read_end)
-            os.close(out)
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.setpgid(0, 0)
-            if "cpus" in opts:
-                stage = "cpus"
-                os.sched_setaffinity(0, {int(c) for c in opts["cpus"].split(",")})
-            if "no-aslr" in opts:
-                stage = "aslr"
-                current = libc.personality(0xFFFFFFFF)
-                if libc.personality(current | ADDR_NO_RANDOMIZE) == -1:
-                    raise OSError(ctypes.get_errno(), "personality failed")
-            if user is not None:
-                stage = "user"
-                uid, gid, *rest = user.split(":")
-                os.setgroups([int(g) for g in rest[0].split(",")] if rest and rest[0] else [])
-                os.setresgid(int(gid), int(gid), int(gid))
-                os.setresuid(int(uid), int(uid), int(uid))
-                if os.getuid() == 0 or os.geteuid() == 0:
-                    raise PermissionError(1, "still root after the drop")
-                try:
-                    os.setuid(0)
-                except PermissionError:
-                    pass
-                else:
-                    raise PermissionError(1, "could become root again")
-                libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-            if os.getppid() != launcher:
-                os._exit(127)
-            stage = "exec"
-            os.execvp(program[0], program)
-        except OSError as e:
-            os.write(write_end, f"{stage} {e.errno or 0} {e.strerror or e}".encode())
-        os._exit(127)
-    os.close(write_end)
+    stage = "setup"
+    try:
+        if "cpus" in opts:
+            stage = "cpus"
+            os.sched_setaffinity(0, {int(c) for c in opts["cpus"].split(",")})
+        if "no-aslr" in opts:
+            stage = "aslr"
+            current = libc.personality(0xFFFFFFFF)
+            if libc.personality(current | ADDR_NO_RANDOMIZE) == -1:
+                raise OSError(ctypes.get_errno(), "personality failed")
+        if user is not None:
+            stage = "user"
+            uid, gid, *rest = user.split(":")
+            os.setgroups([int(g) for g in rest[0].split(",")] if rest and rest[0] else [])
+            os.setresgid(int(gid), int(gid), int(gid))
+            os.setresuid(int(uid), int(uid), int(uid))
+            if os.getuid() == 0 or os.geteuid() == 0:
+                raise PermissionError(1, "still root after the drop")
+            try:
+                os.setuid(0)
+            except PermissionError:
+                pass
+            else:
+                raise PermissionError(1, "could become root again")
+            libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        stage = "exec"
+        start = time.monotonic_ns()
+        pid = os.posix_spawnp(
+            program[0],
+            program,
+            os.environ,
+            setpgroup=0,
+            setsigdef=(signal.SIGALRM, signal.SIGTERM),
+        )
+    except OSError as e:
+        report.write(f"error {stage} {e.errno or 0} {e.strerror or e}\n")
+        return 126
     child["pid"] = pid
     if flags["alarm"] or flags["term"]:
         kill_program()
     timeout_ms = int(opts.get("timeout-ms", "0"))
     if timeout_ms > 0:
         signal.setitimer(signal.ITIMER_REAL, timeout_ms / 1000, 0.05)
-    failure = os.read(read_end, 256).decode(errors="replace")
     _, status, usage = os.wait4(pid, 0)
     signal.setitimer(signal.ITIMER_REAL, 0)
     wall = time.monotonic_ns() - start
-    if failure:
-        stage, err, message = [*failure.split(" ", 2), "", ""][:3]
-        report.write(f"error {stage} {err} {message}\n")
-        return 126
     user_us, system_us = round(usage.ru_utime * 1e6), round(usage.ru_stime * 1e6)
     timed_out = int(flags["alarm"])
     report.write(f"ok {status} {wall} {user_us} {system_us} {usage.ru_maxrss} {timed_out}\n")
