@@ -49,7 +49,7 @@ from labd.mqtt.topics import Topics
 from labd.pool import Pool
 from labd.results import results_view
 from labd.scheduler import JobService, Scheduler
-from labd.store import JobConflict
+from labd.store import JobConflict, NonceSeen
 from labd.validation import describe_errors
 
 log = structlog.get_logger("labd.mqtt")
@@ -158,13 +158,14 @@ class Inbound:
                 topic, request, signed, self._response_topic(response_topic, signed), correlation
             )
             self._check_reply_to(topic, request, signed.principal)
-            expires = signed.time + self.auth.max_age_s + self.auth.clock_skew_s
-            if not await self.jobs.store.first_use(signed.principal.name, signed.nonce, expires):
-                raise Refused(
-                    [f"{topic}: replayed: a message with this nonce was already handled"],
-                    "replayed",
-                )
+            if await self.jobs.store.nonce_seen(signed.principal.name, signed.nonce):
+                raise _replayed(topic)
             replies = await route.handler(incoming)
+            # A submission records its nonce in its own transaction; the others here.
+            if route.model is not SubmitRequest and not await self.jobs.store.first_use(
+                *self._nonce(signed)
+            ):
+                raise _replayed(topic)
         except Refused as refused:
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         action = route.action.value
@@ -204,6 +205,11 @@ class Inbound:
             )
         if isinstance(request, JobQuery) and not request.reply_to:
             raise Refused([f"{topic}: reply_to: a query needs a topic under {mine}/"])
+
+    def _nonce(self, signed: Signed) -> tuple[str, str, float]:
+        """(principal, nonce, until when a replay would be refused as expired anyway)."""
+        expires = signed.time + self.auth.max_age_s + self.auth.clock_skew_s
+        return signed.principal.name, signed.nonce, expires
 
     def _response_topic(self, topic: str, signed: Signed) -> str:
         """An MQTT 5 response topic is honoured only under the principal's own replies."""
@@ -272,7 +278,15 @@ class Inbound:
         job_id = request.id or _id_from_nonce(principal.name, incoming.signed.nonce)
         try:
             source = request.source or f"mqtt {principal.name}"
-            job, created = await self.jobs.submit(request.spec, source, job_id, principal=principal)
+            job, created = await self.jobs.submit(
+                request.spec,
+                source,
+                job_id,
+                principal=principal,
+                nonce=self._nonce(incoming.signed),
+            )
+        except NonceSeen as e:
+            raise _replayed(incoming.topic) from e
         except AuthError as e:
             raise Refused([str(e)], e.reason) from e
         except InvalidSpec as e:
@@ -344,6 +358,12 @@ class Inbound:
         self.scheduler.wake()
         # The new state is published on the device's retained state topic.
         return _answers(incoming, RequestAnswer(ok=True, correlation=command.correlation))
+
+
+def _replayed(topic: str) -> Refused:
+    return Refused(
+        [f"{topic}: replayed: a message with this nonce was already handled"], "replayed"
+    )
 
 
 def _rejected(job_id: str, refused: Refused) -> JobEvent:

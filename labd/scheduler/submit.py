@@ -66,6 +66,7 @@ class JobService:
         job_id: str = "",
         submitter: str = "",
         principal: Principal | None = None,
+        nonce: tuple[str, str, float] | None = None,
     ) -> tuple[Job, bool]:
         """Validate and persist; returns (job, created). Raises InvalidSpec with every reason.
         With a principal (the way every MQTT and API request comes), its rate limit (AuthError),
@@ -85,7 +86,9 @@ class JobService:
             log.info("job rejected", job_id=job_id, source=source, problems=e.problems)
             self.bus.publish(JobRejected(job_id=job_id, source=source, problems=e.problems))
             raise
-        job, created = await self.store.submit_job(job_id, spec, submitter or "anonymous")
+        job, created = await self.store.submit_job(
+            job_id, spec, submitter or "anonymous", nonce=nonce
+        )
         if created:
             log.info(
                 "job queued",

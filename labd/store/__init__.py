@@ -1,6 +1,15 @@
 """Persistence of jobs, devices and raw results (SQLite by default, PostgreSQL for a lab)."""
 
 from labd.store.base import JobConflict, Lease, StoreError, lane_key
+from labd.store.nonces import NonceSeen
 from labd.store.store import Store, default_sqlite_url
 
-__all__ = ["JobConflict", "Lease", "Store", "StoreError", "default_sqlite_url", "lane_key"]
+__all__ = [
+    "JobConflict",
+    "Lease",
+    "NonceSeen",
+    "Store",
+    "StoreError",
+    "default_sqlite_url",
+    "lane_key",
+]

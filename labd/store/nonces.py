@@ -12,6 +12,29 @@ from labd.store.tables import auth_nonces
 PURGE_EVERY = 200  # first-uses between two sweeps of expired nonces
 
 
+class NonceSeen(Exception):
+    """This host already acted on the message with this nonce."""
+
+
+def record_nonce(
+    conn: sa.Connection, host: str, principal: str, nonce: str, expires_at: float
+) -> None:
+    """Record a nonce in the caller's transaction; NonceSeen (the transaction is rolled back
+    by the caller) when it is there already."""
+    key = (
+        (auth_nonces.c.host == host)
+        & (auth_nonces.c.principal == principal)
+        & (auth_nonces.c.nonce == nonce)
+    )
+    if conn.scalar(sa.select(auth_nonces.c.expires_at).where(key)) is not None:
+        raise NonceSeen(nonce)
+    conn.execute(
+        auth_nonces.insert().values(
+            host=host, principal=principal, nonce=nonce, expires_at=expires_at
+        )
+    )
+
+
 class Nonces(StoreBase):
     _nonce_uses = 0
 
@@ -24,24 +47,23 @@ class Nonces(StoreBase):
         self._nonce_uses += 1
         purge = self._nonce_uses % PURGE_EVERY == 1
 
-        def record(conn: sa.Connection) -> bool:
+        def record(conn: sa.Connection) -> None:
             if purge:
                 conn.execute(auth_nonces.delete().where(auth_nonces.c.expires_at < now))
-            key = (
-                (auth_nonces.c.host == self.host)
-                & (auth_nonces.c.principal == principal)
-                & (auth_nonces.c.nonce == nonce)
-            )
-            if conn.scalar(sa.select(auth_nonces.c.expires_at).where(key)) is not None:
-                return False
-            conn.execute(
-                auth_nonces.insert().values(
-                    host=self.host, principal=principal, nonce=nonce, expires_at=expires_at
-                )
-            )
-            return True
+            record_nonce(conn, self.host, principal, nonce, expires_at)
 
         try:
-            return await self.write(record)
-        except sa.exc.IntegrityError:
-            return False  # another connection of this host recorded it first
+            await self.write(record)
+        except (NonceSeen, sa.exc.IntegrityError):
+            return False  # seen, or another connection of this host recorded it first
+        return True
+
+    async def nonce_seen(self, principal: str, nonce: str) -> bool:
+        """Whether this host has acted on the nonce (a read: no commit, no fsync)."""
+        key = (
+            (auth_nonces.c.host == self.host)
+            & (auth_nonces.c.principal == principal)
+            & (auth_nonces.c.nonce == nonce)
+        )
+        query = sa.select(auth_nonces.c.expires_at).where(key)
+        return await self.read(lambda conn: conn.scalar(query)) is not None

@@ -17,23 +17,30 @@ from labd.model import (
 )
 from labd.store.base import (
     JobConflict,
-    StoreBase,
     lane_key,
     row_to_job,
     spec_hash,
 )
+from labd.store.nonces import Nonces, NonceSeen, record_nonce
 from labd.store.outbox import job_event, job_event_row
 from labd.store.tables import ACTIVE_STATES, jobs, lanes, outbox
 
 
-class JobQueue(StoreBase):
+class JobQueue(Nonces):
     """Submitting jobs and reading them back."""
 
     async def submit_job(
-        self, job_id: str, spec: TestSpec, submitter: str, now: float | None = None
+        self,
+        job_id: str,
+        spec: TestSpec,
+        submitter: str,
+        now: float | None = None,
+        nonce: tuple[str, str, float] | None = None,
     ) -> tuple[Job, bool]:
         """Persist a queued job; returns (job, created). Submitting the same id and spec again
-        returns the existing job; the same id with another spec raises JobConflict."""
+        returns the existing job; the same id with another spec raises JobConflict. `nonce`
+        (principal, nonce, expiry) of a signed request is recorded in the same transaction
+        (NonceSeen when this host has it already): a replay costs no second commit to find."""
         now = time.time() if now is None else now
         digest, lane = spec_hash(spec), lane_key(spec.device)
         summary = {
@@ -67,6 +74,8 @@ class JobQueue(StoreBase):
         selector = None if lane in self.known_lanes else spec.device.model_dump()
 
         def insert(conn: sa.Connection) -> None:
+            if nonce is not None:
+                record_nonce(conn, self.host, *nonce)
             if selector is not None:
                 found = conn.scalar(sa.select(lanes.c.key).where(lanes.c.key == lane))
                 if found is None:
@@ -80,6 +89,8 @@ class JobQueue(StoreBase):
             existing = await self.get_job(job_id)
             if existing is None:
                 raise
+            if nonce is not None and not await self.first_use(*nonce):
+                raise NonceSeen(nonce[1]) from None
             if spec_hash(existing.spec) != digest:
                 raise JobConflict(
                     f"job id {job_id!r} was already submitted with a different spec"

@@ -20,7 +20,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from labd.store.base import SqliteThread, StoreError
 from labd.store.leases import Leases
 from labd.store.migrations import migrate
-from labd.store.nonces import Nonces
 from labd.store.records import Records
 
 log = structlog.get_logger("labd.store")
@@ -30,7 +29,7 @@ def default_sqlite_url(state_dir: Path) -> str:
     return f"sqlite+aiosqlite:///{state_dir / 'labd.db'}"
 
 
-class Store(Leases, Records, Nonces):
+class Store(Leases, Records):
     """Async access to labd's database. Create with `await Store.open(url)`."""
 
     def __init__(
