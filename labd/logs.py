@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 import structlog
@@ -39,6 +39,47 @@ def _shared_processors() -> list[Any]:
     ]
 
 
+# sd-daemon(3) priority prefixes: journald files a line under its priority, so
+# `journalctl -p err` finds labd's errors (without them every line is priority 6, info).
+SYSLOG_PRIORITY = {
+    logging.CRITICAL: 2,
+    logging.ERROR: 3,
+    logging.WARNING: 4,
+    logging.INFO: 6,
+    logging.DEBUG: 7,
+}
+
+
+def stderr_is_journal(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether stderr is connected to journald: systemd sets JOURNAL_STREAM to the device and
+    inode of the stream it gave us; it must still be our stderr (not inherited past a
+    redirection)."""
+    import os
+
+    value = (environ if environ is not None else os.environ).get("JOURNAL_STREAM", "")
+    device, _, inode = value.partition(":")
+    try:
+        info = os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError):
+        return False
+    return device.isdigit() and inode.isdigit() and (info.st_dev, info.st_ino) == (
+        int(device),
+        int(inode),
+    )
+
+
+class JournalPriority(logging.Formatter):
+    """Prefix each line with its `<N>` priority for journald."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        priority = SYSLOG_PRIORITY.get(record.levelno, 6)
+        return f"<{priority}>" + self.inner.format(record)
+
+
 def wants_json(fmt: str) -> bool:
     """JSON when asked for, or in "auto" mode when stderr is not a terminal."""
     return fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
@@ -63,7 +104,7 @@ def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],
     )
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(formatter)
+    handler.setFormatter(JournalPriority(formatter) if stderr_is_journal() else formatter)
     handler.set_name(_HANDLER_NAME)
     root = logging.getLogger()
     # Replace only our own handler: others (pytest's capture, an embedding app's) stay.

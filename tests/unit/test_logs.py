@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import structlog
@@ -57,3 +61,27 @@ def test_tracebacks_are_structured_and_hold_no_local_variables(
     (line,) = json_lines(capsys.readouterr().err)
     assert line["exception"][0]["exc_value"] == "boom"
     assert password not in json.dumps(line)
+
+
+@pytest.mark.parametrize("ours", [True, False])
+def test_journald_gets_a_priority_on_every_line(tmp_path: Path, ours: bool) -> None:
+    """Under systemd (JOURNAL_STREAM naming our stderr) each line starts with <N>, so
+    `journalctl -p err` finds the errors; anywhere else lines are left as they are."""
+    out = tmp_path / "stderr"
+    script = (
+        "import structlog; from labd.logs import configure_logging\n"
+        "configure_logging('debug', 'json'); log = structlog.get_logger('labd.t')\n"
+        "log.debug('d'); log.info('i'); log.warning('w'); log.error('e')\n"
+    )
+    with out.open("wb") as stderr:
+        info = os.fstat(stderr.fileno())
+        stream = f"{info.st_dev}:{info.st_ino}" if ours else "1:2"
+        env = {**os.environ, "JOURNAL_STREAM": stream}
+        subprocess.run([sys.executable, "-c", script], stderr=stderr, env=env, check=True)
+    lines = out.read_text().splitlines()
+    prefixes = [line[:3] for line in lines]
+    if ours:
+        assert prefixes == ["<7>", "<6>", "<4>", "<3>"]
+        assert json.loads(lines[3][3:])["event"] == "e"
+    else:
+        assert all(line.startswith("{") for line in lines) and len(lines) == 4
