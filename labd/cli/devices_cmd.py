@@ -18,6 +18,7 @@ def list_devices(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"devices": devices}, indent=2))
         return 0
+    print(f"{'DEVICE':<24} {'PLATFORM':<9} {'STATE':<12} {'ADMIN':<12} HOST  (WHY)")
     for d in devices:
         reason = f"  ({d['reason']})" if d["reason"] else ""
         print(

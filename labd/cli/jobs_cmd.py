@@ -184,10 +184,12 @@ def list_jobs(args: argparse.Namespace) -> int:
         jobs = _client(args).call("GET", f"/jobs?{query}")["jobs"]
 
     def human() -> None:
+        print(f"{'JOB':<34} {'STATE':<10} {'SUITE/TEST':<30} {'DEVICE':<16} SUBMITTED")
         for job in jobs:
             spec = job["spec"]
+            name = f"{spec['suite']}/{spec['test']}"
             print(
-                f"{job['id']:<34} {job['state']:<10} {spec['suite']}/{spec['test']:<24} "
+                f"{job['id']:<34} {job['state']:<10} {name:<30} "
                 f"{job['device_id'] or '-':<16} {job['submitted_at']}"
             )
 

@@ -84,7 +84,11 @@ def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
     colour = {"regression": "red", "improvement": "green", "no change": "cyan"}
     table = Table(title=f"{args.base} -> {args.new} (effect of interest {100 * args.effect:g}%)")
     for column in ("metric", "base", "new", "change [95% CI]", "verdict", "method"):
-        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
+        table.add_column(
+            column,
+            justify="left" if column in ("metric", "verdict") else "right",
+            no_wrap=column != "metric",  # an interval on two lines reads as two numbers
+        )
     for r in results:
         change = "-"
         if r.ratio == r.ratio:  # not NaN
@@ -118,7 +122,7 @@ def _print_context(context: dict[str, Any]) -> None:
 def _spread(summary: Any) -> str:
     if summary is None:
         return "-"
-    return f"{summary.median:.4g} +- {summary.mad:.2g} n={summary.n}"
+    return f"{summary.median:.4g} ± {summary.mad:.2g} n={summary.n}"
 
 
 def detect(args: argparse.Namespace) -> int:
