@@ -102,7 +102,7 @@ async def fill(store: Store, start: int, stop: int) -> None:
                 "state": "queued",
                 "priority": spec.priority,
                 "fair_rank": n,
-                "lane": lane_key(selector),
+                "lane": lane_key(selector, spec.scenario),
                 "submitter": f"ci-{n % 5}",
                 "spec": spec.model_dump(mode="json"),
                 "spec_hash": spec_hash(spec),
@@ -120,10 +120,11 @@ async def fill(store: Store, start: int, stop: int) -> None:
     async with store.engine.begin() as conn:  # register the lanes as a submit would
         known = set((await conn.execute(sa.select(lanes_table.c.key))).scalars())
         for selector in lanes:
-            if lane_key(selector) not in known:
+            key = lane_key(selector, "instant")
+            if key not in known:
                 await conn.execute(
                     lanes_table.insert().values(
-                        key=lane_key(selector), selector=selector.model_dump()
+                        key=key, selector=selector.model_dump(), scenario="instant"
                     )
                 )
 
@@ -133,7 +134,7 @@ async def dispatch_cost(store: Store, devices: list[Device], samples: int) -> fl
     lanes = await store.lanes()
     times = []
     for device in itertools.islice(itertools.cycle(devices), samples):
-        keys = [k for k, s in lanes.items() if s.matches(device)]
+        keys = [k for k, lane in lanes.items() if lane.fits(device, {"instant"})]
         start = time.perf_counter()
         lease = await store.claim_job(device.id, keys, "bench", 30)
         times.append((time.perf_counter() - start) * 1000)

@@ -61,3 +61,9 @@ class TestFailure(LabdError):
     """The test itself failed (bad exit status, app crash): retrying would not help."""
 
     __test__ = False  # not a pytest class
+
+
+class CannotStart(TestFailure):
+    """The job's own spec cannot start on this device (a program that is not there, a
+    scenario its driver lacks): the job fails with this reason; no retry, no blame on the
+    device."""

@@ -66,18 +66,40 @@ class ScriptedDriver(Driver):
         return {"script": ScriptScenario}
 
 
+class NapScenario(Scenario):
+    name = "nap"
+
+    async def run_iteration(self, index: int) -> dict[str, float]:
+        return {"napped": 1.0}
+
+
+class NappingDriver(ScriptedDriver):
+    """A second platform whose driver offers only the `nap` scenario."""
+
+    name = "napping"
+    platform = "napping"
+
+    def scenarios(self) -> Mapping[str, type[Scenario]]:
+        return {"nap": NapScenario}
+
+
 class RecordingPower(PowerControl):
     """Power control that records what it was told, and can cure a device when cycled."""
 
-    def __init__(self, on_cycle: object = None) -> None:
+    def __init__(self, on_cycle: object = None, broken: str = "") -> None:
         super().__init__(NoOptions())
         self.calls: list[str] = []
         self.on_cycle = on_cycle
+        self.broken = broken  # the relay answers every switch with this error
 
     async def on(self) -> None:
         self.calls.append("on")
+        if self.broken:
+            raise InfrastructureError(self.broken)
         if callable(self.on_cycle):
             self.on_cycle()
 
     async def off(self) -> None:
         self.calls.append("off")
+        if self.broken:
+            raise InfrastructureError(self.broken)

@@ -28,6 +28,7 @@ log = structlog.get_logger("labd.host")
 
 TMPFS_ROOT = Path("/dev/shm")
 STDERR_TAIL = 400  # characters of the program's stderr kept in a failed iteration's error
+MAX_ITERATION_TIMEOUT_S = 7 * 24 * 3600.0  # a job's own time-out cannot be longer either
 
 
 class CommandParams(BaseModel):
@@ -70,10 +71,7 @@ class CommandScenario(Scenario):
     @classmethod
     def check(cls, params: BaseModel) -> list[str]:
         assert isinstance(params, CommandParams)
-        problems = []
-        program = params.command[0]
-        if shutil.which(program) is None:
-            problems.append(f"params.command: program {program!r} not found on this host")
+        problems = _unstartable(params)
         allowed = os.sched_getaffinity(0)
         if params.cpu is not None and params.cpu not in allowed:
             problems.append(f"params.cpu: CPU {params.cpu} is not one of {sorted(allowed)}")
@@ -81,8 +79,15 @@ class CommandScenario(Scenario):
             problems.append("params.tmpfs: cannot be combined with params.cwd")
         if params.tmpfs and not os.access(TMPFS_ROOT, os.W_OK):
             problems.append(f"params.tmpfs: {TMPFS_ROOT} is not writable here")
-        if params.cwd and not Path(params.cwd).is_dir():
+        if params.cwd and "\0" not in params.cwd and not Path(params.cwd).is_dir():
             problems.append(f"params.cwd: {params.cwd!r} is not a directory")
+        if params.iteration_timeout_s > MAX_ITERATION_TIMEOUT_S:
+            # threading.Timer cannot wait that long (OverflowError in its thread): the
+            # iteration would silently have no time-out at all.
+            problems.append(
+                f"params.iteration_timeout_s: at most {MAX_ITERATION_TIMEOUT_S:g} s, "
+                f"got {params.iteration_timeout_s:g}"
+            )
         return problems
 
     @classmethod
@@ -197,3 +202,23 @@ def _proxy_env(network: dict[str, str]) -> dict[str, str]:
     proxy = network["proxy"]
     names = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "LABD_REPLAY_PROXY")
     return {name: proxy for name in names} | {"no_proxy": "", "NO_PROXY": ""}
+
+
+def _unstartable(params: CommandParams) -> list[str]:
+    """What would stop the program from starting at all: exec refuses NUL bytes and malformed
+    variable names, and a program that is not on this host cannot run."""
+    problems = []
+    for n, arg in enumerate(params.command):
+        if "\0" in arg:
+            problems.append(f"params.command.{n}: contains a NUL byte, which no program can get")
+    for key, value in params.env.items():
+        if not key or "=" in key or "\0" in key:
+            problems.append(f"params.env: {key!r} is not a valid variable name")
+        if "\0" in value:
+            problems.append(f"params.env.{key}: contains a NUL byte, which no program can get")
+    if "\0" in params.cwd:
+        problems.append("params.cwd: contains a NUL byte")
+    program = params.command[0]
+    if not problems and shutil.which(program) is None:
+        problems.append(f"params.command: program {program!r} not found on this host")
+    return problems

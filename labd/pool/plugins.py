@@ -1,12 +1,13 @@
 """Loading driver and power plugins from their entry-point groups, with their options checked.
 
-A plugin that fails to import is logged and left out; the daemon runs with the others.
+A plugin that fails to import or to start is logged and left out; the daemon runs with the
+others, and the pool marks the devices of a plugin that failed to start with the reason.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from pydantic import BaseModel, ValidationError
@@ -19,6 +20,25 @@ log = structlog.get_logger("labd.pool")
 
 DRIVER_GROUP = "labd.drivers"
 POWER_GROUP = "labd.power"
+
+T = TypeVar("T")
+
+
+class Plugins(dict[str, T]):
+    """The plugins that started, by name (drivers) or device id (power controls); `failed`
+    holds why each of the others did not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: dict[str, str] = {}
+
+    def start(self, key: str, what: str, make: Any, *args: Any) -> None:
+        """Construct a plugin; a plugin's own bug is logged and recorded, never fatal."""
+        try:
+            self[key] = make(*args)
+        except Exception as e:
+            log.exception(f"{what} failed to start; continuing without it", plugin=key)
+            self.failed[key] = f"{what} failed to start: {type(e).__name__}: {e}"
 
 
 def _classes(group: str) -> dict[str, Any]:
@@ -43,7 +63,7 @@ def _options(model: type[BaseModel], data: dict[str, Any], key: str, source: str
         ) from e
 
 
-def load_drivers(sections: dict[str, dict[str, Any]], host: str, source: str) -> dict[str, Driver]:
+def load_drivers(sections: dict[str, dict[str, Any]], host: str, source: str) -> Plugins[Driver]:
     """Every installed driver whose `[drivers.<name>]` section does not set enabled = false."""
     classes = _classes(DRIVER_GROUP)
     unknown = [
@@ -53,18 +73,18 @@ def load_drivers(sections: dict[str, dict[str, Any]], host: str, source: str) ->
     ]
     if unknown:
         raise ConfigError(unknown)
-    drivers = {}
+    drivers: Plugins[Driver] = Plugins()
     for name, cls in classes.items():
         options = _options(cls.Options, sections.get(name, {}), f"drivers.{name}", source)
         if getattr(options, "enabled", True):
-            drivers[name] = cls(options, host)
+            drivers.start(name, f"driver {name}", cls, options, host)
     return drivers
 
 
-def load_power(sections: dict[str, dict[str, Any]], source: str) -> dict[str, PowerControl]:
+def load_power(sections: dict[str, dict[str, Any]], source: str) -> Plugins[PowerControl]:
     """Power controllers per device id from `[pool.power.<device>]` sections."""
     classes = _classes(POWER_GROUP)
-    controllers: dict[str, PowerControl] = {}
+    controllers: Plugins[PowerControl] = Plugins()
     problems = []
     for device_id, section in sections.items():
         key = f"pool.power.{device_id}"
@@ -76,7 +96,8 @@ def load_power(sections: dict[str, dict[str, Any]], source: str) -> dict[str, Po
             problems.append(f"{source}: {key}.kind: unknown power control {kind!r}{hint}")
             continue
         rest = {k: v for k, v in section.items() if k != "kind"}
-        controllers[device_id] = classes[kind](_options(classes[kind].Options, rest, key, source))
+        options = _options(classes[kind].Options, rest, key, source)
+        controllers.start(device_id, f"power control {kind}", classes[kind], options)
     if problems:
         raise ConfigError(problems)
     return controllers

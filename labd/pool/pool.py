@@ -36,6 +36,9 @@ class Pool:
     ) -> None:
         self.drivers = dict(drivers)
         self.power = dict(power)
+        # Plugins that failed to start (see plugins.Plugins): their devices say why.
+        self.broken_drivers: dict[str, str] = dict(getattr(drivers, "failed", {}))
+        self.broken_power: dict[str, str] = dict(getattr(power, "failed", {}))
         self.store = store
         self.bus = bus
         self.settings = settings
@@ -52,6 +55,8 @@ class Pool:
             self.devices[device.id] = device.model_copy(
                 update={"state": DeviceState.OFFLINE, "reason": "not discovered yet"}
             )
+            if broken := self.broken_drivers.get(device.driver):
+                await self._update(device.id, state=DeviceState.OFFLINE, reason=broken)
         await self.discover()
         every = self._every
         self._tasks.supervise(
@@ -73,7 +78,12 @@ class Pool:
     async def _every(self, interval: float, action: Callable[[], Awaitable[None]]) -> None:
         while True:
             await asyncio.sleep(interval)
-            await action()
+            try:
+                await action()
+            except Exception:
+                # One bad pass (a plugin bug, a database hiccup) must not end the loop that
+                # looks after every device of the host.
+                log.exception("pool pass failed; trying again", action=action.__name__)
 
     # Discovery and health -------------------------------------------------------------------
 
@@ -103,12 +113,12 @@ class Pool:
             # Placeholder state, so the update below is a change that is published.
             self.devices[found.id] = device.model_copy(update={"state": DeviceState.OFFLINE})
             log.info("device appeared", device=found.id, platform=found.platform)
-            await self._update(found.id, state=self._settled_state(device), reason="")
+            await self._update(found.id, **self._settled(device))
         elif known.state is DeviceState.OFFLINE and known.reason in (
             "vanished",
             "not discovered yet",
         ):
-            await self._update(found.id, state=self._settled_state(known), reason="")
+            await self._update(found.id, **self._settled(known))
 
     async def check_health(self) -> None:
         """Run each idle device's health check; power-cycle, then quarantine, the failing."""
@@ -116,6 +126,8 @@ class Pool:
             if device_id in self.busy or device.state is DeviceState.QUARANTINED:
                 continue
             if device.state is DeviceState.OFFLINE and device.reason == "vanished":
+                continue
+            if device.driver in self.broken_drivers:
                 continue
             reason = await self._health_of(device)
             if reason is None:
@@ -149,7 +161,17 @@ class Pool:
         after = self.settings.power_cycle_after
         control = self.power.get(device.id)
         if failures == after and control is not None:
-            await self.power_cycle(device.id, reason)
+            try:
+                await self.power_cycle(device.id, reason)
+            except Exception as e:
+                # The relay's own fault: this device is broken, the others go on.
+                log.exception("power cycle failed", device=device.id)
+                await self._update(
+                    device.id,
+                    state=DeviceState.QUARANTINED,
+                    reason=f"power cycle failed ({type(e).__name__}: {e}) after: {reason}",
+                )
+                return
             await self._update(device.id, state=DeviceState.OFFLINE, reason=reason)
         elif failures > after and (control is not None or failures >= 2 * after):
             why = "power cycle did not help" if control else "no power control configured"
@@ -196,7 +218,7 @@ class Pool:
                 f"{failures} infrastructure failures in a row; last: {infra_failure}",
             )
         elif device.state is DeviceState.BUSY:
-            state, reason = self._settled_state(device), ""
+            state, reason = self._settled_state(device), self.broken_power.get(device_id, "")
         else:  # it went offline while busy: leave that as it is
             state, reason = device.state, device.reason
         await self._update(device_id, state=state, reason=reason, consecutive_failures=failures)
@@ -218,7 +240,15 @@ class Pool:
                 changes["state"] = DeviceState.MAINTENANCE
         return await self._update(device_id, **changes)
 
+    def _settled(self, device: Device) -> dict[str, object]:
+        """The state (and its reason) of a device nothing is wrong with but what is known."""
+        if broken := self.broken_power.get(device.id):
+            return {"state": DeviceState.QUARANTINED, "reason": broken}
+        return {"state": self._settled_state(device), "reason": ""}
+
     def _settled_state(self, device: Device) -> DeviceState:
+        if device.id in self.broken_power:
+            return DeviceState.QUARANTINED
         if device.admin is not AdminState.ENABLED:
             return DeviceState.MAINTENANCE
         if device.consecutive_failures >= self.settings.quarantine_after:

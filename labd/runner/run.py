@@ -16,7 +16,7 @@ import structlog
 from pydantic import BaseModel
 
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
-from labd.errors import TestFailure
+from labd.errors import CannotStart, TestFailure
 from labd.events import EventBus, IterationDone, JobStarted
 from labd.model import Device, Driver, Iteration, Job, JobState, Policy, RunContext, Scenario
 from labd.runner.conditions import judge
@@ -53,7 +53,31 @@ async def run_job(
     policy: Policy | None = None,
 ) -> Outcome:
     """Run every iteration of job on device. InfrastructureError propagates (the caller
-    retries); a failing iteration is recorded with its error and the job reported failed."""
+    retries); a failing iteration is recorded with its error and the job reported failed; a
+    spec that cannot start (CannotStart) fails the job at once."""
+    try:
+        return await _run(
+            job, device, driver, params, store, bus, workdir, replay, measurement, perfherder,
+            policy,
+        )  # fmt: skip
+    except CannotStart as e:
+        log.warning("the job cannot start on this device", error=str(e))
+        return Outcome(JobState.FAILED, f"cannot start on {device.id}: {e}")
+
+
+async def _run(
+    job: Job,
+    device: Device,
+    driver: Driver,
+    params: BaseModel,
+    store: Store,
+    bus: EventBus,
+    workdir: Path,
+    replay: ReplaySettings | None,
+    measurement: MeasurementSettings | None,
+    perfherder: PerfherderSettings | None,
+    policy: Policy | None,
+) -> Outcome:
     spec = job.spec
     rules = measurement or MeasurementSettings()
     scenario_cls = driver.scenarios()[spec.scenario]
@@ -167,6 +191,8 @@ async def _iteration(
     error = ""
     try:
         values = await scenario.run_iteration(index)
+    except CannotStart:
+        raise  # every further iteration would fail the same way
     except TestFailure as e:
         error = str(e)
     finished = datetime.now(UTC)

@@ -23,6 +23,7 @@ from labd.logs import bind_context
 from labd.model import Device, Job, JobState
 from labd.pool import Pool
 from labd.runner import Outcome, run_job
+from labd.scheduler.start_check import start_check
 from labd.scheduler.submit import JobService
 from labd.store import Lease, Store
 from labd.tasks import TaskSet
@@ -31,6 +32,9 @@ log = structlog.get_logger("labd.scheduler")
 
 # Devices offered work at once: claims overlap their database round trips.
 DISPATCH_CONCURRENCY = 8
+# A job requeued after an infrastructure failure is left to other devices this long after it
+# became due (every host polls the queue each second), then its old device may take it back.
+RETRY_ELSEWHERE_GRACE_S = 3.0
 
 
 class Interrupt(enum.Enum):
@@ -128,7 +132,9 @@ class Scheduler:
         limit = asyncio.Semaphore(DISPATCH_CONCURRENCY)
 
         async def offer(device: Device) -> bool:
-            keys = [key for key, selector in lanes.items() if selector.matches(device)]
+            driver = self.pool.drivers.get(device.driver)
+            scenarios = driver.scenarios() if driver is not None else {}
+            keys = [key for key, lane in lanes.items() if lane.fits(device, scenarios)]
             if not keys:
                 return False
             async with limit:
@@ -140,7 +146,7 @@ class Scheduler:
     async def _claim_for(self, device: Device, keys: list[str]) -> bool:
         try:
             lease = await self.store.claim_job(
-                device.id, keys, self.owner, self.settings.lease_ttl_s
+                device.id, keys, self.owner, self.settings.lease_ttl_s, RETRY_ELSEWHERE_GRACE_S
             )
         except IntegrityError:  # the database still has a job active on it
             log.warning("device holds an active job in the store; skipped", device=device.id)
@@ -199,8 +205,13 @@ class Scheduler:
         try:
             if not await self.store.mark_running(job.id, token):
                 return ""
+            params, problem = await start_check(job, device, driver)
+            if params is None:
+                # The spec's fault, not the device's: fail the job, count nothing against it.
+                log.warning("the job cannot start on this device", error=problem)
+                await self._finish(job, token, JobState.FAILED, f"cannot start: {problem}")
+                return ""
             log.info("job running", iterations=job.spec.warmup + job.spec.iterations)
-            params = self.jobs.params_of(job.spec, driver)
             workdir = self.workdir / job.id
             async with asyncio.timeout(job.spec.timeout_s):
                 outcome = await run_job(
@@ -233,7 +244,7 @@ class Scheduler:
             log.warning(
                 "job attempt failed", error=error, exc_info=not isinstance(e, InfrastructureError)
             )
-            await self._retry_or_fail(job, token, error)
+            await self._retry_or_fail(job, token, error, device.id)
             return error
         finally:
             heart.cancel()
@@ -287,7 +298,7 @@ class Scheduler:
         else:
             log.warning("lease lost; another host owns the job now")
 
-    async def _retry_or_fail(self, job: Job, token: str, error: str) -> None:
+    async def _retry_or_fail(self, job: Job, token: str, error: str, device_id: str) -> None:
         if job.attempts >= job.spec.max_attempts:
             await self._finish(
                 job, token, JobState.FAILED, f"{error} (attempt {job.attempts}, no retries left)"
@@ -297,7 +308,7 @@ class Scheduler:
             self.settings.retry_backoff_s * 2 ** (job.attempts - 1),
             self.settings.retry_backoff_max_s,
         )
-        if await self.store.requeue_job(job.id, token, error, delay=delay):
+        if await self.store.requeue_job(job.id, token, error, delay=delay, avoid_device=device_id):
             log.info("job will be retried", retry_in_s=delay, error=error)
             self.bus.publish(
                 JobRequeued(job_id=job.id, reason=error, attempt=job.attempts, retry_in_s=delay)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from labd.errors import LabdError
 from labd.model import (
+    Device,
     DeviceSelector,
     Job,
     JobState,
@@ -50,8 +51,23 @@ def spec_hash(spec: TestSpec) -> str:
     return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()
 
 
-def lane_key(selector: DeviceSelector) -> str:
-    return hashlib.sha256(selector.key().encode()).hexdigest()[:32]
+def lane_key(selector: DeviceSelector, scenario: str) -> str:
+    """Jobs with equal selectors and the same scenario share a queue lane."""
+    return hashlib.sha256(f"{selector.key()}\n{scenario}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """A queue lane: which devices its jobs fit, and the scenario they need of the driver."""
+
+    selector: DeviceSelector
+    scenario: str  # "" only for lanes written before scenarios were matched: any driver
+
+    def fits(self, device: Device, scenarios: Collection[str]) -> bool:
+        """Whether `device`, whose driver offers `scenarios`, can run this lane's jobs."""
+        return self.selector.matches(device) and (
+            not self.scenario or self.scenario in scenarios
+        )
 
 
 def row_to_job(row: Any) -> Job:

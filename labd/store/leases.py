@@ -27,14 +27,21 @@ class Leases(JobQueue):
     """Moving leased jobs on; builds on the queue (it reads jobs back)."""
 
     async def claim_job(
-        self, device_id: str, lane_keys: Sequence[str], owner: str, ttl: float
+        self,
+        device_id: str,
+        lane_keys: Sequence[str],
+        owner: str,
+        ttl: float,
+        avoid_grace_s: float = 0.0,
     ) -> Lease | None:
-        """Lease the best queued job of the given lanes for device_id, or None if none waits."""
+        """Lease the best queued job of the given lanes for device_id, or None if none waits.
+        A job whose last attempt failed on device_id's infrastructure is left to other devices
+        for `avoid_grace_s` after it became due; then device_id may take it back."""
         now = time.time()
         token = uuid.uuid4().hex
 
         def claim(conn: sa.Connection) -> Any:
-            best = self._peek(conn, lane_keys, now)
+            best = self._peek(conn, lane_keys, now, device_id, avoid_grace_s)
             if best is None:
                 return None
             row = conn.execute(
@@ -64,7 +71,14 @@ class Leases(JobQueue):
         row = await self.write(claim)
         return Lease(row_to_job(row), token) if row is not None else None
 
-    def _peek(self, conn: sa.Connection, lane_keys: Sequence[str], now: float) -> int | None:
+    def _peek(
+        self,
+        conn: sa.Connection,
+        lane_keys: Sequence[str],
+        now: float,
+        device_id: str,
+        avoid_grace_s: float,
+    ) -> int | None:
         # The head of each lane is the first entry of ix_jobs_dispatch: one index seek per
         # lane, so the cost stays flat however long the queue grows. Heads another host is
         # claiming right now are skipped, not waited for; they stay locked until we commit.
@@ -76,6 +90,8 @@ class Leases(JobQueue):
                     jobs.c.state == JobState.QUEUED.value,
                     jobs.c.lane == key,
                     jobs.c.not_before <= now,
+                    (jobs.c.avoid_device != device_id)
+                    | (jobs.c.not_before <= now - avoid_grace_s),
                 )
                 .order_by(jobs.c.priority.desc(), jobs.c.fair_rank, jobs.c.seq)
                 .limit(1)
@@ -120,9 +136,16 @@ class Leases(JobQueue):
         )
 
     async def requeue_job(
-        self, job_id: str, token: str, error: str, delay: float = 0.0, refund: bool = False
+        self,
+        job_id: str,
+        token: str,
+        error: str,
+        delay: float = 0.0,
+        refund: bool = False,
+        avoid_device: str = "",
     ) -> bool:
-        """Put a held job back in the queue (after `delay` s); `refund` forgives the attempt."""
+        """Put a held job back in the queue (after `delay` s); `refund` forgives the attempt;
+        `avoid_device` (whose infrastructure failed it) is the last to be offered it again."""
         extra: dict[str, Any] = {"attempts": jobs.c.attempts - 1} if refund else {}
         return await self._move(
             job_id,
@@ -134,6 +157,7 @@ class Leases(JobQueue):
             device_id="",
             lease_owner="",
             lease_token="",
+            avoid_device=avoid_device,
             **extra,
         )
 

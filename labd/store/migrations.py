@@ -55,11 +55,43 @@ def _v4_auth_nonces(conn: Connection) -> None:
     tables.outbox_set_aside.create(conn, checkfirst=True)
 
 
+def _v5_scenario_lanes(conn: Connection) -> None:
+    """Lanes by selector and scenario, and the device a retry avoids. Jobs still waiting or
+    running move to the lane of their scenario."""
+    from labd.model import DeviceSelector
+    from labd.store.base import lane_key
+
+    if "scenario" not in {c["name"] for c in sa.inspect(conn).get_columns("lanes")}:
+        conn.execute(
+            sa.text("ALTER TABLE lanes ADD COLUMN scenario VARCHAR(128) NOT NULL DEFAULT ''")
+        )
+    if "avoid_device" not in {c["name"] for c in sa.inspect(conn).get_columns("jobs")}:
+        conn.execute(
+            sa.text("ALTER TABLE jobs ADD COLUMN avoid_device VARCHAR(128) NOT NULL DEFAULT ''")
+        )
+    jobs, lanes = tables.jobs, tables.lanes
+    known = set(conn.scalars(sa.select(lanes.c.key)))
+    waiting = sa.select(jobs.c.seq, jobs.c.spec).where(
+        jobs.c.state.in_(["queued", "leased", "running"])
+    )
+    for seq, spec in conn.execute(waiting).all():
+        selector = DeviceSelector.model_validate(spec.get("device", {}))
+        scenario = spec.get("scenario", "")
+        key = lane_key(selector, scenario)
+        if key not in known:
+            conn.execute(
+                lanes.insert().values(key=key, selector=selector.model_dump(), scenario=scenario)
+            )
+            known.add(key)
+        conn.execute(jobs.update().where(jobs.c.seq == seq).values(lane=key))
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "jobs, lanes, devices, iterations", _v1_initial),
     (2, "jobs.suite and jobs.test for histories", _v2_history_columns),
     (3, "outbox and per-job event sequence numbers", _v3_outbox),
     (4, "signed-message nonces, outbox rows set aside", _v4_auth_nonces),
+    (5, "lanes by scenario; the device a retry avoids", _v5_scenario_lanes),
 ]
 
 

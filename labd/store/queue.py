@@ -17,6 +17,7 @@ from labd.model import (
 )
 from labd.store.base import (
     JobConflict,
+    Lane,
     lane_key,
     row_to_job,
     spec_hash,
@@ -42,7 +43,7 @@ class JobQueue(Nonces):
         (principal, nonce, expiry) of a signed request is recorded in the same transaction
         (NonceSeen when this host has it already): a replay costs no second commit to find."""
         now = time.time() if now is None else now
-        digest, lane = spec_hash(spec), lane_key(spec.device)
+        digest, lane = spec_hash(spec), lane_key(spec.device, spec.scenario)
         summary = {
             "submitter": submitter,
             "suite": spec.suite,
@@ -79,7 +80,9 @@ class JobQueue(Nonces):
             if selector is not None:
                 found = conn.scalar(sa.select(lanes.c.key).where(lanes.c.key == lane))
                 if found is None:
-                    conn.execute(lanes.insert().values(key=lane, selector=selector))
+                    conn.execute(
+                        lanes.insert().values(key=lane, selector=selector, scenario=spec.scenario)
+                    )
             conn.execute(INSERT_JOB, row)
             conn.execute(outbox.insert(), job_event_row(self.host, queued))
 
@@ -156,11 +159,13 @@ class JobQueue(Nonces):
         count: int | None = await self.read(lambda conn: conn.scalar(query))
         return count or 0
 
-    async def lanes(self) -> dict[str, DeviceSelector]:
-        """Every selector jobs were ever submitted with, by lane key."""
-        query = sa.select(lanes.c.key, lanes.c.selector)
+    async def lanes(self) -> dict[str, Lane]:
+        """Every (selector, scenario) jobs were ever submitted with, by lane key."""
+        query = sa.select(lanes.c.key, lanes.c.selector, lanes.c.scenario)
         rows = await self.read(lambda conn: conn.execute(query).all())
-        return {key: DeviceSelector.model_validate(sel) for key, sel in rows}
+        return {
+            key: Lane(DeviceSelector.model_validate(sel), scenario) for key, sel, scenario in rows
+        }
 
     async def active_job_on(self, device_id: str) -> str | None:
         query = sa.select(jobs.c.id).where(

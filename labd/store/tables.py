@@ -41,6 +41,8 @@ jobs = sa.Table(
     sa.Column("lease_token", sa.String(32), nullable=False, default=""),
     sa.Column("lease_expires", sa.Float, nullable=False, default=0.0),
     sa.Column("not_before", sa.Float, nullable=False, default=0.0),
+    # The device whose infrastructure failed the last attempt: a retry prefers another.
+    sa.Column("avoid_device", sa.String(128), nullable=False, server_default=""),  # since v5
     sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
     sa.Column("event_seq", sa.Integer, nullable=False, server_default="0"),  # since v3
     sa.Column("submitted_at", sa.Float, nullable=False),
@@ -74,6 +76,8 @@ lanes = sa.Table(
     metadata,
     sa.Column("key", sa.String(64), primary_key=True),
     sa.Column("selector", sa.JSON, nullable=False),
+    # The scenario its jobs run: only devices whose driver offers it are offered them.
+    sa.Column("scenario", sa.String(128), nullable=False, server_default=""),  # since v5
 )
 
 devices = sa.Table(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ import pytest
 from labd.config import PoolSettings, SchedulerSettings
 from labd.errors import InvalidSpec
 from labd.events import Event, EventBus
-from labd.model import AdminState, DeviceState, JobState
+from labd.model import AdminState, DeviceState, Driver, JobState
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.store import Store
@@ -61,14 +61,18 @@ class Lab:
                 await asyncio.sleep(0.02)
 
 
-async def make_lab(store: Store, tmp_path: Path, ids: list[str], **pool: Any) -> Lab:
+async def make_lab(
+    store: Store, tmp_path: Path, ids: list[str], others: Sequence[Driver] = (), **pool: Any
+) -> Lab:
+    """A lab of the scripted driver's devices `ids`; `others` are drivers listed before it."""
     bus = EventBus()
     driver = ScriptedDriver(ids)
     power = pool.pop("power", {})
+    drivers = {d.name: d for d in others} | {"scripted": driver}
     pool_settings = PoolSettings(discovery_interval_s=0.1, health_interval_s=0.1, **pool)
-    the_pool = Pool({"scripted": driver}, power, store, bus, pool_settings, "test-host")
+    the_pool = Pool(drivers, power, store, bus, pool_settings, "test-host")
     scheduler: Scheduler
-    jobs = JobService(store, {"scripted": driver}, bus, on_queued=lambda: scheduler.wake())
+    jobs = JobService(store, drivers, bus, on_queued=lambda: scheduler.wake())
     scheduler = Scheduler(store, the_pool, jobs, bus, FAST, "test-host", tmp_path / "jobs")
     sub = bus.subscribe("recorder")
     events: list[Event] = []

@@ -26,7 +26,7 @@ def spec(priority: int = 0, platform: str = "host", test: str = "t", **kw: objec
     )
 
 
-LANE = lane_key(DeviceSelector(platform="host"))
+LANE = lane_key(DeviceSelector(platform="host"), "command")
 
 
 async def claim(store: Store, device: str = "d1", ttl: float = 30):  # type: ignore[no-untyped-def]
@@ -71,7 +71,7 @@ async def test_only_matching_lanes_are_claimed(store: Store) -> None:
     await store.submit_job("android", spec(platform="android"), "ci")
     assert await claim(store) is None
     lanes = await store.lanes()
-    assert {sel.platform for sel in lanes.values()} == {"android"}
+    assert {lane.selector.platform for lane in lanes.values()} == {"android"}
 
 
 async def test_one_active_job_per_device_is_enforced_by_the_database(store: Store) -> None:

@@ -1,0 +1,183 @@
+"""Blame the right party: a spec that cannot start fails the job, never the device; jobs only
+go to drivers that offer their scenario; a retry after an infrastructure failure goes to
+another device; a failing plugin breaks only its own device."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from labd.model import DeviceState, JobState, TestSpec
+from labd.store import Store
+from labd_host import HostDriver
+from labd_host.driver import HostOptions
+from tests.integration.scheduler.test_scheduler import Lab, make_lab
+from tests.scripted_driver import NappingDriver, RecordingPower
+
+
+async def until(condition: Callable[[], bool], within: float = 10) -> None:
+    async with asyncio.timeout(within):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.05)
+
+
+async def stop(lab: Lab) -> None:
+    await lab.scheduler.stop(1)
+    await lab.pool.stop(1)
+    lab._recorder.cancel()  # type: ignore[attr-defined]
+
+
+async def test_a_job_runs_only_where_the_driver_offers_its_scenario(
+    store: Store, tmp_path: Path
+) -> None:
+    # The napping driver's device is offered work first; it must not take a `script` job
+    # that names no platform (it used to, fail with "driver bug" and be quarantined).
+    napper = NappingDriver(["n1"])
+    lab = await make_lab(store, tmp_path, ["d1"], others=[napper], quarantine_after=1)
+    try:
+        await lab.submit("anywhere", spec={"device": {}})
+        job = await lab.wait_state("anywhere", JobState.SUCCEEDED, JobState.FAILED)
+        assert (job.state, job.device_id, job.attempts) == (JobState.SUCCEEDED, "d1", 1)
+        n1 = lab.pool.devices["n1"]
+        assert (n1.state, n1.consecutive_failures) == (DeviceState.AVAILABLE, 0)
+        await lab.jobs.submit(
+            {"suite": "s", "test": "nap", "scenario": "nap", "iterations": 1}, "m.toml", "nap1"
+        )
+        assert (await lab.wait_state("nap1", JobState.SUCCEEDED)).device_id == "n1"
+    finally:
+        await stop(lab)
+
+
+async def test_a_program_missing_on_the_running_host_fails_the_job_not_the_device(
+    store: Store, tmp_path: Path
+) -> None:
+    host = HostDriver(HostOptions(), "test-host")
+    lab = await make_lab(store, tmp_path, [], others=[host], quarantine_after=1)
+    try:
+        # Accepted by another host, where the program exists: this host must not blame its
+        # device for it (it used to count three infrastructure failures and quarantine it).
+        spec = TestSpec(
+            suite="s",
+            test="t",
+            scenario="command",
+            iterations=2,
+            params={"command": ["labd-no-such-program-anywhere"]},
+        )
+        await store.submit_job("elsewhere", spec, "ci")
+        lab.scheduler.wake()
+        job = await lab.wait_state("elsewhere", JobState.FAILED, JobState.SUCCEEDED)
+        assert job.state is JobState.FAILED and job.attempts == 1
+        assert job.error.startswith("cannot start: on ")
+        assert "program 'labd-no-such-program-anywhere' not found" in job.error
+        (device,) = [d for d in lab.pool.devices.values() if d.driver == "host"]
+        assert (device.state, device.consecutive_failures) == (DeviceState.AVAILABLE, 0)
+        assert await store.iterations("elsewhere") == []
+    finally:
+        await stop(lab)
+
+
+async def test_an_infrastructure_retry_goes_to_another_device_once_one_is_free(
+    store: Store, tmp_path: Path
+) -> None:
+    lab = await make_lab(store, tmp_path, ["d1", "d2"])
+    try:
+        # The blocker holds one device for about a second; the flaky job fails at once on the
+        # other. Its failed device is free first, but the retry waits for the other one.
+        await lab.submit("blocker", sleep_s=0.3, spec={"iterations": 3})
+        blocker = await lab.wait_state("blocker", JobState.RUNNING)
+        await lab.submit("flaky", infra_failures=1)
+        job = await lab.wait_state("flaky", JobState.SUCCEEDED)
+        leased = [e.device_id for e in lab.events if e.kind == "job_leased" and e.job_id == "flaky"]  # type: ignore[attr-defined]
+        assert job.attempts == 2
+        assert leased == [({"d1", "d2"} - {blocker.device_id}).pop(), blocker.device_id]
+        assert {i.device_id for i in await store.iterations("flaky")} == {blocker.device_id}
+    finally:
+        await stop(lab)
+
+
+async def test_a_retry_comes_back_to_its_device_when_no_other_is_free(
+    store: Store, tmp_path: Path
+) -> None:
+    lab = await make_lab(store, tmp_path, ["d1", "d2"])
+    try:
+        await lab.submit("blocker", sleep_s=5, spec={"iterations": 3})
+        blocker = await lab.wait_state("blocker", JobState.RUNNING)
+        await lab.submit("flaky", infra_failures=1)
+        job = await lab.wait_state("flaky", JobState.SUCCEEDED, within=15)
+        other = {"d1", "d2"} - {blocker.device_id}
+        assert job.attempts == 2 and {job.device_id} == other
+        assert (await store.get_job("blocker")).state is JobState.RUNNING  # type: ignore[union-attr]
+    finally:
+        await stop(lab)
+
+
+async def test_a_failing_power_relay_breaks_its_device_and_the_health_loop_goes_on(
+    store: Store, tmp_path: Path
+) -> None:
+    relay = RecordingPower(broken="relay board not answering on /dev/ttyUSB0")
+    lab = await make_lab(
+        store, tmp_path, ["d1", "d2"], power={"d1": relay}, power_cycle_after=1, power_off_s=0
+    )
+    try:
+        lab.driver.unhealthy["d1"] = "adb: device offline"
+        await until(lambda: lab.pool.devices["d1"].state is DeviceState.QUARANTINED)
+        assert "power cycle failed" in lab.pool.devices["d1"].reason
+        assert "relay board not answering" in lab.pool.devices["d1"].reason
+        # The health loop still looks after the other device.
+        lab.driver.unhealthy["d2"] = "screen stuck"
+        await until(lambda: lab.pool.devices["d2"].state is DeviceState.OFFLINE)
+        assert lab.pool.devices["d2"].reason == "screen stuck"
+    finally:
+        await stop(lab)
+
+
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+async def test_a_plugin_that_fails_to_start_breaks_only_its_own_devices(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from labd.model import Device, PowerControl
+    from labd.pool import Pool, load_drivers, load_power, plugins
+
+    class ExplodingDriver(NappingDriver):
+        name = "exploding"
+
+        def __init__(self, *args: object) -> None:
+            raise RuntimeError("libusb missing")
+
+    class ExplodingPower(PowerControl):
+        def __init__(self, *args: object) -> None:
+            raise OSError(2, "No such file or directory: '/dev/ttyUSB9'")
+
+        async def on(self) -> None: ...
+        async def off(self) -> None: ...
+
+    found = {"labd.drivers": {"exploding": ExplodingDriver, "host": HostDriver}}
+    found["labd.power"] = {"relay": ExplodingPower}
+    monkeypatch.setattr(plugins, "_classes", lambda group: found[group])
+    drivers = load_drivers({}, "test-host", "labd.toml")
+    power_for = next(iter(await HostDriver(HostOptions(), "test-host").discover())).id
+    power = load_power({power_for: {"kind": "relay"}}, "labd.toml")
+    assert list(drivers) == ["host"] and list(power) == []
+    # The exploding driver's device, known from an earlier run of this host.
+    await store.upsert_device(
+        Device(id="usb-1", driver="exploding", platform="napping", host="test-host")
+    )
+    from labd.config import PoolSettings
+    from labd.events import EventBus
+
+    pool = Pool(drivers, power, store, EventBus(), PoolSettings(), "test-host")
+    await pool.start()
+    try:
+        usb = pool.devices["usb-1"]
+        assert usb.state is DeviceState.OFFLINE
+        assert usb.reason == "driver exploding failed to start: RuntimeError: libusb missing"
+        host = pool.devices[power_for]
+        assert host.state is DeviceState.QUARANTINED
+        assert host.reason.startswith("power control relay failed to start: FileNotFoundError")
+    finally:
+        await pool.stop(1)

@@ -1,0 +1,72 @@
+"""Specs that could never start are refused at submit, each with the key and the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labd.errors import InvalidSpec
+from labd.events import EventBus
+from labd.scheduler import JobService
+from labd.store import Store
+from labd_host import HostDriver
+from labd_host.driver import HostOptions
+
+
+@pytest.fixture
+async def jobs(tmp_path: Path) -> Any:
+    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'labd.db'}")
+    host = HostDriver(HostOptions(), "test-host")
+    for device in await host.discover():
+        await store.upsert_device(device.model_copy(update={"host": "test-host"}))
+    yield JobService(store, {"host": host}, EventBus())
+    await store.close()
+
+
+async def refused(jobs: JobService, **params: Any) -> list[str]:
+    spec = {"suite": "s", "test": "t", "scenario": "command", "params": params}
+    with pytest.raises(InvalidSpec) as caught:
+        await jobs.submit(spec, "m.toml")
+    return caught.value.problems
+
+
+async def test_a_nul_byte_in_an_argument_is_refused(jobs: JobService) -> None:
+    assert await refused(jobs, command=["true", "a\0b"]) == [
+        "m.toml: params.command.1: contains a NUL byte, which no program can get"
+    ]
+
+
+async def test_a_nul_byte_or_a_bad_name_in_the_environment_is_refused(jobs: JobService) -> None:
+    assert await refused(jobs, command=["true"], env={"LANG": "C\0"}) == [
+        "m.toml: params.env.LANG: contains a NUL byte, which no program can get"
+    ]
+    assert await refused(jobs, command=["true"], env={"A=B": "1"}) == [
+        "m.toml: params.env: 'A=B' is not a valid variable name"
+    ]
+
+
+async def test_an_empty_path_finds_no_program(jobs: JobService) -> None:
+    assert await refused(jobs, command=["true"], env={"PATH": ""}) == [
+        "m.toml: params.command: program 'true' not found on params.env.PATH ''"
+    ]
+    # An absolute path needs no PATH: accepted.
+    _, created = await jobs.submit(
+        {
+            "suite": "s",
+            "test": "t",
+            "scenario": "command",
+            "params": {"command": ["/bin/true"], "env": {"PATH": ""}},
+        },
+        "m.toml",
+    )
+    assert created
+
+
+async def test_an_iteration_timeout_beyond_a_week_is_refused(jobs: JobService) -> None:
+    # 1e308 used to be accepted, and the timer thread then died with OverflowError: the
+    # iteration ran with no time-out at all.
+    assert await refused(jobs, command=["true"], iteration_timeout_s=1e308) == [
+        "m.toml: params.iteration_timeout_s: at most 604800 s, got 1e+308"
+    ]
