@@ -243,3 +243,26 @@ async def test_reads_do_not_wait_for_a_writer(store: Store) -> None:
             job = await store.get_job("held")
             queued = await store.list_jobs([JobState.QUEUED])
     assert job is not None and [j.id for j in queued] == ["held"]
+
+
+async def test_an_older_database_moves_waiting_jobs_to_their_scenario_lane(
+    store: Store,
+) -> None:
+    """A job queued before lanes knew scenarios is dispatched in its scenario's lane."""
+
+    from labd.store.tables import jobs, lanes, schema_migrations
+
+    await store.submit_job("old", spec(), "ci")
+    old_lane = "0" * 32  # as a version-3 database had it: the selector alone
+
+    def downgrade(conn: sa.Connection) -> None:
+        conn.execute(lanes.insert().values(key=old_lane, selector={}, scenario=""))
+        conn.execute(jobs.update().values(lane=old_lane))
+        conn.execute(schema_migrations.delete().where(schema_migrations.c.version == 4))
+
+    await store.write(downgrade)
+    from labd.store.migrations import migrate
+
+    assert await store.write(migrate) == [4]
+    lease = await claim(store, "d1")
+    assert lease is not None and lease.job.id == "old"
