@@ -205,7 +205,7 @@ class Scheduler:
         try:
             if not await self.store.mark_running(job.id, token):
                 return ""
-            params, problem = await start_check(job, device, driver)
+            params, problem = await start_check(job, device, driver, self.jobs.policy)
             if params is None:
                 # The spec's fault, not the device's: fail the job, count nothing against it.
                 log.warning("the job cannot start on this device", error=problem)

@@ -9,6 +9,7 @@ import pytest
 
 from labd.errors import InvalidSpec
 from labd.events import EventBus
+from labd.model import Policy
 from labd.scheduler import JobService
 from labd.store import Store
 from labd_host import HostDriver
@@ -21,7 +22,10 @@ async def jobs(tmp_path: Path) -> Any:
     host = HostDriver(HostOptions(), "test-host")
     for device in await host.discover():
         await store.upsert_device(device.model_copy(update={"host": "test-host"}))
-    yield JobService(store, {"host": host}, EventBus())
+    # The admin allows `true` and these variables: what is refused below is refused for
+    # being unable to start, not by the policy.
+    policy = Policy.resolve(["true", "/bin/true"], "/usr/bin:/bin", ["LANG", "PATH", "A=B"], "", 1)
+    yield JobService(store, {"host": host}, EventBus(), policy=policy)
     await store.close()
 
 

@@ -253,16 +253,16 @@ async def test_an_older_database_moves_waiting_jobs_to_their_scenario_lane(
     from labd.store.tables import jobs, lanes, schema_migrations
 
     await store.submit_job("old", spec(), "ci")
-    old_lane = "0" * 32  # as a version-3 database had it: the selector alone
+    old_lane = "0" * 32  # as a version-4 database had it: the selector alone
 
     def downgrade(conn: sa.Connection) -> None:
         conn.execute(lanes.insert().values(key=old_lane, selector={}, scenario=""))
         conn.execute(jobs.update().values(lane=old_lane))
-        conn.execute(schema_migrations.delete().where(schema_migrations.c.version == 4))
+        conn.execute(schema_migrations.delete().where(schema_migrations.c.version == 5))
 
     await store.write(downgrade)
     from labd.store.migrations import migrate
 
-    assert await store.write(migrate) == [4]
+    assert await store.write(migrate) == [5]
     lease = await claim(store, "d1")
     assert lease is not None and lease.job.id == "old"
