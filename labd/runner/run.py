@@ -51,14 +51,16 @@ async def run_job(
     measurement: MeasurementSettings | None = None,
     perfherder: PerfherderSettings | None = None,
     policy: Policy | None = None,
+    lease_token: str | None = None,
 ) -> Outcome:
     """Run every iteration of job on device. InfrastructureError propagates (the caller
     retries); a failing iteration is recorded with its error and the job reported failed; a
-    spec that cannot start (CannotStart) fails the job at once."""
+    spec that cannot start (CannotStart) fails the job at once. Values are written under
+    `lease_token` (the scheduler's lease): LeaseLost propagates once it moved on."""
     try:
         return await _run(
             job, device, driver, params, store, bus, workdir, replay, measurement, perfherder,
-            policy,
+            policy, lease_token,
         )  # fmt: skip
     except CannotStart as e:
         log.warning("the job cannot start on this device", error=str(e))
@@ -77,6 +79,7 @@ async def _run(
     measurement: MeasurementSettings | None,
     perfherder: PerfherderSettings | None,
     policy: Policy | None,
+    lease_token: str | None,
 ) -> Outcome:
     spec = job.spec
     rules = measurement or MeasurementSettings()
@@ -120,7 +123,7 @@ async def _run(
             slot = plan[position]
             iteration = await _iteration(runs[slot.variant], slot, position, driver, device, rules)
             position += 1
-            await store.add_iteration(iteration)
+            await store.add_iteration(iteration, lease_token)
             if iteration.error and not slot.warmup:
                 failed.append(iteration.error)
             elif iteration.set_aside and not slot.warmup:
@@ -142,7 +145,11 @@ async def _run(
             duration = (iteration.finished_at - iteration.started_at).total_seconds()
             fields = iteration.model_dump(include=ITERATION_EVENT_FIELDS)
             bus.publish(IterationDone(**fields, duration_s=duration))
-            if spec.stop_when_stable and _stable(measured, spec.stable_effect):
+            # In a thread: the first call imports scipy (seconds on a loaded machine), and a
+            # blocked event loop misses its lease heartbeats.
+            if spec.stop_when_stable and await asyncio.to_thread(
+                _stable, list(measured), spec.stable_effect
+            ):
                 log.info("stopping early: every metric is stable", measured=len(measured))
                 break
     if failed:
