@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import time
 from pathlib import Path
 
 import structlog
@@ -25,7 +26,7 @@ from labd.pool import Pool
 from labd.runner import Outcome, run_job
 from labd.scheduler.start_check import start_check
 from labd.scheduler.submit import JobService
-from labd.store import Lease, Store
+from labd.store import Lease, LeaseLost, Store
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.scheduler")
@@ -226,6 +227,7 @@ class Scheduler:
                     measurement=self.jobs.measurement,
                     perfherder=self.jobs.perfherder,
                     policy=self.jobs.policy,
+                    lease_token=token,
                 )
         except TimeoutError:
             outcome = Outcome(JobState.TIMED_OUT, f"job exceeded its {job.spec.timeout_s:g} s")
@@ -238,14 +240,19 @@ class Scheduler:
             if task := asyncio.current_task():
                 task.uncancel()
             return ""
+        except LeaseLost:
+            # The store refused a write: another host owns the job now. Nothing of this run
+            # is kept, and the device did nothing wrong.
+            log.warning("lease lost: the store refused this host's write; the run is stopped")
+            return ""
         except Exception as e:
             kind = "infrastructure failure" if isinstance(e, InfrastructureError) else "driver bug"
             error = f"{kind}: {e}"
             log.warning(
                 "job attempt failed", error=error, exc_info=not isinstance(e, InfrastructureError)
             )
-            await self._retry_or_fail(job, token, error, device.id)
-            return error
+            held = await self._retry_or_fail(job, token, error, device.id)
+            return error if held else ""
         finally:
             heart.cancel()
         await self._finish(job, token, outcome.state, outcome.error)
@@ -253,15 +260,22 @@ class Scheduler:
 
     async def _heartbeat(self, lease: Lease) -> None:
         job_id = lease.job.id
+        renewed = time.monotonic()
         while True:
             await asyncio.sleep(self.settings.heartbeat_s)
             try:
                 held, cancel = await self.store.heartbeat(
                     job_id, lease.token, self.settings.lease_ttl_s
                 )
+                renewed = time.monotonic()
             except Exception as e:  # a database hiccup: the next beat tries again
                 log.warning("lease heartbeat failed", job_id=job_id, error=repr(e))
-                continue
+                if time.monotonic() - renewed < self.settings.lease_ttl_s:
+                    continue
+                # Cut off from the database for longer than the lease: another host may run
+                # the job already. Stop measuring rather than run it twice.
+                log.warning("lease not renewed within its TTL; stopping the run", job_id=job_id)
+                held, cancel = False, False
             if not held or cancel:
                 self._interrupts[job_id] = Interrupt.CANCELLED if held else Interrupt.LEASE_LOST
                 if task := self.running.get(job_id):
@@ -296,29 +310,38 @@ class Scheduler:
                     )
                 )
         else:
-            log.warning("lease lost; another host owns the job now")
+            log.warning(
+                "lease lost: the run was stopped and its measured program killed; "
+                "another host owns the job now"
+            )
 
-    async def _retry_or_fail(self, job: Job, token: str, error: str, device_id: str) -> None:
+    async def _retry_or_fail(self, job: Job, token: str, error: str, device_id: str) -> bool:
+        """Requeue or fail the job; False when the lease had moved on (nothing was written)."""
         if job.attempts >= job.spec.max_attempts:
-            await self._finish(
+            return await self._finish(
                 job, token, JobState.FAILED, f"{error} (attempt {job.attempts}, no retries left)"
             )
-            return
         delay = min(
             self.settings.retry_backoff_s * 2 ** (job.attempts - 1),
             self.settings.retry_backoff_max_s,
         )
-        if await self.store.requeue_job(job.id, token, error, delay=delay, avoid_device=device_id):
-            log.info("job will be retried", retry_in_s=delay, error=error)
-            self.bus.publish(
-                JobRequeued(job_id=job.id, reason=error, attempt=job.attempts, retry_in_s=delay)
-            )
+        if not await self.store.requeue_job(
+            job.id, token, error, delay=delay, avoid_device=device_id
+        ):
+            log.warning("lease lost before the job could be requeued", error=error)
+            return False
+        log.info("job will be retried", retry_in_s=delay, error=error)
+        self.bus.publish(
+            JobRequeued(job_id=job.id, reason=error, attempt=job.attempts, retry_in_s=delay)
+        )
+        return True
 
-    async def _finish(self, job: Job, token: str, state: JobState, error: str) -> None:
+    async def _finish(self, job: Job, token: str, state: JobState, error: str) -> bool:
         if await self.store.finish_job(job.id, token, state, error):
             self._publish_finished(job, state, error)
-        else:
-            log.warning("lease lost before the job could be settled", state=state.value)
+            return True
+        log.warning("lease lost before the job could be settled", state=state.value)
+        return False
 
     def _publish_finished(self, job: Job, state: JobState, error: str) -> None:
         log.info("job finished", job_id=job.id, state=state.value, error=error)

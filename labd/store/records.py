@@ -17,6 +17,7 @@ from labd.store import outbox as outbox_mod
 from labd.store.base import (
     StoreBase,
 )
+from labd.store.fencing import fence
 from labd.store.outbox import OutboxRow, append_job_event
 from labd.store.tables import devices, iterations, outbox_set_aside
 from labd.store.tables import outbox as outbox_table
@@ -66,7 +67,10 @@ class Records(StoreBase):
 
     # Iterations -----------------------------------------------------------------------------
 
-    async def add_iteration(self, iteration: Iteration) -> None:
+    async def add_iteration(self, iteration: Iteration, token: str | None) -> None:
+        """Store one raw iteration and its event. `token` is the lease the writer holds: the
+        write is refused with LeaseLost once the lease moved on. None only for a job run
+        outside the scheduler (tools and benchmarks), which no other host can own."""
         row = {
             "job_id": iteration.job_id,
             "attempt": iteration.attempt,
@@ -78,6 +82,8 @@ class Records(StoreBase):
         )
 
         def add(conn: sa.Connection) -> None:
+            if token is not None:
+                fence(conn, iteration.job_id, token)
             conn.execute(iterations.insert(), row)
             append_job_event(conn, self.host, iteration.job_id, "iteration", "running", data)
 

@@ -146,7 +146,8 @@ async def test_iterations_are_kept_raw_per_attempt(store: Store) -> None:
                 finished_at=now,
                 device_id="d1",
                 fingerprint={"cpu": 1},
-            )
+            ),
+            None,
         )
     assert [i.values["wall_time_ms"] for i in await store.iterations("j", attempt=2)] == [10, 11]
     assert len(await store.iterations("j")) == 3
@@ -209,7 +210,8 @@ async def test_every_job_change_queues_one_numbered_event_in_its_transaction(
             started_at=now,
             finished_at=now,
             device_id="d1",
-        )
+        ),
+        lease.token,
     )
     assert not await store.finish_job("j", "wrong-token", JobState.SUCCEEDED)  # no event
     await store.finish_job("j", lease.token, JobState.SUCCEEDED)
@@ -266,3 +268,34 @@ async def test_an_older_database_moves_waiting_jobs_to_their_scenario_lane(
     assert await store.write(migrate) == [5]
     lease = await claim(store, "d1")
     assert lease is not None and lease.job.id == "old"
+
+
+async def test_an_iteration_written_under_a_lease_that_moved_on_is_refused(
+    store: Store,
+) -> None:
+    """Fencing: the late host's values never reach the results, nor its events the outbox."""
+    from labd.store import LeaseLost
+
+    await store.submit_job("j", spec(), "ci")
+    first = await claim(store, "d1")
+    assert first is not None
+    await store.mark_running("j", first.token)
+    await store.expire_leases(now=1e12)  # the host froze; its lease ran out and was reaped
+    second = await claim(store, "d2")
+    assert second is not None and second.token != first.token
+
+    def iteration(attempt: int) -> Iteration:
+        now = datetime.now(UTC)
+        return Iteration(
+            job_id="j", attempt=attempt, index=0, warmup=False, values={"v": 1.0},
+            started_at=now, finished_at=now, device_id="d1",
+        )  # fmt: skip
+
+    with pytest.raises(LeaseLost, match="moved on"):
+        await store.add_iteration(iteration(1), first.token)
+    await store.add_iteration(iteration(2), second.token)
+    assert [i.attempt for i in await store.iterations("j")] == [2]
+    kinds = [r.body["kind"] for r in await store.outbox_pending()]
+    assert kinds.count("iteration") == 1
+    held, _ = await store.heartbeat("j", first.token, 30)
+    assert not held
