@@ -62,7 +62,12 @@ class Lab:
 
 
 async def make_lab(
-    store: Store, tmp_path: Path, ids: list[str], others: Sequence[Driver] = (), **pool: Any
+    store: Store,
+    tmp_path: Path,
+    ids: list[str],
+    others: Sequence[Driver] = (),
+    settings: SchedulerSettings = FAST,
+    **pool: Any,
 ) -> Lab:
     """A lab of the scripted driver's devices `ids`; `others` are drivers listed before it."""
     bus = EventBus()
@@ -73,7 +78,7 @@ async def make_lab(
     the_pool = Pool(drivers, power, store, bus, pool_settings, "test-host")
     scheduler: Scheduler
     jobs = JobService(store, drivers, bus, on_queued=lambda: scheduler.wake())
-    scheduler = Scheduler(store, the_pool, jobs, bus, FAST, "test-host", tmp_path / "jobs")
+    scheduler = Scheduler(store, the_pool, jobs, bus, settings, "test-host", tmp_path / "jobs")
     sub = bus.subscribe("recorder")
     events: list[Event] = []
 
