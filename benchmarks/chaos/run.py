@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shutil
 import statistics
 import sys
 import tempfile
@@ -70,7 +71,10 @@ class Report:
 async def campaign(plan: Plan, root: Path) -> Report:
     report = Report(plan)
     timing = Timing()
-    pg, broker = PrivatePostgres(root), PrivateMosquitto(root)
+    # The servers run as their own users: their files live where those users can reach them.
+    servers = Path(tempfile.mkdtemp(prefix="labd-chaos-servers-"))
+    servers.chmod(0o755)
+    pg, broker = PrivatePostgres(servers), PrivateMosquitto(servers)
     await asyncio.to_thread(pg.start)
     await asyncio.to_thread(broker.start)
     lab = f"chaos-{uuid.uuid4().hex[:8]}"
@@ -120,6 +124,7 @@ async def campaign(plan: Plan, root: Path) -> Report:
             await proxy.stop()
         await asyncio.to_thread(broker.stop)
         await asyncio.to_thread(pg.stop)
+        shutil.rmtree(servers, ignore_errors=True)
     return report
 
 
@@ -281,7 +286,6 @@ def main(argv: list[str]) -> int:
     overrides = {"seed": args.seed, "jobs": args.jobs, "faults": args.faults}
     plan = Plan(**{**plan.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
     root = Path(tempfile.mkdtemp(prefix="labd-chaos-"))
-    root.chmod(0o755)
     report = asyncio.run(campaign(plan, root))
     print(render(report))
     if args.keep:

@@ -62,9 +62,9 @@ class PrivatePostgres:
         return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/postgres"
 
     def _run(self, *args: str) -> None:
-        subprocess.run(
-            [*self._as, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        done = subprocess.run([*self._as, *args], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"{Path(args[0]).name} failed: {done.stderr.strip()[-500:]}")
 
     def start(self) -> None:
         if not self.data.exists():
@@ -82,7 +82,7 @@ class PrivatePostgres:
         )  # fmt: skip
 
     def stop(self) -> None:
-        with contextlib.suppress(subprocess.CalledProcessError):
+        with contextlib.suppress(RuntimeError):
             self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def restart(self) -> None:
