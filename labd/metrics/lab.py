@@ -34,6 +34,7 @@ from labd.events import (
     JobLeased,
     dispatch,
 )
+from labd.metrics.fleet import FleetRole
 from labd.pool import Pool
 from labd.results import measured
 from labd.store import Store
@@ -59,20 +60,44 @@ class SnapshotCollector(Collector):
         snap = self.snapshot
         if not snap:
             return
-        jobs = GaugeMetricFamily("labd_jobs", "Jobs in the store by state.", labels=["state"])
+        exporter = GaugeMetricFamily(
+            "labd_fleet_exporter",
+            "1 on the one host of the lab that exports the lab-wide gauges (labd_jobs, "
+            "labd_queue_*), 0 on the others.",
+        )
+        exporter.add_metric([], int(snap["fleet"]))
+        yield exporter
+        yield from self._hosts(snap)
+        if snap["fleet"]:
+            yield from self._fleet(snap)
+
+    def _fleet(self, snap: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
+        """Gauges of the whole lab, from the shared database: exported by one host only."""
+        jobs = GaugeMetricFamily(
+            "labd_jobs",
+            "Jobs in the lab by state (one host of the lab exports it).",
+            labels=["state"],
+        )
         for state, count in sorted(snap["jobs"].items()):
             jobs.add_metric([state], count)
         depth = GaugeMetricFamily(
-            "labd_queue_depth", "Queued jobs by priority class.", labels=["priority"]
+            "labd_queue_depth",
+            "Queued jobs in the lab by priority class (one host of the lab exports it).",
+            labels=["priority"],
         )
         oldest = GaugeMetricFamily(
             "labd_queue_oldest_wait_seconds",
-            "How long the oldest queued job has waited, by priority class.",
+            "How long the lab's oldest queued job has waited, by priority class (one host of "
+            "the lab exports it).",
             labels=["priority"],
         )
         for cls, (count, wait) in sorted(snap["queue"].items()):
             depth.add_metric([cls], count)
             oldest.add_metric([cls], wait)
+        yield from (jobs, depth, oldest)
+
+    def _hosts(self, snap: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
+        """Gauges of this host alone."""
         devices = GaugeMetricFamily(
             "labd_devices",
             "This host's devices by state and platform.",
@@ -88,7 +113,7 @@ class SnapshotCollector(Collector):
             "labd_outbox_backlog", "Messages waiting in this host's outbox."
         )
         backlog.add_metric([], snap["outbox"])
-        yield from (jobs, depth, oldest, devices, connected, backlog)
+        yield from (devices, connected, backlog)
 
 
 class LabMetrics:
@@ -161,6 +186,7 @@ class LabMetrics:
             ["suite", "test", "metric", "device_class"],
             registry=r,
         )
+        self.fleet = FleetRole(store)
         self.snapshot = SnapshotCollector()
         r.register(self.snapshot)
         self._leased_at: dict[str, float] = {}
@@ -175,6 +201,7 @@ class LabMetrics:
     async def stop(self, grace: float) -> None:
         self.bus.unsubscribe(self._events)
         await self._tasks.cancel_all()
+        await self.fleet.release()
 
     async def _refresh_loop(self) -> None:
         while True:
@@ -187,8 +214,9 @@ class LabMetrics:
     async def refresh(self) -> None:
         """Count jobs, the queue, devices, the outbox and the broker link now."""
         now = time.time()
+        fleet = await self.fleet.held()
         queue: dict[str, tuple[int, float]] = {}
-        for priority, count, oldest in await self.store.queue_by_priority():
+        for priority, count, oldest in await self.store.queue_by_priority() if fleet else []:
             cls = priority_class(priority)
             known = queue.get(cls, (0, 0.0))
             queue[cls] = (known[0] + count, max(known[1], now - oldest))
@@ -197,7 +225,8 @@ class LabMetrics:
         if self.mqtt_probe is not None:
             connected = int(await self.mqtt_probe() is None)
         self.snapshot.snapshot = {
-            "jobs": await self.store.count_jobs(),
+            "fleet": fleet,
+            "jobs": await self.store.count_jobs() if fleet else {},
             "queue": queue,
             "devices": dict(devices),
             "mqtt_connected": connected,
