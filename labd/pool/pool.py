@@ -46,6 +46,7 @@ class Pool:
         self.devices: dict[str, Device] = {}
         self.busy: dict[str, str] = {}  # device id -> job id
         self._health_failures: dict[str, int] = {}
+        self._unsaved: set[str] = set()  # devices whose last change the store did not take
         self._tasks = TaskSet("pool")
         self.on_change: list[asyncio.Event] = []  # set whenever a device may have freed up
 
@@ -89,6 +90,7 @@ class Pool:
 
     async def discover(self) -> None:
         """Ask every driver for its devices: new ones join, vanished ones go offline."""
+        await self._save_unsaved()
         seen: set[str] = set()
         for driver in self.drivers.values():
             try:
@@ -189,6 +191,22 @@ class Pool:
         await control.cycle(self.settings.power_off_s)
         self.bus.publish(DevicePowerCycled(device_id=device_id, reason=reason))
 
+    async def _save(self, device: Device) -> None:
+        """Persist a change; while the database is away the pool's own view stands and the
+        discovery pass saves it later (a lost write must not leave a device `busy` there)."""
+        try:
+            await self.store.upsert_device(device)
+        except Exception as e:
+            self._unsaved.add(device.id)
+            log.warning("device state not saved; will retry", device=device.id, error=repr(e))
+        else:
+            self._unsaved.discard(device.id)
+
+    async def _save_unsaved(self) -> None:
+        for device_id in sorted(self._unsaved):
+            if device := self.devices.get(device_id):
+                await self._save(device)
+
     # Leasing ----------------------------------------------------------------------------------
 
     def available(self) -> list[Device]:
@@ -263,7 +281,7 @@ class Pool:
             changes.keys() <= {"state", "reason"}
         ):
             return device
-        await self.store.upsert_device(device)
+        await self._save(device)
         if device.state is not old.state or device.admin is not old.admin:
             log.info(
                 "device state changed",
