@@ -27,6 +27,7 @@ def config(tmp_path: Path) -> Path:
         '[http]\nport = 0\n[log]\nformat = "json"\n'
         "[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
         '[drivers.host]\nid = "slot"\nslots = 4\n'
+        '[policy]\nprograms = ["sleep"]\n'
     )
     return path
 
