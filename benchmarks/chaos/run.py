@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import shutil
 import statistics
 import sys
@@ -62,6 +63,7 @@ class Report:
     states: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     exit_codes: dict[str, int | None] = field(default_factory=dict)
+    undelivered: int = 0  # outbox rows left when the invariants were checked
 
     @property
     def violations(self) -> int:
@@ -105,7 +107,7 @@ async def campaign(plan: Plan, root: Path) -> Report:
         report.faults = await _run_faults(faults, hosts, pg, broker, timing, start)
         await _wait_finished(direct, list(specs), plan.deadline_s - (time.monotonic() - start))
         report.seconds = time.monotonic() - start
-        await _wait_outboxes_empty(direct, 60)
+        report.undelivered = await _wait_outboxes_empty(direct, 60)
         await asyncio.sleep(1.0)  # the last deliveries reach the recorder
         statuses = await retained_statuses(broker.port, prefix)
         jobs, iterations, event_seq = await _read_store(direct, list(specs))
@@ -114,6 +116,9 @@ async def campaign(plan: Plan, root: Path) -> Report:
             jobs, iterations, event_seq, recorder.messages, statuses, [h.name for h in hosts]
         )
         report.recovery = _recovery(report.faults, recorder)
+        with (root / "recorded.jsonl").open("w") as out:  # the history, for a closer look
+            for m in recorder.messages:
+                out.write(json.dumps({"at": m.at, "topic": m.topic, "body": m.body}) + "\n")
     finally:
         for host in hosts:
             report.exit_codes[host.name] = await asyncio.to_thread(host.stop)
@@ -180,7 +185,8 @@ async def _wait_finished(url: str, ids: list[str], within: float) -> None:
         await store.close()
 
 
-async def _wait_outboxes_empty(url: str, within: float) -> None:
+async def _wait_outboxes_empty(url: str, within: float) -> int:
+    """Wait for every host's outbox to drain; the rows still there after `within` s."""
     import sqlalchemy as sa
 
     from labd.store.tables import outbox
@@ -192,8 +198,9 @@ async def _wait_outboxes_empty(url: str, within: float) -> None:
             async with asyncio.timeout(within):
                 while True:
                     if not await store.read(lambda conn: conn.scalar(query)):
-                        return
+                        return 0
                     await asyncio.sleep(0.5)
+        return int(await store.read(lambda conn: conn.scalar(query)) or 0)
     finally:
         await store.close()
 
@@ -264,11 +271,17 @@ def render(report: Report) -> str:
         p99 = f"{_percentile(known, 0.99):.2f}" if known else "n/a"
         lines.append(f"| {kind} | {len(times)} | {len(known)} | {p50} | {p99} |")
     lines += ["", "jobs by end state: " + ", ".join(f"{k} {v}" for k, v in report.states.items())]
+    lines += [f"outbox rows undelivered when checked: {report.undelivered}"]
     lines += ["", "| invariant | violations |", "| --- | ---: |"]
     for verdict in report.verdicts:
         lines.append(f"| {verdict.name} | {verdict.violations} |")
     for verdict in report.verdicts:
         lines += [f"  {verdict.name}: {example}" for example in verdict.examples]
+    start = report.faults[0].started if report.faults else 0.0
+    lines += ["", "faults (s from the first): " + ", ".join(
+        f"{f.started - start:.0f} {f.kind} {'/'.join(f.hosts) if len(f.hosts) == 1 else 'all'}"
+        for f in report.faults
+    )]  # fmt: skip
     codes = ", ".join(f"{h} {c}" for h, c in report.exit_codes.items())
     lines += ["", f"host exit codes after SIGTERM: {codes}"]
     return "\n".join(lines)
