@@ -24,7 +24,6 @@ def test_metrics_after_a_job(start_labd: Any, labd_config: Path) -> None:
     labd_config.write_text(
         labd_config.read_text()
         + '[metrics]\nsnapshot_interval_s = 0.2\nresult_series = ["met/*"]\n'
-        + '[policy]\nprograms = ["true"]\n'
     )
     daemon: LabdProcess = start_labd()
     spec = {

@@ -3,7 +3,9 @@ its job to another host, and when it wakes (SIGCONT) it writes nothing and kills
 
 from __future__ import annotations
 
+import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -43,12 +45,13 @@ def wait_until(check: Any, within: float = 60) -> Any:
 def test_a_host_frozen_past_its_lease_writes_nothing_and_kills_its_program(
     start_labd: Any, tmp_path: Path, postgres_url: str
 ) -> None:
-    log = tmp_path / "programs.log"
-    log.touch()
-    log.chmod(0o666)  # measured programs may run as an unprivileged user
-    filler_log = tmp_path / "filler.log"
-    filler_log.touch()
-    filler_log.chmod(0o666)
+    # Measured programs run as an unprivileged user: their notes go where it can write.
+    shared = Path(tempfile.mkdtemp(prefix="labd-fencing-"))
+    shared.chmod(0o777)
+    log, filler_log = shared / "programs.log", shared / "filler.log"
+    for path in (log, filler_log):
+        path.touch()
+        path.chmod(0o666)
     a: LabdProcess = start_labd(config(tmp_path, "host-a", postgres_url))
     b: LabdProcess = start_labd(config(tmp_path, "host-b", postgres_url))
     filler = measured(filler_log, 0.5, 3, device="dev-host-b")  # keeps host-b busy first
@@ -84,7 +87,7 @@ def test_a_host_frozen_past_its_lease_writes_nothing_and_kills_its_program(
     assert first == [it for it in iterations_before if it["attempt"] == 1] == []
     assert [it["index"] for it in results if it["attempt"] == 2] == [0, 1]
     # Host-a's program was killed when it woke: it started and never ended.
-    lines = log.read_text().split("\n")
+    lines = [line for line in log.read_text().split("\n") if line]
     host_a_pid = lines[0].split()[0]
     assert f"{host_a_pid} end" not in lines
     assert sum(line.endswith(" end") for line in lines) == 2  # host-b's two iterations
@@ -94,3 +97,4 @@ def test_a_host_frozen_past_its_lease_writes_nothing_and_kills_its_program(
     for daemon in (a, b):
         daemon.signal(signal.SIGTERM)
         assert daemon.stop() == 0, daemon.raw_log()[-2000:]
+    shutil.rmtree(shared, ignore_errors=True)
