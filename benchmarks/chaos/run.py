@@ -303,6 +303,8 @@ def main(argv: list[str]) -> int:
     print(render(report))
     if args.keep:
         print(f"logs in {root}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
     return 1 if report.violations or any(report.exit_codes.values()) else 0
 
 

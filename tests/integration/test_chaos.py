@@ -9,13 +9,16 @@ import pytest
 
 from benchmarks.chaos.faults import KINDS
 from benchmarks.chaos.run import SHORT, campaign, render
-from tests.conftest import need_program
+from tests.conftest import REQUIRE_SERVICES, need_program
 
 
 async def test_the_short_chaos_campaign_keeps_every_invariant(tmp_path: Path) -> None:
     need_program("mosquitto")
     if not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
-        pytest.skip("PostgreSQL's server binaries are not installed")
+        reason = "PostgreSQL's server binaries are not installed (apt-get install postgresql)"
+        if REQUIRE_SERVICES:
+            pytest.fail(reason)
+        pytest.skip(reason)
     report = await campaign(SHORT, tmp_path)
     table = render(report)
     assert sorted(f.kind for f in report.faults) == sorted(KINDS), table
