@@ -26,12 +26,14 @@ def test_example_file_is_generated_from_the_models() -> None:
 def test_example_file_is_valid_and_holds_the_defaults() -> None:
     from labd_android import AndroidOptions
     from labd_host.driver import HostOptions
+    from labd_sim.driver import SimOptions
     from labd_x11 import X11Options
 
     settings = load_config(EXAMPLE, environ={}).settings
     assert settings.drivers == {
         "android": AndroidOptions().model_dump(),
         "host": HostOptions().model_dump(),
+        "sim": SimOptions().model_dump(),
         "x11": X11Options().model_dump(),
     }
     assert settings.model_copy(update={"drivers": {}}) == Settings()
