@@ -22,7 +22,7 @@ REQUIRE_SERVICES = os.environ.get("LABD_REQUIRE_SERVICES") == "1"
 TEST_PROGRAMS = ["sleep", "true", "python3", sys.executable]
 
 
-def test_policy(*more_programs: str, **changes: Any) -> Any:
+def policy_for_tests(*more_programs: str, **changes: Any) -> Any:
     """The job policy of test daemons (plus `more_programs`), for tests that run a scenario
     themselves."""
     import dataclasses

@@ -46,6 +46,10 @@ log = structlog.get_logger("labd.mqtt")
 
 UNSUPPORTED_PROTOCOL = 132  # CONNACK reason code of a broker that speaks MQTT 3.1.1 only
 COMPONENT = "mqtt"
+# What the client library or the row itself raises for a row that can never be published (a
+# wildcard in its topic, a body missing its fields). Anything else (the broker gone, the
+# database away for a moment) ends the session and the row is tried again after it.
+UNPUBLISHABLE = (ValueError, TypeError, KeyError, UnicodeError)
 DRAIN_BATCH = 100
 FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
 
@@ -196,7 +200,9 @@ class MqttBridge:
         inputs = (self.topics.submit, self.topics.query, self.topics.cancel_filter)
         for topic in (*inputs, self.topics.command_filter):
             await client.subscribe(topic, qos=1)
-        # Online only once subscribed: a client that sees "online" may submit at once.
+        # Online only once subscribed: a client that sees "online" may submit at once. This
+        # session runs, so the bridge itself is not down, whatever the events still say.
+        self._down.pop(COMPONENT, None)
         await client.publish(self.topics.host_status(self.host), self._status("online"), 1, True)
         for device in list(self.pool.devices.values()):
             await self._publish_device(client, device)
@@ -271,9 +277,7 @@ class MqttBridge:
                 for row in rows:
                     try:
                         await self._deliver(client, row)
-                    except aiomqtt.MqttError:
-                        raise
-                    except Exception as e:
+                    except UNPUBLISHABLE as e:
                         await self._set_aside(row, e)
                         continue
                     delivered.add(row.id)

@@ -14,13 +14,13 @@ from labd.model import Device, RunContext
 from labd_host import HostDriver
 from labd_host.command import CommandParams, CommandScenario
 from labd_host.driver import HostOptions
-from tests.conftest import test_policy
+from tests.conftest import policy_for_tests
 
 DEVICE = Device(id="host-x", driver="host", platform="host")
 
 
 async def scenario(tmp_path: Path, **params: object) -> CommandScenario:
-    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=test_policy("sh"))
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests("sh"))
     s = CommandScenario(CommandParams.model_validate(params), ctx)
     await s.setup()
     return s

@@ -21,7 +21,7 @@ from labd.scheduler.submit import JobService
 from labd.store import Store
 from labd_host import HostDriver
 from labd_host.driver import HostOptions
-from tests.conftest import test_policy
+from tests.conftest import policy_for_tests
 
 FETCH = "import urllib.request; print(urllib.request.urlopen('http://site.test/').read().decode())"
 
@@ -56,7 +56,7 @@ async def test_bad_network_is_refused_at_submit_with_every_reason(
         {"host": driver},
         EventBus(),
         replay=ReplaySettings(archive_dir=str(archives)),
-        policy=test_policy(),
+        policy=policy_for_tests(),
     )
     with pytest.raises(InvalidSpec) as caught:
         await jobs.submit(spec(archive="../../etc/passwd", profile="5g"), "job.toml", submitter="t")
@@ -80,7 +80,9 @@ async def test_the_job_reaches_its_pages_through_the_shaped_replay_server(
 ) -> None:
     driver = HostDriver(HostOptions(), "h1")
     settings = ReplaySettings(archive_dir=str(archives))
-    jobs = JobService(store, {"host": driver}, EventBus(), replay=settings, policy=test_policy())
+    jobs = JobService(
+        store, {"host": driver}, EventBus(), replay=settings, policy=policy_for_tests()
+    )
     device = await store.upsert_device((await driver.discover())[0])
     results = {}
     for name, latency in (("fast", None), ("slow", 250)):
@@ -100,7 +102,7 @@ async def test_the_job_reaches_its_pages_through_the_shaped_replay_server(
             EventBus(),
             tmp_path / name,
             settings,
-            policy=test_policy(),
+            policy=policy_for_tests(),
         )
         assert outcome.state is JobState.SUCCEEDED, outcome.error
         results[name] = await store.iterations(name)

@@ -19,7 +19,7 @@ from labd.model import Device, RunAs, RunContext
 from labd.runner import launcher
 from labd.runner.launcher import Launch
 from labd_host.command import CommandParams, CommandScenario
-from tests.conftest import test_policy
+from tests.conftest import policy_for_tests
 
 DEVICE = Device(id="host-x", driver="host", platform="host")
 PARENT_MB = 300
@@ -63,7 +63,7 @@ async def test_a_300_mb_parent_does_not_show_in_the_program_figures(
     tmp_path: Path, launcher_kind: str
 ) -> None:
     held = bytearray(b"\x01") * (PARENT_MB * 2**20)  # touched: resident in this process
-    policy = test_policy()
+    policy = policy_for_tests()
     # The case is `python3 -c pass` (8 MB). The Python launcher cannot read below its
     # own 10 MB (a documented limit), so with it the program holds 40 MB more.
     code = "pass" if launcher_kind == "c" else "b = bytearray(40 << 20)"
@@ -104,7 +104,7 @@ async def test_the_program_runs_as_the_given_user_never_root(
         "import os; open('who', 'w').write("
         "f'{os.getuid()} {os.geteuid()} {os.getgid()} {sorted(os.getgroups())}')"
     )
-    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=test_policy(run_as=nobody))
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests(run_as=nobody))
     (tmp_path / "work").mkdir()
     tmp_path.chmod(0o755)  # the user reaches its workdir
     s = CommandScenario(CommandParams(command=["/usr/bin/python3", "-c", probe]), ctx)
