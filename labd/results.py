@@ -8,11 +8,11 @@ left out, and every view says how many were set aside and why.
 from __future__ import annotations
 
 import asyncio
-import statistics
-from collections import Counter
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
 
+from labd.auth.redaction import redact_job
 from labd.config import PerfherderSettings
 from labd.model import Iteration, Job
 from labd.stats import summarize
@@ -85,9 +85,49 @@ async def summary_of(store: Store, job: Job) -> dict[str, dict[str, Any]]:
     """Per metric, the summary of the last attempt's measured iterations. For an A/B job,
     per metric: the base and new summaries and the comparison (its verdict is the job's
     result)."""
-    iterations = await store.iterations(job.id, attempt=job.attempts)
-    # numpy/scipy work (and scipy's first import, about a second) stays off the event loop.
-    return await asyncio.to_thread(summaries, job, iterations)
+    summary: dict[str, dict[str, Any]] = (await digest_of(store, job))["summary"]
+    return summary
+
+
+async def digest_of(store: Store, job: Job) -> dict[str, Any]:
+    """The last attempt's `summary` and what was `set_aside`.
+
+    A summary costs about 0.3 s of CPU and 128 MB per metric of 4,000 values (the median's
+    bootstrap), so callers asking at once share one computation, and a finished job's is kept
+    (it cannot change). Reading, decoding and summarising all run off the event loop.
+    """
+    loop = asyncio.get_running_loop()
+    key = (id(loop), job.id, job.attempts, job.state.value, job.finished_at)
+    if (kept := _FINISHED.get(key)) is not None:
+        _FINISHED.move_to_end(key)
+        return kept
+    running = _RUNNING.get(key)
+    if running is None:
+        running = _RUNNING[key] = loop.create_task(_digest(store, job))
+        running.add_done_callback(lambda _: _RUNNING.pop(key, None))
+    digest = await asyncio.shield(running)
+    if job.state.terminal:
+        _FINISHED[key] = digest
+        while len(_FINISHED) > FINISHED_KEPT:
+            _FINISHED.popitem(last=False)
+    return digest
+
+
+FINISHED_KEPT = 256  # digests of finished jobs kept (a few hundred bytes per metric each)
+_DigestKey = tuple[int, str, int, str, object]
+_FINISHED: OrderedDict[_DigestKey, dict[str, Any]] = OrderedDict()
+_RUNNING: dict[_DigestKey, asyncio.Task[dict[str, Any]]] = {}
+
+
+async def _digest(store: Store, job: Job) -> dict[str, Any]:
+    records = await store.attempt_records(job.id, job.attempts)
+
+    def compute() -> dict[str, Any]:
+        # numpy/scipy work (and scipy's first import, about a second) stays off the loop.
+        last = [Iteration.model_validate(r) for r in records]
+        return {"summary": summaries(job, last), "set_aside": set_aside(last)}
+
+    return await asyncio.to_thread(compute)
 
 
 def summaries(job: Job, iterations: list[Iteration]) -> dict[str, dict[str, Any]]:
@@ -131,38 +171,70 @@ def _summaries(series: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
     return {name: stats.as_dict() for name, stats in found.items() if stats is not None}
 
 
-async def results_view(store: Store, job: Job) -> dict[str, Any]:
-    """Raw values of every attempt, the summary of the last one, what was set aside."""
-    iterations = await store.iterations(job.id)
-    last = [it for it in iterations if it.attempt == job.attempts]
-    return {
-        "job": job.model_dump(mode="json"),
-        "summary": await asyncio.to_thread(summaries, job, last),
-        "set_aside": set_aside(last),
-        "iterations": [i.model_dump(mode="json") for i in iterations],
+RESULTS_PAGE = 1000  # iterations in a results page unless the caller asks for fewer
+RESULTS_PAGE_MAX = 5000
+HISTORY_PAGE = 500  # jobs (builds) in a history page unless the caller asks for fewer
+HISTORY_PAGE_MAX = 10_000
+
+
+async def results_page(
+    store: Store, job: Job, offset: int = 0, limit: int = RESULTS_PAGE
+) -> dict[str, Any]:
+    """One page of a job's results, fit to show anyone: the job (secrets redacted), raw
+    iterations `offset` to `offset + limit` over every attempt in order, `total` and the
+    `next` offset (None on the last page); the first page (offset 0) also has the last
+    attempt's `summary` and what was `set_aside`. `limit` is capped at RESULTS_PAGE_MAX."""
+    limit = max(1, min(limit, RESULTS_PAGE_MAX))
+    records, total = await store.iteration_records(job.id, offset, limit)
+    page: dict[str, Any] = {"job": redact_job(job.model_dump(mode="json"))}
+    if offset == 0:
+        page |= await digest_of(store, job)
+    end = offset + len(records)
+    return page | {
+        "iterations": records,
+        "offset": offset,
+        "total": total,
+        "next": end if end < total else None,
     }
 
 
-async def history_view(store: Store, suite: str, test: str) -> dict[str, Any]:
+async def results_view(store: Store, job: Job) -> dict[str, Any]:
+    """Raw values of every attempt, the summary of the last one, what was set aside: every
+    page of `results_page` joined, for callers that need the whole job at once."""
+    view = await results_page(store, job)
+    while view["next"] is not None:
+        more = await results_page(store, job, view["next"], RESULTS_PAGE_MAX)
+        view["iterations"] += more["iterations"]
+        view["next"] = more["next"]
+    return view
+
+
+async def history_page(
+    store: Store, suite: str, test: str, limit: int = HISTORY_PAGE, before: str = ""
+) -> dict[str, Any]:
     """A test's history: per (metric, device class) series, one value per succeeded job (the
     median of its measured iterations), oldest first; a build is named by its revision. A/B
-    jobs are comparisons within themselves and stay out of it."""
+    jobs are comparisons within themselves and stay out of it. One page: the newest `limit`
+    jobs older than job `before` (the newest when empty); `next` is the `before` of the next
+    older page, None when there is none."""
+    limit = max(1, min(limit, HISTORY_PAGE_MAX))
+    points, older = await store.history_page(suite, test, limit, before)
     series: dict[str, dict[str, list[Any]]] = {}
-    for job in await store.finished_jobs(suite, test):
-        iterations = await store.iterations(job.id, attempt=job.attempts)
-        values = measured(iterations)
-        if not values:
-            continue
-        device_class = iterations[0].fingerprint.get("model") or job.device_id
-        build = job.spec.build.revision or job.spec.build.build_id or job.id
-        for metric, metric_values in values.items():
+    for point in points:
+        for metric, median in point.medians.items():
             entry = series.setdefault(
-                f"{suite}/{test}/{metric}/{device_class}", {"builds": [], "values": [], "jobs": []}
+                f"{suite}/{test}/{metric}/{point.device_class}",
+                {"builds": [], "values": [], "jobs": []},
             )
-            entry["builds"].append(build)
-            entry["values"].append(statistics.median(metric_values))
-            entry["jobs"].append(job.id)
-    return {"suite": suite, "test": test, "series": series}
+            entry["builds"].append(point.build)
+            entry["values"].append(median)
+            entry["jobs"].append(point.job_id)
+    return {"suite": suite, "test": test, "series": series, "next": older}
+
+
+async def history_view(store: Store, suite: str, test: str) -> dict[str, Any]:
+    """The newest HISTORY_PAGE_MAX builds of a test's history (see `history_page`)."""
+    return await history_page(store, suite, test, HISTORY_PAGE_MAX)
 
 
 async def write_job_log(

@@ -21,6 +21,7 @@ from labd.store.base import SqliteThread, StoreError
 from labd.store.leases import Leases
 from labd.store.migrations import migrate
 from labd.store.records import Records
+from labd.store.views import Views
 
 log = structlog.get_logger("labd.store")
 
@@ -29,7 +30,7 @@ def default_sqlite_url(state_dir: Path) -> str:
     return f"sqlite+aiosqlite:///{state_dir / 'labd.db'}"
 
 
-class Store(Leases, Records):
+class Store(Leases, Records, Views):
     """Async access to labd's database. Create with `await Store.open(url)`."""
 
     def __init__(
