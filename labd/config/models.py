@@ -85,13 +85,61 @@ class LogSettings(Section):
 
 
 class HttpSettings(Section):
-    """The HTTP side port: /healthz, /readyz and /metrics."""
+    """The side port (/healthz, /readyz, /metrics: open); the API (own listeners, credentials)."""
 
-    enabled: bool = Field(True, description="Serve the side port at all.")
+    enabled: bool = Field(True, description="Serve the side port and the API at all.")
     host: str = Field(
-        "127.0.0.1", description="Address to bind; loopback keeps it private to this host."
+        "127.0.0.1",
+        description=(
+            "Address of the side port (/healthz, /readyz, /metrics only: point Prometheus "
+            "here; the API never listens on it). Loopback keeps it private to this host."
+        ),
     )
-    port: int = Field(9471, ge=0, le=65535, description="TCP port; 0 picks a free one.")
+    port: int = Field(9471, ge=0, le=65535, description="Side port; 0 picks a free one.")
+    api_host: str = Field(
+        "127.0.0.1",
+        description=(
+            "Address of the API for bearer-token clients (`labd --api-url`); empty: no TCP "
+            "API, the Unix socket only. Tokens travel in clear: off this host, put TLS in front."
+        ),
+    )
+    api_port: int = Field(9472, ge=0, le=65535, description="API port; 0 picks a free one.")
+    api_socket: str = Field(
+        "",
+        description=(
+            "The API's Unix socket (the local `labd` command's way in: the peer's account is "
+            "its credential); empty: api.sock in the state directory."
+        ),
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Host names API requests may name in their Host header, besides the addresses "
+            "labd listens on, localhost, 127.0.0.1, [::1] and this machine's name (a guard "
+            "against DNS rebinding): e.g. the name remote clients use in --api-url."
+        ),
+    )
+    heavy_queries: int = Field(
+        2,
+        ge=1,
+        le=64,
+        description="Results and history queries computed at once; more wait their turn.",
+    )
+    heavy_queue: int = Field(
+        32,
+        ge=0,
+        le=10_000,
+        description="Queries that may wait for a turn; more are answered 503 with Retry-After.",
+    )
+
+    @model_validator(mode="after")
+    def _api_apart_from_metrics(self) -> HttpSettings:
+        if self.api_host and self.api_port == self.port != 0:
+            raise ValueError(
+                "api_port must differ from port: the API and /metrics listen apart, so "
+                "exposing /metrics never exposes the API"
+            )
+        return self
 
 
 class EventSettings(Section):
@@ -459,7 +507,7 @@ class Settings(Section):
 
     daemon: DaemonSettings = Field(default_factory=DaemonSettings, description="This host.")
     log: LogSettings = Field(default_factory=LogSettings, description="Logging.")
-    http: HttpSettings = Field(default_factory=HttpSettings, description="HTTP side port.")
+    http: HttpSettings = Field(default_factory=HttpSettings, description="HTTP side port and API.")
     events: EventSettings = Field(default_factory=EventSettings, description="Event bus.")
     store: StoreSettings = Field(default_factory=StoreSettings, description="Database.")
     pool: PoolSettings = Field(default_factory=PoolSettings, description="Device pool.")

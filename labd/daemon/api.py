@@ -1,47 +1,99 @@
-"""The local JSON API on the side port, used by the `labd` command (MQTT is CI's way in).
+"""The JSON API (/api/v1), used by the `labd` command and remote tools (MQTT is CI's way in).
 
-It listens on loopback by default: whoever can reach it administers this host.
+Every request has passed the guard (`labd.daemon.guard`): it carries a principal whose role
+allows the route's action. Here: whose job may be cancelled, who the submitter is (always the
+principal, never a body field), secrets redacted in every answer, each write audited, and
+heavy answers paged, computed off the event loop and bounded in number.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
-from labd.errors import InvalidSpec
+from labd.auth import Audit, Principals, RateLimiter, redact_job
+from labd.auth.principals import Action
+from labd.config import HttpSettings
+from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
+from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
+from labd.errors import AuthError, InvalidSpec
 from labd.model import AdminState, Job, JobState
 from labd.pool import Pool
-from labd.results import history_view, results_view
+from labd.results import HISTORY_PAGE, RESULTS_PAGE, history_page, results_page
 from labd.scheduler import JobService, Scheduler
 from labd.store import JobConflict, Store
 
 MAX_BODY = 256 * 1024
+MAX_LIST = 1000
+DEVICE_ACTIONS = {
+    "drain": AdminState.DRAINING,
+    "enable": AdminState.ENABLED,
+    "maintenance": AdminState.MAINTENANCE,
+}
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def api_application(api: Api, principals: Principals, settings: HttpSettings) -> web.Application:
+    """The API as an aiohttp application behind its guard."""
+    guard = ApiGuard(
+        principals,
+        api.audit,
+        allowed_host_names([settings.host, settings.api_host], settings.allowed_hosts),
+        api.actions(),
+        any_ip_literal=settings.api_host in WILDCARDS - {""},
+    )
+    app = web.Application(middlewares=[guard.middleware], client_max_size=MAX_BODY)
+    app.add_routes(api.routes())
+    return app
 
 
 def job_view(job: Job) -> dict[str, Any]:
-    return job.model_dump(mode="json")
+    return redact_job(job.model_dump(mode="json"))
 
 
 class Api:
-    def __init__(self, store: Store, jobs: JobService, scheduler: Scheduler, pool: Pool) -> None:
+    def __init__(
+        self,
+        store: Store,
+        jobs: JobService,
+        scheduler: Scheduler,
+        pool: Pool,
+        audit: Audit,
+        limiter: RateLimiter,
+        heavy: HeavyQueries,
+    ) -> None:
         self.store, self.jobs, self.scheduler, self.pool = store, jobs, scheduler, pool
+        self.audit, self.limiter, self.heavy = audit, limiter, heavy
 
-    def routes(self) -> list[web.RouteDef]:
+    def table(self) -> list[tuple[str, str, Handler, Action]]:
+        """Every route: method, path, handler and the action a principal's role must allow."""
+        read, v1 = Action.READ, "/api/v1"
         return [
-            web.post("/api/v1/jobs", self.submit),
-            web.get("/api/v1/jobs", self.list_jobs),
-            web.get("/api/v1/jobs/{id}", self.show_job),
-            web.post("/api/v1/jobs/{id}/cancel", self.cancel_job),
-            web.get("/api/v1/jobs/{id}/results", self.results),
-            web.get("/api/v1/history", self.history),
-            web.get("/api/v1/devices", self.list_devices),
-            web.get("/api/v1/devices/{id}", self.show_device),
-            web.post("/api/v1/devices/{id}/{action}", self.device_action),
+            ("POST", f"{v1}/jobs", self.submit, Action.SUBMIT),
+            ("GET", f"{v1}/jobs", self.list_jobs, read),
+            ("GET", f"{v1}/jobs/{{id}}", self.show_job, read),
+            ("POST", f"{v1}/jobs/{{id}}/cancel", self.cancel_job, Action.CANCEL),
+            ("GET", f"{v1}/jobs/{{id}}/results", self.results, read),
+            ("GET", f"{v1}/history", self.history, read),
+            ("GET", f"{v1}/devices", self.list_devices, read),
+            ("GET", f"{v1}/devices/{{id}}", self.show_device, read),
+            ("POST", f"{v1}/devices/{{id}}/{{action}}", self.device_action, Action.ADMINISTER),
         ]
 
+    def routes(self) -> list[web.RouteDef]:
+        return [web.route(method, path, handler) for method, path, handler, _ in self.table()]
+
+    def actions(self) -> Mapping[tuple[str, str], Action]:
+        return {(method, path): action for method, path, _, action in self.table()}
+
+    # Writes ---------------------------------------------------------------------------------
+
     async def submit(self, request: web.Request) -> web.Response:
+        caller = request[CALLER]
         if (request.content_length or 0) > MAX_BODY:
             return _error(413, [f"request body over {MAX_BODY} bytes"])
         try:
@@ -50,10 +102,26 @@ class Api:
             return _error(400, [f"request body is not JSON: {e}"])
         if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
             return _error(400, ['request body must be {"spec": {...}, "id": ..., "source": ...}'])
+        name = caller.principal.name
+        if body.get("submitter") not in (None, "", name):
+            return _error(
+                400,
+                [
+                    f"submitter: the API's submitter is the authenticated principal ({name!r}), "
+                    "not a body field; leave it out"
+                ],
+            )
+        job_id = str(body.get("id") or "")
+        try:
+            self.limiter.take(caller.principal)
+        except AuthError as e:
+            self._refused(caller, Action.SUBMIT, job_id or "new job", e.reason, str(e))
+            return _error(429, [str(e)], headers={"Retry-After": "60"})
+        self._allowed(caller, Action.SUBMIT, job_id or "new job")
         source = str(body.get("source") or "request")
         try:
             job, created = await self.jobs.submit(
-                body["spec"], source, str(body.get("id") or ""), str(body.get("submitter") or "")
+                body["spec"], source, job_id, principal=caller.principal
             )
         except InvalidSpec as e:
             return _error(400, e.problems)
@@ -63,10 +131,52 @@ class Api:
             {"job": job_view(job), "created": created}, status=201 if created else 200
         )
 
+    async def cancel_job(self, request: web.Request) -> web.Response:
+        caller, job_id = request[CALLER], request.match_info["id"]
+        job = await self.store.get_job(job_id)
+        if job is None:
+            return _error(404, [f"no job {job_id!r}"])
+        if not caller.principal.may_cancel(job.submitter):
+            message = (
+                f"principal {caller.principal.name!r} may not cancel job {job_id!r} "
+                f"(submitted by {job.submitter!r})"
+            )
+            self._refused(caller, Action.CANCEL, job_id, "forbidden", message)
+            return _error(403, [message])
+        self._allowed(caller, Action.CANCEL, job_id)
+        cancelled = await self.scheduler.cancel(job_id)
+        if cancelled is None:
+            return _error(404, [f"no job {job_id!r}"])
+        return web.json_response({"job": job_view(cancelled)})
+
+    async def device_action(self, request: web.Request) -> web.Response:
+        caller, device_id = request[CALLER], request.match_info["id"]
+        action = request.match_info["action"]
+        if action not in DEVICE_ACTIONS:
+            return _error(404, [f"unknown device action {action!r} (drain, enable, maintenance)"])
+        self._allowed(caller, Action.ADMINISTER, f"device {device_id} {action}")
+        device = await self.pool.set_admin(device_id, DEVICE_ACTIONS[action])
+        if device is None:
+            return _error(404, [f"no device {device_id!r}"])
+        self.scheduler.wake()
+        return web.json_response({"device": device.model_dump(mode="json")})
+
+    def _allowed(self, caller: Caller, action: Action, target: str) -> None:
+        self.audit.allowed(CHANNEL, caller.principal.name, action.value, target, caller.source)
+
+    def _refused(
+        self, caller: Caller, action: Action, target: str, reason: str, detail: str
+    ) -> None:
+        self.audit.refused(
+            CHANNEL, caller.principal.name, action.value, target, caller.source, reason, detail
+        )
+
+    # Reads ----------------------------------------------------------------------------------
+
     async def list_jobs(self, request: web.Request) -> web.Response:
         try:
             states = [JobState(s) for s in request.query.getall("state", [])]
-            limit = int(request.query.get("limit", "100"))
+            limit = _int_query(request, "limit", 100, 1, MAX_LIST)
         except ValueError as e:
             return _error(400, [str(e)])
         jobs = await self.store.list_jobs(states, limit=limit)
@@ -79,28 +189,46 @@ class Api:
         view = job_view(job)
         if job.state is JobState.QUEUED:
             view["waiting"] = await self.jobs.why_waiting(job)
-        iterations = await self.store.iterations(job.id, attempt=job.attempts)
-        view["iterations_done"] = len(iterations)
+        view["iterations_done"] = await self.store.count_iterations(job.id, job.attempts)
         view["iterations_total"] = job.spec.planned_iterations()
         return web.json_response({"job": view})
 
-    async def cancel_job(self, request: web.Request) -> web.Response:
-        job = await self.scheduler.cancel(request.match_info["id"])
-        if job is None:
-            return _error(404, [f"no job {request.match_info['id']!r}"])
-        return web.json_response({"job": job_view(job)})
-
     async def results(self, request: web.Request) -> web.Response:
+        try:
+            offset = _int_query(request, "offset", 0, 0, 2**31)
+            limit = _int_query(request, "limit", RESULTS_PAGE, 1, 2**31)
+        except ValueError as e:
+            return _error(400, [str(e)])
         job = await self.store.get_job(request.match_info["id"])
         if job is None:
             return _error(404, [f"no job {request.match_info['id']!r}"])
-        return web.json_response(await results_view(self.store, job))
+        return await self._heavy(lambda: results_page(self.store, job, offset, limit))
 
     async def history(self, request: web.Request) -> web.Response:
         suite, test = request.query.get("suite", ""), request.query.get("test", "")
         if not suite or not test:
             return _error(400, ["history needs ?suite=...&test=..."])
-        return web.json_response(await history_view(self.store, suite, test))
+        before = request.query.get("before", "")
+        try:
+            limit = _int_query(request, "limit", HISTORY_PAGE, 1, 2**31)
+        except ValueError as e:
+            return _error(400, [str(e)])
+        if before and await self.store.get_job(before) is None:
+            return _error(400, [f"before: no job {before!r}"])
+        return await self._heavy(lambda: history_page(self.store, suite, test, limit, before))
+
+    async def _heavy(self, view: Callable[[], Awaitable[dict[str, Any]]]) -> web.Response:
+        """A heavy answer: computed in its turn, encoded off the event loop."""
+        try:
+            async with self.heavy.turn():
+                body = await asyncio.to_thread(_encode, await view())
+        except Busy:
+            return _error(
+                503,
+                ["too many results and history queries at once; retry shortly"],
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+        return web.Response(body=body, content_type="application/json")
 
     async def list_devices(self, _: web.Request) -> web.Response:
         devices = await self.store.list_devices()
@@ -114,21 +242,23 @@ class Api:
         view["job"] = await self.store.active_job_on(device.id)
         return web.json_response({"device": view})
 
-    async def device_action(self, request: web.Request) -> web.Response:
-        actions = {
-            "drain": AdminState.DRAINING,
-            "enable": AdminState.ENABLED,
-            "maintenance": AdminState.MAINTENANCE,
-        }
-        action = request.match_info["action"]
-        if action not in actions:
-            return _error(404, [f"unknown device action {action!r} (drain, enable, maintenance)"])
-        device = await self.pool.set_admin(request.match_info["id"], actions[action])
-        if device is None:
-            return _error(404, [f"no device {request.match_info['id']!r}"])
-        self.scheduler.wake()
-        return web.json_response({"device": device.model_dump(mode="json")})
+
+def _encode(data: Any) -> bytes:
+    return json.dumps(data).encode()
 
 
-def _error(status: int, problems: list[str]) -> web.Response:
-    return web.json_response({"errors": problems}, status=status)
+def _int_query(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}: not an integer: {raw!r}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name}: {value} is outside {low}..{high}")
+    return value
+
+
+def _error(status: int, problems: list[str], headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"errors": problems}, status=status, headers=headers)

@@ -1,17 +1,20 @@
-"""The HTTP side port: /healthz (alive), /readyz (dependencies reachable) and /metrics."""
+"""The HTTP side: the side port with /healthz (alive), /readyz (dependencies reachable) and
+/metrics, open and read-only; and the API on listeners of its own (a Unix socket, and a TCP
+address for bearer-token clients), so exposing /metrics to Prometheus never exposes the API."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from labd.config import HttpSettings
-from labd.errors import LabdError
+from labd.daemon.listeners import remove_socket, tcp_socket, unix_socket
 
 log = structlog.get_logger("labd.http")
 
@@ -22,7 +25,8 @@ PROBE_TIMEOUT = 2.0
 
 
 class SidePort:
-    """A small aiohttp server; components add readiness probes and routes before start."""
+    """Small aiohttp servers; components add readiness probes (and the daemon the API) before
+    start."""
 
     name = "http"
 
@@ -34,28 +38,59 @@ class SidePort:
         self.app.router.add_get("/readyz", self._readyz)
         self.app.router.add_get("/metrics", self._metrics)
         self._render_metrics = render_metrics
-        self._runner: web.AppRunner | None = None
+        self._runners: list[web.AppRunner] = []
         self.port: int | None = None
+        self.api: web.Application | None = None
+        self.api_socket: Path | None = None
+        self.api_port: int | None = None
 
     def add_probe(self, name: str, probe: Probe) -> None:
         self.probes[name] = probe
 
+    def add_api(self, api: web.Application, socket_path: Path) -> None:
+        """Serve `api` on the Unix socket at `socket_path` and on http.api_host:api_port."""
+        self.api, self.api_socket = api, socket_path
+
     async def start(self) -> None:
-        host, port = self.settings.host, self.settings.port
+        settings = self.settings
+        # Every socket is bound before anything serves: a taken port stops the start whole.
+        sockets = [tcp_socket(settings.host, settings.port, "http side port")]
+        api_sockets: list[socket.socket] = []
         try:
-            sock = socket.create_server((host, port))
-        except OSError as e:
-            raise LabdError(f"http side port: cannot listen on {host}:{port}: {e.strerror}") from e
-        self.port = sock.getsockname()[1]
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        await web.SockSite(self._runner, sock).start()
-        log.info("http side port listening", host=host, port=self.port)
+            if self.api is not None and self.api_socket is not None:
+                api_sockets.append(await asyncio.to_thread(unix_socket, self.api_socket, "api"))
+                if settings.api_host:
+                    api_sockets.append(tcp_socket(settings.api_host, settings.api_port, "api"))
+        except BaseException:
+            for sock in sockets + api_sockets:
+                sock.close()
+            raise
+        self.port = sockets[0].getsockname()[1]
+        await self._serve(self.app, sockets)
+        log.info("http side port listening", host=settings.host, port=self.port)
+        if self.api is not None:
+            await self._serve(self.api, api_sockets)
+            self.api_port = api_sockets[1].getsockname()[1] if len(api_sockets) > 1 else None
+            log.info(
+                "http api listening",
+                socket=str(self.api_socket),
+                host=settings.api_host or None,
+                port=self.api_port,
+            )
+
+    async def _serve(self, app: web.Application, sockets: list[socket.socket]) -> None:
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        self._runners.append(runner)
+        for sock in sockets:
+            await web.SockSite(runner, sock).start()
 
     async def stop(self, grace: float) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        for runner in reversed(self._runners):
+            await runner.cleanup()
+        self._runners.clear()
+        if self.api_socket is not None:
+            await asyncio.to_thread(remove_socket, self.api_socket)
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})

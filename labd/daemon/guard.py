@@ -1,0 +1,219 @@
+"""The API's front door: whether a request may come in at all, and who is asking.
+
+In this order, each refusal audited and answered with the reason:
+1. the Host header names this machine (403 otherwise: a DNS-rebinding page names its own);
+2. an Origin header, when a browser sends one, names this machine too (403);
+3. a write carries JSON (415: a cross-site form can send text/plain without a preflight);
+4. a credential: a bearer token, or on the Unix socket the peer's account (401 / 403);
+5. the principal's role allows the route's action (403).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import pwd
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from labd.auth import Audit, Principal, Principals, Role
+from labd.auth.principals import Action
+from labd.config.models import LOCAL_PRINCIPAL
+from labd.daemon.listeners import peer_of
+
+CHANNEL = "http"
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who made an API request, and from where (an address, or a local account's uid)."""
+
+    principal: Principal
+    source: str
+
+
+CALLER = web.RequestKey("caller", Caller)
+
+
+class Refused(Exception):
+    def __init__(self, status: int, reason: str, message: str, principal: str = "-") -> None:
+        super().__init__(message)
+        self.status, self.reason, self.principal = status, reason, principal
+
+
+def allowed_host_names(listen: Iterable[str], extra: Iterable[str]) -> frozenset[str]:
+    """The names a Host header may carry: the addresses labd listens on, loopback, this
+    machine's name, and those the admin adds."""
+    names = {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
+    names |= {host for host in listen if host not in WILDCARDS}
+    names |= set(extra)
+    return frozenset(_normal(name) for name in names if name)
+
+
+def _normal(host: str) -> str:
+    return host.strip().strip("[]").rstrip(".").lower()
+
+
+def host_of(value: str) -> str:
+    """The host name of a Host header value (port and IPv6 brackets taken off)."""
+    value = value.strip()
+    if value.startswith("["):
+        return _normal(value[: value.find("]") + 1] if "]" in value else value)
+    return _normal(value.rsplit(":", 1)[0] if value.count(":") == 1 else value)
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class ApiGuard:
+    """aiohttp middleware that admits API requests (see the module doc)."""
+
+    def __init__(
+        self,
+        principals: Principals,
+        audit: Audit,
+        allowed_hosts: frozenset[str],
+        actions: Mapping[tuple[str, str], Action],
+        any_ip_literal: bool = False,
+    ) -> None:
+        self.principals = principals
+        self.audit = audit
+        self.allowed_hosts = allowed_hosts
+        self.actions = actions  # (method, route pattern) -> what the route does
+        # On a wildcard address every address of the machine is one labd listens on; a
+        # rebinding page always names its own domain, never an IP literal.
+        self.any_ip_literal = any_ip_literal
+        self.daemon_uid = os.geteuid()
+        self.local = principals.local or Principal(name=LOCAL_PRINCIPAL, role=Role.ADMIN)
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        action = self.action_of(request)
+        try:
+            caller = self.admit(request, action)
+        except Refused as e:
+            self.audit.refused(
+                CHANNEL,
+                e.principal,
+                action.value if action else request.method,
+                request.path,
+                source_of(request),
+                e.reason,
+                str(e),
+            )
+            headers = {"WWW-Authenticate": 'Bearer realm="labd"'} if e.status == 401 else {}
+            return web.json_response(
+                {"errors": [str(e)], "reason": e.reason}, status=e.status, headers=headers
+            )
+        request[CALLER] = caller
+        return await handler(request)
+
+    def action_of(self, request: web.Request) -> Action | None:
+        resource = request.match_info.route.resource
+        if resource is None:
+            return None
+        return self.actions.get((request.method, resource.canonical))
+
+    def admit(self, request: web.Request, action: Action | None) -> Caller:
+        self._check_host(request)
+        self._check_origin(request)
+        if request.method in WRITE_METHODS and request.content_type != "application/json":
+            raise Refused(
+                415,
+                "unsupported_media_type",
+                f"{request.method} {request.path}: Content-Type must be application/json, "
+                f"got {request.headers.get('Content-Type') or 'none'}",
+            )
+        caller = self._authenticate(request)
+        if action is not None and not caller.principal.may(action):
+            raise Refused(
+                403,
+                "forbidden",
+                f"principal {caller.principal.name!r} ({caller.principal.role.value}) may not "
+                f"{action.value}",
+                caller.principal.name,
+            )
+        return caller
+
+    def _host_allowed(self, name: str) -> bool:
+        return name in self.allowed_hosts or (self.any_ip_literal and _is_ip(name))
+
+    def _check_host(self, request: web.Request) -> None:
+        value = request.headers.get("Host", "")
+        if not value or not self._host_allowed(host_of(value)):
+            raise Refused(
+                403,
+                "host_not_allowed",
+                f"Host {value or '(none)'!r} is not a name of this daemon "
+                "(add it to http.allowed_hosts if clients use it)",
+            )
+
+    def _check_origin(self, request: web.Request) -> None:
+        origin = request.headers.get("Origin")
+        if origin is None:
+            return  # not a browser, or a same-origin GET
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not self._host_allowed(
+            _normal(parts.hostname or "")
+        ):
+            raise Refused(403, "origin_not_allowed", f"cross-origin request from {origin!r}")
+
+    def _authenticate(self, request: web.Request) -> Caller:
+        source = source_of(request)
+        header = request.headers.get("Authorization")
+        if header is not None:
+            scheme, _, token = header.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Refused(401, "bad_credential", "Authorization must be 'Bearer <token>'")
+            principal = self.principals.by_token(token.strip())
+            if principal is None:
+                raise Refused(401, "bad_token", "unknown bearer token")
+            return Caller(principal, source)
+        peer = peer_of(request.transport.get_extra_info("socket") if request.transport else None)
+        if peer is None:
+            raise Refused(
+                401,
+                "no_credential",
+                "the API needs a credential: 'Authorization: Bearer <token>' "
+                "(or the daemon's local Unix socket)",
+            )
+        if peer.uid in (self.daemon_uid, 0):
+            return Caller(self.local, source)
+        account = _account(peer.uid)
+        principal = self.principals.by_unix_user(account) if account else None
+        if principal is None:
+            raise Refused(
+                403,
+                "unknown_peer",
+                f"local account {account or peer.uid!r} is not a principal of this lab "
+                "(auth.principals.<name>.unix_users)",
+            )
+        return Caller(principal, source)
+
+
+def _account(uid: int) -> str | None:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
+
+
+def source_of(request: web.Request) -> str:
+    """Where a request came from: an address, or the local account on the Unix socket."""
+    sock = request.transport.get_extra_info("socket") if request.transport else None
+    peer = peer_of(sock)
+    if peer is not None:
+        return f"uid {peer.uid} (pid {peer.pid})"
+    return request.remote or "-"
