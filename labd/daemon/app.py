@@ -200,10 +200,16 @@ class Daemon:
             self.metrics.registry, self.bus, store.store, self.pool, settings.metrics, probe
         )
         if settings.http.enabled:
-            from labd.daemon.api import Api
+            from labd.daemon.api import Api, api_application
+            from labd.daemon.heavy import HeavyQueries
+            from labd.daemon.listeners import api_socket_path
 
-            self.side_port.app.add_routes(
-                Api(store.store, self.jobs, self.scheduler, self.pool).routes()
+            heavy = HeavyQueries(settings.http.heavy_queries, settings.http.heavy_queue)
+            api = Api(
+                store.store, self.jobs, self.scheduler, self.pool, self.audit, self.limiter, heavy
+            )
+            self.side_port.add_api(
+                api_application(api, self.principals, settings.http), api_socket_path(settings)
             )
             self.side_port.add_probe("store", store.store.ping)
             yield self.side_port
