@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from urllib.parse import quote
 
 from labd.cli.client import Client
-from labd.config import load_config
 
 
 def _client(args: argparse.Namespace) -> Client:
-    return Client(load_config(args.config).settings.http)
+    return Client.from_args(args)
 
 
 def list_devices(args: argparse.Namespace) -> int:
@@ -29,7 +29,7 @@ def list_devices(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    device = _client(args).call("GET", f"/devices/{args.id}")["device"]
+    device = _client(args).call("GET", f"/devices/{quote(args.id, safe='')}")["device"]
     if args.json:
         print(json.dumps({"device": device}, indent=2))
         return 0
@@ -52,7 +52,8 @@ def show(args: argparse.Namespace) -> int:
 
 
 def admin(args: argparse.Namespace) -> int:
-    device = _client(args).call("POST", f"/devices/{args.id}/{args.action}")["device"]
+    path = f"/devices/{quote(args.id, safe='')}/{args.action}"
+    device = _client(args).call("POST", path)["device"]
     if args.json:
         print(json.dumps({"device": device}, indent=2))
     else:

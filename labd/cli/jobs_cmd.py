@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from labd.cli.client import Client
 from labd.config import Settings, load_config
@@ -20,7 +21,7 @@ TERMINAL = {state.value for state in TERMINAL_STATES}
 
 
 def _client(args: argparse.Namespace, wait: float = 0.0) -> Client:
-    return Client(load_config(args.config).settings.http, connect_wait_s=wait)
+    return Client.from_args(args, wait)
 
 
 def submit(args: argparse.Namespace) -> int:
@@ -31,11 +32,8 @@ def submit(args: argparse.Namespace) -> int:
     if args.via == "mqtt" or (args.via == "auto" and settings.mqtt.enabled):
         return _submit_over_mqtt(args, settings, spec.model_dump(mode="json"), path.name)
     client = _client(args, wait=args.connect_wait)
-    body = {
-        "spec": spec.model_dump(mode="json"),
-        "id": args.id or "",
-        "source": path.name,
-    }
+    # No submitter: the daemon takes it from the credential (the account, or the token).
+    body = {"spec": spec.model_dump(mode="json"), "id": args.id or "", "source": path.name}
     answer = client.call("POST", "/jobs", body)
     job = answer["job"]
     if answer.get("created") is False:
@@ -44,7 +42,7 @@ def submit(args: argparse.Namespace) -> int:
         _print(args, {"job": job}, lambda: print(f"queued {job['id']}"))
         return 0
     job = _follow(client, job["id"], quiet=args.json)
-    results = client.call("GET", f"/jobs/{job['id']}/results")
+    results = client.results(job["id"])
     _print(args, results, lambda: _print_results(results))
     return 0 if job["state"] == "succeeded" else EXIT_RUNTIME
 
@@ -118,7 +116,7 @@ def _follow(client: Client, job_id: str, quiet: bool) -> dict[str, Any]:
     ) as progress:
         task = progress.add_task(job_id[:12], total=None)
         while True:
-            job = client.call("GET", f"/jobs/{job_id}")["job"]
+            job = client.call("GET", f"/jobs/{quote(job_id, safe='')}")["job"]
             progress.update(
                 task,
                 total=job["iterations_total"],
@@ -180,7 +178,7 @@ def list_jobs(args: argparse.Namespace) -> int:
         request = {"query": "list", "states": args.state, "limit": args.limit}
         jobs = _over_mqtt(args, request)["jobs"]
     else:
-        query = "&".join([f"state={s}" for s in args.state] + [f"limit={args.limit}"])
+        query = urlencode([("state", s) for s in args.state] + [("limit", args.limit)])
         jobs = _client(args).call("GET", f"/jobs?{query}")["jobs"]
 
     def human() -> None:
@@ -206,7 +204,7 @@ def show(args: argparse.Namespace) -> int:
         state = asyncio.run(mqtt_client.job_state(load_config(args.config).settings, args.id))
         _print(args, {"job": state}, lambda: print(f"{state['job_id']}: {state['state']}"))
         return 0
-    job = _client(args).call("GET", f"/jobs/{args.id}")["job"]
+    job = _client(args).call("GET", f"/jobs/{quote(args.id, safe='')}")["job"]
 
     def human() -> None:
         spec = job["spec"]
@@ -233,7 +231,7 @@ def cancel(args: argparse.Namespace) -> int:
         asyncio.run(mqtt_client.cancel(load_config(args.config).settings, args.id))
         print(f"{args.id}: cancel sent (the job's events say when it took effect)")
         return 0
-    job = _client(args).call("POST", f"/jobs/{args.id}/cancel")["job"]
+    job = _client(args).call("POST", f"/jobs/{quote(args.id, safe='')}/cancel")["job"]
     _print(
         args,
         {"job": job},
@@ -249,7 +247,7 @@ def results(args: argparse.Namespace) -> int:
     if args.via == "mqtt":
         data = _over_mqtt(args, {"query": "results", "job_id": args.id})
     else:
-        data = _client(args).call("GET", f"/jobs/{args.id}/results")
+        data = _client(args).results(args.id)
     fmt = "json" if args.json else args.format
     if fmt == "json":
         print(json.dumps(data, indent=2))

@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", metavar="FILE", help="configuration file (TOML)")
     parser.add_argument(
+        "--api-url",
+        metavar="URL",
+        help="a daemon's API elsewhere: http(s)://HOST:PORT (with the token of the credentials "
+        "file) or unix:/PATH; default $LABD_API_URL, else this machine's daemon",
+    )
+    parser.add_argument(
         "--log-format", choices=["auto", "json", "console"], help="override log.format"
     )
     parser.add_argument(

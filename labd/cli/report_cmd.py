@@ -4,23 +4,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from urllib.parse import urlencode
 
 from labd.cli.client import Client
-from labd.config import load_config
 from labd.errors import UsageError
 
 
 def report(args: argparse.Namespace) -> int:
     from labd.report.html import render
 
-    client = Client(load_config(args.config).settings.http)
-    first = client.call("GET", f"/jobs/{args.job}/results")
-    second = client.call("GET", f"/jobs/{args.job2}/results") if args.job2 else None
+    client = Client.from_args(args)
+    first = client.results(args.job)
+    second = client.results(args.job2) if args.job2 else None
     spec = (second or first)["job"]["spec"]
-    history = client.call(
-        "GET", "/history?" + urlencode({"suite": spec["suite"], "test": spec["test"]})
-    )
+    history = client.history(spec["suite"], spec["test"])
     out = Path(args.output or f"report-{args.job}{'-' + args.job2 if args.job2 else ''}.html")
     html = render(first, second, history, effect=args.effect)
     try:

@@ -25,11 +25,9 @@ def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any
             return read_samples(path), None
         return samples_from_results(results, path.name), results
     from labd.cli.client import Client
-    from labd.config import load_config
 
     job_id, _, variant = arg.partition("@")
-    client = Client(load_config(args.config).settings.http)
-    results = client.call("GET", f"/jobs/{job_id}/results")
+    results = Client.from_args(args).results(job_id)
     if variant:
         results = one_variant(results, variant, arg)
     return samples_from_results(results, f"job {arg}"), results
@@ -188,13 +186,9 @@ def calibrate(args: argparse.Namespace) -> int:
 
 
 def _stored_history(args: argparse.Namespace) -> dict[str, tuple[list[str], list[float]]]:
-    from urllib.parse import urlencode
-
     from labd.cli.client import Client
-    from labd.config import load_config
 
-    client = Client(load_config(args.config).settings.http)
-    answer = client.call("GET", "/history?" + urlencode({"suite": args.suite, "test": args.test}))
+    answer = Client.from_args(args).history(args.suite, args.test)
     if not answer["series"]:
         raise UsageError(f"no succeeded job of {args.suite}/{args.test} in the store")
     return {name: (s["builds"], s["values"]) for name, s in answer["series"].items()}
