@@ -19,7 +19,7 @@ import pytest
 
 REQUIRE_SERVICES = os.environ.get("LABD_REQUIRE_SERVICES") == "1"
 # What test daemons may run (the job policy allows these programs and nothing else).
-TEST_PROGRAMS = ["sleep", "true", "python3", sys.executable]
+TEST_PROGRAMS = ["sleep", "true", "python3", "touch", sys.executable]
 
 
 def policy_for_tests(*more_programs: str, **changes: Any) -> Any:
@@ -53,7 +53,11 @@ def need_service(name: str, host: str, port: int) -> None:
 
 
 class LabdProcess:
-    """A real `labd run` subprocess with its stderr (JSON log lines) collected to a file."""
+    """A real `labd run` subprocess with its stderr (JSON log lines) collected to a file.
+
+    `get` and `post` reach /api paths on the API's TCP port with the local admin's bearer
+    token (the credentials labd writes in its state directory), other paths on the side port.
+    """
 
     def __init__(self, config: Path, env: dict[str, str] | None = None) -> None:
         self.config = config
@@ -66,6 +70,24 @@ class LabdProcess:
             env={**os.environ, **(env or {})},
         )
         self.port = int(self.wait_for_log("http side port listening")["port"])
+        api = self.wait_for_log("http api listening")
+        self.api_port = int(api["port"]) if api.get("port") else None
+        self.socket = Path(api["socket"])
+
+    @property
+    def token(self) -> str:
+        """The local admin's bearer token (labd wrote it on its first start)."""
+        import tomllib
+
+        path = self.socket.parent / "credentials" / "local.toml"
+        return str(tomllib.loads(path.read_text())["token"])
+
+    def url(self, path: str) -> str:
+        port = self.api_port if path.startswith("/api/") else self.port
+        return f"http://127.0.0.1:{port}{path}"
+
+    def _headers(self, path: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if path.startswith("/api/") else {}
 
     def logs(self) -> list[dict[str, Any]]:
         lines = self.log_path.read_text(errors="replace").splitlines()
@@ -87,7 +109,8 @@ class LabdProcess:
 
     def get(self, path: str) -> tuple[int, Any]:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
+            request = urllib.request.Request(self.url(path), headers=self._headers(path))
+            with urllib.request.urlopen(request, timeout=5) as r:
                 body = r.read()
                 status = r.status
         except urllib.error.HTTPError as e:
@@ -99,10 +122,10 @@ class LabdProcess:
 
     def post(self, path: str, body: Any = None) -> tuple[int, Any]:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}",
+            self.url(path),
             data=json.dumps(body or {}).encode(),
             method="POST",
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", **self._headers(path)},
         )
         try:
             with urllib.request.urlopen(request, timeout=10) as r:
@@ -135,7 +158,7 @@ def labd_config(tmp_path: Path) -> Iterator[Path]:
     path.write_text(
         f'[daemon]\nlab = "t-{uuid.uuid4().hex[:10]}"\n'
         f'state_dir = "{tmp_path / "state"}"\nshutdown_grace = 5\n'
-        '[http]\nport = 0\n[log]\nformat = "json"\n'
+        '[http]\nport = 0\napi_port = 0\n[log]\nformat = "json"\n'
         f"[policy]\nprograms = {json.dumps(TEST_PROGRAMS)}\n"
     )
     yield path

@@ -30,6 +30,7 @@ def bare_env(tmp_path: Path) -> dict[str, str]:
     # Its own lab (topics and MQTT client id) on a shared broker; every other default stays.
     env["LABD_DAEMON__LAB"] = f"e2e-{uuid.uuid4().hex[:10]}"
     env["LABD_HTTP__PORT"] = str(free_port())
+    env["LABD_HTTP__API_PORT"] = str(free_port())
     return env
 
 

@@ -46,7 +46,7 @@ def lab(tmp_path: Path) -> dict[str, Any]:
     config = tmp_path / "labd.toml"
     config.write_text(
         f'[daemon]\nlab = "{name}"\nstate_dir = "{tmp_path / "state"}"\n'
-        f"[http]\nport = {free_port()}\n"
+        f"[http]\nport = {free_port()}\napi_port = {free_port()}\n"
         '[drivers.x11]\nxvfb = ["1280x800"]\n[drivers.host]\nenabled = false\n'
         f'[replay]\narchive_dir = "{archives}"\n'
     )

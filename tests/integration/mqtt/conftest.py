@@ -110,7 +110,7 @@ def daemon_config(tmp_path: Path, mqtt: str, name: str = "labd", extra: str = ""
     principals = "".join(principal_toml(c, role) for c, role in ROLES.items())
     path.write_text(
         f'[daemon]\nlab = "lab1"\nhost = "{name}"\nstate_dir = "{tmp_path / name}"\n'
-        f'shutdown_grace = 3\n[http]\nport = 0\n[log]\nformat = "json"\n'
+        f'shutdown_grace = 3\n[http]\nport = 0\napi_port = 0\n[log]\nformat = "json"\n'
         f"[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
         f"[policy]\nprograms = {json.dumps(TEST_PROGRAMS)}\n"
         f"{principals}"

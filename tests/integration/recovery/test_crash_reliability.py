@@ -24,7 +24,7 @@ def config(tmp_path: Path) -> Path:
     path.write_text(
         f'[daemon]\nlab = "{LAB}"\n'
         f'host = "crashy"\nstate_dir = "{tmp_path / "state"}"\nshutdown_grace = 2\n'
-        '[http]\nport = 0\n[log]\nformat = "json"\n'
+        '[http]\nport = 0\napi_port = 0\n[log]\nformat = "json"\n'
         "[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
         '[drivers.host]\nid = "slot"\nslots = 4\n'
         '[policy]\nprograms = ["sleep"]\n'

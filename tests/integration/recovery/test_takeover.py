@@ -18,7 +18,7 @@ def config(tmp_path: Path, name: str, url: str) -> Path:
     path.write_text(
         f'[daemon]\nlab = "{LAB}"\n'
         f'host = "{name}"\nstate_dir = "{tmp_path / name}"\nshutdown_grace = 2\n'
-        f'[http]\nport = 0\n[log]\nformat = "json"\n[store]\nurl = "{url}"\n'
+        f'[http]\nport = 0\napi_port = 0\n[log]\nformat = "json"\n[store]\nurl = "{url}"\n'
         "[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
         f'[drivers.host]\nid = "dev-{name}"\n'
         '[policy]\nprograms = ["sleep", "python3"]\n'
