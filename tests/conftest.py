@@ -79,7 +79,8 @@ class LabdProcess:
         """The local admin's bearer token (labd wrote it on its first start)."""
         import tomllib
 
-        path = self.socket.parent / "credentials" / "local.toml"
+        state_dir = tomllib.loads(self.config.read_text())["daemon"]["state_dir"]
+        path = Path(state_dir) / "credentials" / "local.toml"
         return str(tomllib.loads(path.read_text())["token"])
 
     def url(self, path: str) -> str:

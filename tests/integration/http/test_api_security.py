@@ -1,0 +1,270 @@
+"""The API against the attacks of a hostile page, process or principal, on a real `labd run`:
+each is refused with its reason, audited, and proven not to have run (the job would have
+created a file; after a legitimate job has run, that file does not exist)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labd.redact import MASK
+from tests.integration.http.conftest import SECRET, TOKENS, Lab, unix_request
+
+
+def _refusals(lab: Lab) -> list[dict[str, Any]]:
+    return [line for line in lab.daemon.logs() if line.get("event") == "request refused"]
+
+
+def _proves_nothing_ran(lab: Lab, names: list[str]) -> None:
+    """A legitimate job after the attacks runs (its file appears): the attacks' files,
+    which would have been written first, do not exist, and no such job is stored."""
+    control = lab.request(
+        "POST",
+        "/api/v1/jobs",
+        {"id": "control", "spec": lab.touch_spec("control")},
+        token=TOKENS["ci"],
+    )
+    assert control.status == 201, control.body
+    assert lab.wait_finished("control", TOKENS["ci"])["state"] == "succeeded"
+    assert (lab.markers / "control").exists()
+    assert [name for name in names if (lab.markers / name).exists()] == []
+    jobs = lab.request("GET", "/api/v1/jobs", token=TOKENS["ci"]).body["jobs"]
+    assert [j["id"] for j in jobs] == ["control"]
+
+
+def test_a_cross_site_request_is_refused_and_runs_nothing(lab: Lab) -> None:
+    """The request any web page can make (DNS rebinding: text/plain, a foreign Origin and
+    Host, no credential), and each of its tricks alone with a valid token."""
+    port = lab.daemon.api_port
+    attacks = {
+        "cross-site": (
+            {
+                "Content-Type": "text/plain",
+                "Origin": "http://evil.example",
+                "Host": f"evil.example:{port}",
+            },
+            None,
+            403,
+            "host_not_allowed",
+        ),
+        "text-plain": ({"Content-Type": "text/plain"}, TOKENS["ci"], 415, "unsupported_media_type"),
+        "form": (
+            {"Content-Type": "application/x-www-form-urlencoded"},
+            TOKENS["ci"],
+            415,
+            "unsupported_media_type",
+        ),
+        "origin": (
+            {"Content-Type": "application/json", "Origin": "http://evil.example"},
+            TOKENS["ci"],
+            403,
+            "origin_not_allowed",
+        ),
+        "null-origin": (
+            {"Content-Type": "application/json", "Origin": "null"},
+            TOKENS["ci"],
+            403,
+            "origin_not_allowed",
+        ),
+        "rebound-host": (
+            {"Content-Type": "application/json", "Host": f"evil.example:{port}"},
+            TOKENS["ci"],
+            403,
+            "host_not_allowed",
+        ),
+        "no-credential": ({"Content-Type": "application/json"}, None, 401, "no_credential"),
+        "wrong-token": ({"Content-Type": "application/json"}, "not-a-token", 401, "bad_token"),
+        "basic-auth": (
+            {"Content-Type": "application/json", "Authorization": "Basic bG9jYWw6eA=="},
+            None,
+            401,
+            "bad_credential",
+        ),
+    }
+    for name, (headers, token, status, reason) in attacks.items():
+        body = json.dumps({"id": name, "spec": lab.touch_spec(name)}).encode()
+        answer = lab.request("POST", "/api/v1/jobs", headers=headers, token=token, raw=body)
+        assert (answer.status, answer.body["reason"]) == (status, reason), name
+    refused = {line["reason"] for line in _refusals(lab)}
+    assert refused == {reason for *_, reason in attacks.values()}
+    assert all(line["audit"] and line["verdict"] == "refused" for line in _refusals(lab))
+    _proves_nothing_ran(lab, list(attacks))
+
+
+def test_the_side_port_serves_metrics_but_never_the_api(lab: Lab) -> None:
+    status, _ = lab.daemon.get("/metrics")
+    assert status == 200
+    base = f"http://127.0.0.1:{lab.daemon.port}"
+    body = json.dumps({"id": "side", "spec": lab.touch_spec("side")}).encode()
+    request = urllib.request.Request(
+        f"{base}/api/v1/jobs",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKENS['ci']}"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 404
+    _proves_nothing_ran(lab, ["side"])
+
+
+def test_roles_and_ownership_are_enforced(lab: Lab) -> None:
+    ci, other, viewer = TOKENS["ci"], TOKENS["other"], TOKENS["viewer"]
+    slow = lab.touch_spec("slow") | {"params": {"command": ["sleep", "30"]}}
+    assert lab.request("POST", "/api/v1/jobs", {"id": "slow", "spec": slow}, token=ci).status == 201
+
+    # A submitter cannot cancel another's job, nor command a device; a viewer cannot submit.
+    answer = lab.request("POST", "/api/v1/jobs/slow/cancel", {}, token=other)
+    assert (answer.status, answer.body["errors"]) == (
+        403,
+        ["principal 'other' may not cancel job 'slow' (submitted by 'ci')"],
+    )
+    device = lab.request("GET", "/api/v1/devices", token=viewer).body["devices"][0]["id"]
+    answer = lab.request("POST", f"/api/v1/devices/{device}/drain", {}, token=ci)
+    assert (answer.status, answer.body["reason"]) == (403, "forbidden")
+    answer = lab.request(
+        "POST", "/api/v1/jobs", {"id": "v", "spec": lab.touch_spec("viewer")}, token=viewer
+    )
+    assert (answer.status, answer.body["reason"]) == (403, "forbidden")
+    assert (
+        lab.request("GET", f"/api/v1/devices/{device}", token=viewer).body["device"]["admin"]
+        == "enabled"
+    )
+    assert lab.request("GET", "/api/v1/jobs/slow", token=viewer).body["job"]["state"] in (
+        "queued",
+        "leased",
+        "running",
+    )
+
+    # The owner may cancel its own job; the local admin may command the device.
+    answer = lab.request("POST", "/api/v1/jobs/slow/cancel", {}, token=ci)
+    assert answer.status == 200 and answer.body["job"]["cancel_requested"] is True
+    assert lab.wait_finished("slow", ci)["state"] == "cancelled"
+    answer = lab.request("POST", f"/api/v1/devices/{device}/drain", {}, token=lab.daemon.token)
+    assert answer.status == 200 and answer.body["device"]["admin"] == "draining"
+    reasons = [(r["principal"], r["action"], r["reason"]) for r in _refusals(lab)]
+    assert reasons == [
+        ("other", "cancel", "forbidden"),
+        ("ci", "administer", "forbidden"),
+        ("viewer", "submit", "forbidden"),
+    ]
+    assert not (lab.markers / "viewer").exists()
+
+
+def test_the_submitter_is_the_authenticated_principal(lab: Lab) -> None:
+    spec = lab.touch_spec("owned")
+    answer = lab.request(
+        "POST",
+        "/api/v1/jobs",
+        {"id": "owned", "spec": spec, "submitter": "local"},
+        token=TOKENS["ci"],
+    )
+    assert answer.status == 400 and "submitter" in answer.body["errors"][0]
+    answer = lab.request("POST", "/api/v1/jobs", {"id": "owned", "spec": spec}, token=TOKENS["ci"])
+    assert answer.status == 201 and answer.body["job"]["submitter"] == "ci"
+    allowed = [line for line in lab.daemon.logs() if line.get("event") == "request allowed"]
+    assert [(a["principal"], a["action"], a["source"]) for a in allowed] == [
+        ("ci", "submit", "127.0.0.1")
+    ]
+
+
+def test_secrets_are_in_no_answer(lab: Lab) -> None:
+    ci = TOKENS["ci"]
+    spec = lab.touch_spec("secretive", env={"API_TOKEN": SECRET})
+    answers = [lab.request("POST", "/api/v1/jobs", {"id": "secretive", "spec": spec}, token=ci)]
+    assert answers[0].status == 201
+    lab.wait_finished("secretive", ci)
+    for path in ("/api/v1/jobs", "/api/v1/jobs/secretive", "/api/v1/jobs/secretive/results"):
+        answers.append(lab.request("GET", path, token=ci))
+    answers.append(lab.request("POST", "/api/v1/jobs", {"id": "secretive", "spec": spec}, token=ci))
+    answers.append(lab.request("POST", "/api/v1/jobs/secretive/cancel", {}, token=ci))
+    assert [a.status for a in answers] == [201, 200, 200, 200, 200, 200]
+    assert all(SECRET.encode() not in a.raw for a in answers)
+    assert answers[2].body["job"]["spec"]["params"]["env"] == {"API_TOKEN": MASK}
+    # The job ran with its secret all the same.
+    assert (lab.markers / "secretive").exists()
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "labd",
+            "--config",
+            str(lab.daemon.config),
+            "jobs",
+            "show",
+            "secretive",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0 and "secretive" in shown.stdout and SECRET not in shown.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as another account needs root")
+def test_the_unix_socket_knows_the_account_at_the_other_end(lab: Lab) -> None:
+    spec = lab.touch_spec("by-socket")
+    # The daemon's own account (root here) is the local admin: its job runs.
+    status, answer = unix_request(lab.socket, "POST", "/api/v1/jobs", {"id": "s", "spec": spec})
+    assert status == 201 and answer["job"]["submitter"] == "local"
+    # nobody is the viewer's unix_users entry: it reads, but may not submit.
+    status, answer = unix_request(lab.socket, "GET", "/api/v1/jobs", uid=65534)
+    assert status == 200 and [j["id"] for j in answer["jobs"]] == ["s"]
+    late = {"id": "n", "spec": lab.touch_spec("by-nobody")}
+    status, answer = unix_request(lab.socket, "POST", "/api/v1/jobs", late, uid=65534)
+    assert (status, answer["reason"]) == (403, "forbidden")
+    # An account no principal lists gets nothing.
+    status, answer = unix_request(lab.socket, "GET", "/api/v1/jobs", uid=12345)
+    assert (status, answer["reason"]) == (403, "unknown_peer")
+    assert lab.wait_finished("s", TOKENS["ci"])["state"] == "succeeded"
+    assert (lab.markers / "by-socket").exists() and not (lab.markers / "by-nobody").exists()
+    sources = [line["source"] for line in _refusals(lab)]
+    assert sources[0].startswith("uid 65534 ") and sources[1].startswith("uid 12345 ")
+
+
+def test_the_labd_command_uses_the_socket_or_a_token(lab: Lab, tmp_path: Path) -> None:
+    def labd(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "labd", "--config", str(lab.daemon.config), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={k: v for k, v in os.environ.items() if not k.startswith("LABD_")} | (env or {}),
+        )
+
+    manifest = tmp_path / "job.toml"
+    manifest.write_text(
+        f'suite = "cli"\ntest = "touch"\nscenario = "command"\niterations = 1\nwarmup = 0\n'
+        f'[params]\ncommand = ["touch", "{lab.markers / "cli"}"]\n'
+    )
+    # No flag: the socket, as the local admin.
+    result = labd("submit", str(manifest), "--via", "api", "--id", "cli-1", "--wait")
+    assert result.returncode == 0, result.stderr
+    assert (lab.markers / "cli").exists()
+    # Elsewhere: a URL and the credentials file of a principal.
+    credentials = tmp_path / "ci.toml"
+    credentials.write_text(
+        'principal = "ci"\nkey_id = "k1"\nsecret_key = "x"\n'
+        f'token = "{TOKENS["ci"]}"\nbroker_username = "ci"\nbroker_password = "x"\n'
+    )
+    url = f"http://localhost:{lab.daemon.api_port}"
+    env = {"LABD_CREDENTIALS": str(credentials), "LABD_API_URL": url}
+    result = labd("jobs", "show", "cli-1", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["job"]["submitter"] == "local"
+    result = labd("jobs", "cancel", "cli-1", env=env)
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        "principal 'ci' may not cancel job 'cli-1' (submitted by 'local')",
+    )
+    credentials.write_text(credentials.read_text().replace(TOKENS["ci"], "stolen"))
+    result = labd("jobs", "list", env=env)
+    assert (result.returncode, result.stderr.strip()) == (2, "unknown bearer token")
