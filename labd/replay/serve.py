@@ -3,6 +3,11 @@
 A request not in the archive gets a 404 with an `X-Labd-Replay: miss` header; misses are
 counted and listed when the server stops. The unshaped path does no per-request work beyond a
 dictionary lookup: headers are prepared once, at load.
+
+Every client is served from the one copy of a body loaded with the archive: a large body is
+written in slices of it, each after the client has taken the one before, so a slow reader
+costs a socket buffer, not a copy of the body (asyncio's transport copies whatever it cannot
+send at once).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from labd.replay.shaping import Shaper
 log = structlog.get_logger("labd.replay")
 
 MISS_HEADER = "X-Labd-Replay"
+STREAM_OVER = 256 * 1024  # larger bodies go out in slices; smaller ones in one write
+SLICE = 64 * 1024
 
 
 @dataclass
@@ -70,14 +77,14 @@ class ReplayHandler:
                 headers={MISS_HEADER: "miss"},
             )
         self.stats.served += 1
-        if shaper.down is None:
+        if shaper.down is None and len(found.body) <= STREAM_OVER:
             return web.Response(
                 status=found.status,
                 reason=found.reason or None,
                 headers=found.headers,
                 body=found.body,
             )
-        return await self._paced(request, found)
+        return await self._sliced(request, found)
 
     async def _shape_request(self, request: web.BaseRequest) -> None:
         """The request's side of the link: connection set-up once, upload pacing, the round trip."""
@@ -94,21 +101,24 @@ class ReplayHandler:
         if delay > 0:
             await asyncio.sleep(delay)
 
-    async def _paced(self, request: web.BaseRequest, found: _Prepared) -> web.StreamResponse:
+    async def _sliced(self, request: web.BaseRequest, found: _Prepared) -> web.StreamResponse:
+        """The body in slices of the shared copy, paced by the downlink when one is shaped;
+        each write waits until the client has drained the one before (aiohttp's drain)."""
         bucket = self.shaper.down
-        assert bucket is not None
         response = web.StreamResponse(
             status=found.status, reason=found.reason or None, headers=found.headers
         )
         response.content_length = len(found.body)
         try:
-            await bucket.take(512)  # the status line and headers, roughly
+            if bucket is not None:
+                await bucket.take(512)  # the status line and headers, roughly
             await response.prepare(request)
-            size = bucket.chunk_size()
+            size = bucket.chunk_size() if bucket is not None else SLICE
             view = memoryview(found.body)
             for start in range(0, len(view), size):
                 chunk = view[start : start + size]
-                await bucket.take(len(chunk))
+                if bucket is not None:
+                    await bucket.take(len(chunk))
                 await response.write(chunk)
             await response.write_eof()
         except (ConnectionError, asyncio.CancelledError):
