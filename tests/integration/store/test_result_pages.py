@@ -1,0 +1,127 @@
+"""Results and histories in pages (SQLite and PostgreSQL): what the API and MQTT answer for a
+job of thousands of iterations or a test of thousands of builds, a page at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+
+import labd.results
+from labd.daemon.heavy import Busy, HeavyQueries
+from labd.model import BuildInfo, Iteration, Job, TestSpec
+from labd.redact import MASK
+from labd.results import history_page, results_page, results_view, summary_of
+from labd.store import Store
+from labd.store.tables import jobs
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+async def stored_job(
+    store: Store, job_id: str, count: int, revision: str = "", state: str = "succeeded"
+) -> Job:
+    spec = TestSpec(
+        suite="pages",
+        test="t",
+        scenario="command",
+        params={"command": ["true"], "env": {"TOKEN": "hush"}},
+        iterations=count,
+        warmup=1,
+        build=BuildInfo(revision=revision),
+    )
+    await store.submit_job(job_id, spec, "ci")
+    for index in range(count + 1):
+        await store.add_iteration(
+            Iteration(
+                job_id=job_id,
+                attempt=1,
+                index=index,
+                warmup=index == 0,
+                values={"ms": float(index)},
+                started_at=NOW,
+                finished_at=NOW,
+                device_id="d1",
+                fingerprint={"model": "m1"},
+            )
+        )
+    update = jobs.update().where(jobs.c.id == job_id).values(attempts=1, state=state)
+    await store.write(lambda conn: conn.execute(update))
+    job = await store.get_job(job_id)
+    assert job is not None
+    return job
+
+
+async def test_results_come_in_pages_with_the_summary_first(store: Store) -> None:
+    job = await stored_job(store, "big", 24)  # 25 iterations with the warm-up
+    first = await results_page(store, job, 0, 10)
+    assert [it["index"] for it in first["iterations"]] == list(range(10))
+    assert (first["total"], first["next"]) == (25, 10)
+    assert first["summary"]["ms"]["n"] == 24 and first["summary"]["ms"]["median"] == 12.5
+    assert first["job"]["spec"]["params"]["env"] == {"TOKEN": MASK}
+    last = await results_page(store, job, 20, 10)
+    assert [it["index"] for it in last["iterations"]] == list(range(20, 25))
+    assert last["next"] is None and "summary" not in last
+    assert (await results_page(store, job, 100, 10))["iterations"] == []
+    whole = await results_view(store, job)
+    assert len(whole["iterations"]) == 25 and whole["next"] is None
+
+
+async def test_one_summary_is_computed_for_callers_asking_at_once(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = await stored_job(store, "shared", 5)
+    computed = []
+    real = labd.results._summaries
+    monkeypatch.setattr(labd.results, "_summaries", lambda s: computed.append(1) or real(s))
+    answers = await asyncio.gather(*(summary_of(store, job) for _ in range(8)))
+    assert len(computed) == 1 and all(a == answers[0] for a in answers)
+    await summary_of(store, job)  # finished: kept
+    assert len(computed) == 1
+
+
+async def test_history_comes_in_pages_newest_first(store: Store) -> None:
+    for n in range(5):
+        await stored_job(store, f"h{n}", 3, revision=f"r{n}")
+    await stored_job(store, "failed", 3, revision="rx", state="failed")
+    newest = await history_page(store, "pages", "t", limit=2)
+    (series,) = newest["series"].values()
+    assert series["builds"] == ["r3", "r4"] and series["values"] == [2.0, 2.0]
+    assert newest["next"] == "h3"
+    older = await history_page(store, "pages", "t", limit=2, before=newest["next"])
+    assert next(iter(older["series"].values()))["builds"] == ["r1", "r2"]
+    oldest = await history_page(store, "pages", "t", limit=2, before=older["next"])
+    assert next(iter(oldest["series"].values()))["builds"] == ["r0"] and oldest["next"] is None
+
+
+async def test_heavy_queries_wait_their_turn_and_the_rest_are_told_to_retry() -> None:
+    heavy = HeavyQueries(running=1, waiting=1)
+    release = asyncio.Event()
+    order: list[str] = []
+
+    async def query(name: str) -> None:
+        async with heavy.turn():
+            order.append(name)
+            await release.wait()
+
+    first = asyncio.create_task(query("first"))
+    await asyncio.sleep(0)
+    second = asyncio.create_task(query("second"))
+    await asyncio.sleep(0)
+    with pytest.raises(Busy):
+        async with heavy.turn():
+            pass
+    release.set()
+    await asyncio.gather(first, second)
+    assert order == ["first", "second"]
+    async with heavy.turn():  # free again
+        pass
+
+
+async def test_the_store_reads_pages_without_whole_iterations(store: Store) -> None:
+    job = await stored_job(store, "lean", 4)
+    assert await store.measured_series(job.id, 1) == {"ms": [1.0, 2.0, 3.0, 4.0]}
+    assert await store.count_iterations(job.id, 1) == 5
+    records, total = await store.iteration_records(job.id, 1, 2)
+    assert total == 5 and [r["index"] for r in records] == [1, 2]
