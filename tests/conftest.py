@@ -59,12 +59,14 @@ class LabdProcess:
     token (the credentials labd writes in its state directory), other paths on the side port.
     """
 
-    def __init__(self, config: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, config: Path, env: dict[str, str] | None = None, wrapper: list[str] | None = None
+    ) -> None:
         self.config = config
         self.log_path = config.with_suffix(".log")
         self._log_file = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "labd", "--config", str(config), "run"],
+            [*(wrapper or []), sys.executable, "-m", "labd", "--config", str(config), "run"],
             stdout=subprocess.DEVNULL,
             stderr=self._log_file,
             env={**os.environ, **(env or {})},
@@ -170,8 +172,12 @@ def start_labd(labd_config: Path) -> Iterator[Any]:
     """Call to start a real daemon on labd_config; every one started is stopped after."""
     started: list[LabdProcess] = []
 
-    def start(config: Path | None = None, env: dict[str, str] | None = None) -> LabdProcess:
-        process = LabdProcess(config or labd_config, env)
+    def start(
+        config: Path | None = None,
+        env: dict[str, str] | None = None,
+        wrapper: list[str] | None = None,
+    ) -> LabdProcess:
+        process = LabdProcess(config or labd_config, env, wrapper)
         started.append(process)
         return process
 
