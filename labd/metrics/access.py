@@ -25,6 +25,14 @@ REFUSAL_REASONS = (
     "invalid_spec",
     "conflict",
     "not_found",
+    # the HTTP API's front door (labd.daemon.guard)
+    "host_not_allowed",
+    "origin_not_allowed",
+    "unsupported_media_type",
+    "no_credential",
+    "bad_credential",
+    "bad_token",
+    "unknown_peer",
 )
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,13 @@ from tests.integration.http.conftest import SECRET, TOKENS, Lab, unix_request
 
 def _refusals(lab: Lab) -> list[dict[str, Any]]:
     return [line for line in lab.daemon.logs() if line.get("event") == "request refused"]
+
+
+def _http_refusals(lab: Lab) -> dict[str, float]:
+    """labd_auth_refusals_total of the http channel, by reason, where above zero."""
+    metrics = lab.daemon.get("/metrics")[1]
+    pattern = r'^labd_auth_refusals_total\{channel="http",reason="(\w+)"\} (\S+)$'
+    return {r: float(n) for r, n in re.findall(pattern, metrics, re.M) if float(n) > 0}
 
 
 def _proves_nothing_ran(lab: Lab, names: list[str]) -> None:
@@ -95,6 +104,13 @@ def test_a_cross_site_request_is_refused_and_runs_nothing(lab: Lab) -> None:
     refused = {line["reason"] for line in _refusals(lab)}
     assert refused == {reason for *_, reason in attacks.values()}
     assert all(line["audit"] and line["verdict"] == "refused" for line in _refusals(lab))
+    # Counted in /metrics from the AccessRefused events (delivered on the bus, so soon after).
+    expected = {"unsupported_media_type": 2, "host_not_allowed": 2, "origin_not_allowed": 2}
+    expected |= {"no_credential": 1, "bad_token": 1, "bad_credential": 1}
+    deadline = time.monotonic() + 10
+    while (counted := _http_refusals(lab)) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert counted == expected
     _proves_nothing_ran(lab, list(attacks))
 
 
