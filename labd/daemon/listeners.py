@@ -54,12 +54,25 @@ def unix_socket(path: Path, what: str) -> socket.socket:
             if _is_stale_socket(address):
                 Path(address).unlink()
             sock.bind(address)
-            Path(address).chmod(0o666)
+            _open_to_everyone(address)
         sock.listen(128)
     except OSError as e:
         sock.close()
         raise LabdError(f"{what}: cannot listen on {path}: {e.strerror or e}") from e
     return sock
+
+
+def _open_to_everyone(address: str) -> None:
+    """Mode 0666 for the socket just bound at `address`, and for nothing else: a path in a
+    shared directory may have been swapped for a symbolic link meanwhile, so the file is
+    opened without following links and changed only if it is a socket."""
+    fd = os.open(address, os.O_PATH | os.O_NOFOLLOW)
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            raise OSError(f"{address} is no longer the socket labd bound")
+        Path(f"/proc/self/fd/{fd}").chmod(0o666)
+    finally:
+        os.close(fd)
 
 
 def remove_socket(path: Path) -> None:
