@@ -7,6 +7,7 @@ devices, capabilities) need systemd itself to try."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -70,7 +71,7 @@ def test_jobs_xvfb_and_browsers_run_under_the_units_filter(
     config.write_text(
         f'[daemon]\nlab = "t-{uuid.uuid4().hex[:10]}"\nstate_dir = "{tmp_path / "state"}"\n'
         'shutdown_grace = 5\n[http]\nport = 0\napi_port = 0\n[mqtt]\nenabled = false\n'
-        f'[log]\nformat = "json"\n[policy]\nprograms = {TEST_PROGRAMS}\n'
+        f'[log]\nformat = "json"\n[policy]\nprograms = {json.dumps(TEST_PROGRAMS)}\n'
         f'[replay]\narchive_dir = "{ROOT}"\n[drivers.x11]\nxvfb = ["1280x800"]\n'
     )
     daemon = start_labd(config, wrapper=wrapper)

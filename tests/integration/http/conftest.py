@@ -108,7 +108,7 @@ def lab(tmp_path: Path, start_labd: Any) -> Iterator[Lab]:
         f'state_dir = "{tmp_path / "state"}"\nshutdown_grace = 3\n'
         f'[http]\nport = 0\napi_port = 0\napi_socket = "{shared / "api.sock"}"\n'
         '[log]\nformat = "json"\n[mqtt]\nenabled = false\n'
-        f'[policy]\nprograms = {TEST_PROGRAMS}\nenv_keys = ["API_TOKEN"]\n'
+        f'[policy]\nprograms = {json.dumps(TEST_PROGRAMS)}\nenv_keys = ["API_TOKEN"]\n'
         + principal_table("ci", "submitter")
         + principal_table("other", "submitter")
         + principal_table("viewer", "viewer", 'unix_users = ["nobody"]\n')
