@@ -6,6 +6,7 @@ import hashlib
 import http.client
 import json
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -96,10 +97,11 @@ class Lab:
 
 @pytest.fixture
 def lab(tmp_path: Path, start_labd: Any) -> Iterator[Lab]:
-    # The socket lives where every local account can reach it (pytest's tmp_path is 0700).
+    # The socket, and the files jobs write, live where every local account can reach them
+    # (pytest's tmp_path is 0700; as root, labd runs jobs as policy.run_as, nobody).
     shared = Path(tempfile.mkdtemp(prefix="labd-api-"))
     shared.chmod(0o755)
-    markers = tmp_path / "markers"
+    markers = shared / "markers"
     markers.mkdir()
     markers.chmod(0o777)
     config = tmp_path / "labd.toml"
@@ -116,9 +118,7 @@ def lab(tmp_path: Path, start_labd: Any) -> Iterator[Lab]:
     daemon = start_labd(config)
     yield Lab(daemon, shared / "api.sock", markers)
     daemon.stop()
-    for leftover in shared.iterdir():
-        leftover.unlink()
-    shared.rmdir()
+    shutil.rmtree(shared)
 
 
 def unix_request(
