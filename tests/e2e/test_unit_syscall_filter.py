@@ -90,8 +90,11 @@ def test_jobs_xvfb_and_browsers_run_under_the_units_filter(
         assert status == 201, answer
     for name in jobs:
         job = wait(daemon, name, timeout=300)
-        assert job["state"] == "succeeded", (name, job["error"])
-        results = daemon.get(f"/api/v1/jobs/{name}/results")[1]
-        assert results["summary"], name
+        iterations = daemon.get(f"/api/v1/jobs/{name}/results")[1]["iterations"]
+        # Ran and measured; on a loaded machine a page load may still be set aside for
+        # dropped frames (a job of set-aside iterations ends failed): that is not the filter.
+        ran = [it for it in iterations if not it["error"] and it["values"]]
+        assert ran, (name, job["state"], job["error"], iterations)
+        assert job["state"] == "succeeded" or all(it["set_aside"] for it in ran), job["error"]
     assert set(jobs) >= {"host", "chromium"}, "no browser to try"
     assert daemon.stop() == 0
