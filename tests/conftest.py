@@ -76,10 +76,16 @@ class LabdProcess:
         self.api_port = int(api["port"]) if api.get("port") else None
         self.socket = Path(api["socket"])
 
+    api_token: str | None = None  # another principal's token for /api, if set
+
     @property
     def token(self) -> str:
-        """The local admin's bearer token (labd wrote it on its first start)."""
+        """The bearer token for /api: `api_token`, else the local admin's (labd wrote it on
+        its first start)."""
         import tomllib
+
+        if self.api_token:
+            return self.api_token
 
         state_dir = tomllib.loads(self.config.read_text())["daemon"]["state_dir"]
         path = Path(state_dir) / "credentials" / "local.toml"

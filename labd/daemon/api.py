@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from labd.auth import Audit, Principals, RateLimiter, redact_job
+from labd.auth import Audit, Principals, redact_job
 from labd.auth.principals import Action
 from labd.config import HttpSettings
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
@@ -63,11 +63,10 @@ class Api:
         scheduler: Scheduler,
         pool: Pool,
         audit: Audit,
-        limiter: RateLimiter,
         heavy: HeavyQueries,
     ) -> None:
         self.store, self.jobs, self.scheduler, self.pool = store, jobs, scheduler, pool
-        self.audit, self.limiter, self.heavy = audit, limiter, heavy
+        self.audit, self.heavy = audit, heavy
 
     def table(self) -> list[tuple[str, str, Handler, Action]]:
         """Every route: method, path, handler and the action a principal's role must allow."""
@@ -112,17 +111,18 @@ class Api:
                 ],
             )
         job_id = str(body.get("id") or "")
-        try:
-            self.limiter.take(caller.principal)
-        except AuthError as e:
-            self._refused(caller, Action.SUBMIT, job_id or "new job", e.reason, str(e))
-            return _error(429, [str(e)], headers={"Retry-After": "60"})
         self._allowed(caller, Action.SUBMIT, job_id or "new job")
         source = str(body.get("source") or "request")
         try:
+            # The one submit path checks the principal's rate limit, scenarios and quota.
             job, created = await self.jobs.submit(
                 body["spec"], source, job_id, principal=caller.principal
             )
+        except AuthError as e:
+            self._refused(caller, Action.SUBMIT, job_id or "new job", e.reason, str(e))
+            if e.reason == "rate_limited":
+                return _error(429, [str(e)], headers={"Retry-After": "60"})
+            return _error(403, [str(e)])
         except InvalidSpec as e:
             return _error(400, e.problems)
         except JobConflict as e:

@@ -205,9 +205,7 @@ class Daemon:
             from labd.daemon.listeners import api_socket_path
 
             heavy = HeavyQueries(settings.http.heavy_queries, settings.http.heavy_queue)
-            api = Api(
-                store.store, self.jobs, self.scheduler, self.pool, self.audit, self.limiter, heavy
-            )
+            api = Api(store.store, self.jobs, self.scheduler, self.pool, self.audit, heavy)
             self.side_port.add_api(
                 api_application(api, self.principals, settings.http), api_socket_path(settings)
             )

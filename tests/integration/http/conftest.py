@@ -20,7 +20,9 @@ import pytest
 
 from tests.conftest import TEST_PROGRAMS, LabdProcess
 
-TOKENS = {name: f"token-of-{name}-{uuid.uuid4().hex}" for name in ("ci", "other", "viewer")}
+TOKENS = {
+    name: f"token-of-{name}-{uuid.uuid4().hex}" for name in ("ci", "other", "viewer", "burst")
+}
 SECRET = f"s3cret-{uuid.uuid4().hex}"
 
 
@@ -114,6 +116,7 @@ def lab(tmp_path: Path, start_labd: Any) -> Iterator[Lab]:
         + principal_table("ci", "submitter")
         + principal_table("other", "submitter")
         + principal_table("viewer", "viewer", 'unix_users = ["nobody"]\n')
+        + principal_table("burst", "submitter", "submits_per_minute = 2\n")
     )
     daemon = start_labd(config)
     yield Lab(daemon, shared / "api.sock", markers)

@@ -284,3 +284,20 @@ def test_the_labd_command_uses_the_socket_or_a_token(lab: Lab, tmp_path: Path) -
     credentials.write_text(credentials.read_text().replace(TOKENS["ci"], "stolen"))
     result = labd("jobs", "list", env=env)
     assert (result.returncode, result.stderr.strip()) == (2, "unknown bearer token")
+
+
+def test_a_principal_over_its_rate_is_refused_and_its_job_not_run(lab: Lab) -> None:
+    burst = TOKENS["burst"]
+    for n in range(2):  # its limit: 2 a minute, each submission counted once
+        spec = {"id": f"b{n}", "spec": lab.touch_spec(f"burst-{n}")}
+        assert lab.request("POST", "/api/v1/jobs", spec, token=burst).status == 201
+    over = {"id": "b2", "spec": lab.touch_spec("burst-2")}
+    answer = lab.request("POST", "/api/v1/jobs", over, token=burst)
+    assert (answer.status, answer.body["errors"]) == (
+        429,
+        ["principal 'burst' submitted 2 jobs in the last minute (limit 2); try again later"],
+    )
+    assert [(r["principal"], r["reason"]) for r in _refusals(lab)] == [("burst", "rate_limited")]
+    assert lab.wait_finished("b1", burst)["state"] == "succeeded"
+    assert (lab.markers / "burst-1").exists() and not (lab.markers / "burst-2").exists()
+    assert lab.request("GET", "/api/v1/jobs/b2", token=burst).status == 404

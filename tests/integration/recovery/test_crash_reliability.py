@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import random
 import time
@@ -16,6 +17,8 @@ from tests.conftest import LabdProcess
 LAB = f"rec-{uuid.uuid4().hex[:10]}"  # its own topics on a shared broker
 
 JOBS = 200
+# A CI principal allowed a burst: the local admin's 120 submissions a minute would not do.
+TOKEN = f"batch-{uuid.uuid4().hex}"
 TERMINAL = {"succeeded", "failed", "cancelled", "timed_out"}
 
 
@@ -28,6 +31,8 @@ def config(tmp_path: Path) -> Path:
         "[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
         '[drivers.host]\nid = "slot"\nslots = 4\n'
         '[policy]\nprograms = ["sleep"]\n'
+        '[auth.principals.batch]\nrole = "submitter"\nsubmits_per_minute = 1000\n'
+        f'token_sha256 = ["{hashlib.sha256(TOKEN.encode()).hexdigest()}"]\n'
     )
     return path
 
@@ -51,6 +56,7 @@ def test_every_job_ends_once_with_every_raw_value_after_three_sigkills(
     rng = random.Random(20261122)
     path = config(tmp_path)
     daemon: LabdProcess = start_labd(path)
+    daemon.api_token = TOKEN
     for n in range(JOBS):
         status, _ = daemon.post("/api/v1/jobs", {"id": f"job-{n:03d}", "spec": spec(n)})
         assert status == 201
@@ -58,6 +64,7 @@ def test_every_job_ends_once_with_every_raw_value_after_three_sigkills(
         time.sleep(rng.uniform(0.5, 2.5))
         daemon.kill()
         daemon = start_labd(path)
+        daemon.api_token = TOKEN
 
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
