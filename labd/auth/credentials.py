@@ -57,12 +57,14 @@ class Credentials:
         ]
         return "\n".join(lines) + "\n"
 
-    def as_local_principal(self) -> Principal:
+    def as_local_principal(self, submits_per_minute: int = 600) -> Principal:
         return Principal(
             name=LOCAL_PRINCIPAL,
             role=Role.ADMIN,
             keys={self.key_id: self.key},
             token_sha256=frozenset({token_digest(self.token)}),
+            submits_per_minute=submits_per_minute,
+            max_active_jobs=1_000_000,
         )
 
 

@@ -245,7 +245,12 @@ def cancel(args: argparse.Namespace) -> int:
 
 def results(args: argparse.Namespace) -> int:
     if args.via == "mqtt":
-        data = _over_mqtt(args, {"query": "results", "job_id": args.id})
+        request = {"query": "results", "job_id": args.id, "limit": 1000}
+        data = _over_mqtt(args, request)
+        while data.get("next") is not None:  # page by page, as the API does
+            more = _over_mqtt(args, {**request, "offset": data["next"]})
+            data["iterations"] += more["iterations"]
+            data["next"] = more["next"]
     else:
         data = _client(args).results(args.id)
     fmt = "json" if args.json else args.format

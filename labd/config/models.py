@@ -447,6 +447,12 @@ class AuthSettings(Section):
     clock_skew_s: float = Field(
         60, ge=0, le=3600, description="How far in the future a message's time may be."
     )
+    local_submits_per_minute: int = Field(
+        600,
+        ge=1,
+        le=1_000_000,
+        description="The local admin's submissions per minute (its scripts submit in batches).",
+    )
     local_credentials: bool = Field(
         True,
         description=(

@@ -162,7 +162,11 @@ class Daemon:
         host = settings.daemon.host_name
         if settings.auth.local_credentials:
             self.local_credentials = await asyncio.to_thread(ensure_local_credentials, state_dir)
-        local = self.local_credentials.as_local_principal() if self.local_credentials else None
+        local = (
+            self.local_credentials.as_local_principal(settings.auth.local_submits_per_minute)
+            if self.local_credentials
+            else None
+        )
         self.principals = Principals.from_settings(settings.auth, local)
         yield self.health
         yield AccessMetrics(self.bus, self.metrics.registry)

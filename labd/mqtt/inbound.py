@@ -47,7 +47,7 @@ from labd.mqtt.messages import (
 )
 from labd.mqtt.topics import Topics
 from labd.pool import Pool
-from labd.results import results_view
+from labd.results import results_page
 from labd.scheduler import JobService, Scheduler
 from labd.store import JobConflict, NonceSeen
 from labd.validation import describe_errors
@@ -320,9 +320,8 @@ class Inbound:
             problems.append(f"{incoming.topic}: no job {query.job_id!r}")
         elif query.query == "show":
             data = {"job": redact_job(job.model_dump(mode="json"))}
-        else:
-            view = await results_view(store, job)
-            data = {**view, "job": redact_job(view["job"])}
+        else:  # one page at a time: an answer stays small however long the job ran
+            data = await results_page(store, job, query.offset, query.limit)
         answer = QueryAnswer(
             query=query.query,
             ok=not problems,
