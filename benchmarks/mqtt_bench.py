@@ -236,7 +236,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         port = free_port()
-        # set_tcp_nodelay: see the README; without it small messages wait for delayed ACKs.
+        # set_tcp_nodelay: docs/mqtt.md; without it small messages wait for delayed ACKs.
         (work / "m.conf").write_text(
             f"listener {port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
         )

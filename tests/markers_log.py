@@ -1,8 +1,8 @@
-"""Logcat text for marker tests and the adb stand-in, built from the lines in seed 002."""
+"""Logcat text for marker tests and the adb stand-in, built from the lines in Mozilla's Raptor."""
 
 from __future__ import annotations
 
-# The two lines quoted in seed 002, verbatim.
+# The two lines quoted in Mozilla's Raptor, verbatim.
 SEED_LAUNCH = (
     "I/PerformanceTiming( 5582): Performance Entry: verticalhome.gaiamobile.org|mark|"
     "appLaunch@clock.gaiamobile.org|80081.169720|0.000000|1434771804212"

@@ -29,7 +29,7 @@ from labd.store import Store
 from labd_x11 import X11Driver, X11Options
 
 ROOT = Path(__file__).parents[2]
-SETUPS = {  # seed 000's Table 4 (each alone) and Table 3 (all together)
+SETUPS = {  # Larres et al.'s Table 4 (each alone) and Table 3 (all together)
     "off": [],
     "exclusive_cpu": ["exclusive_cpu"],
     "no_aslr": ["no_aslr"],

@@ -32,7 +32,7 @@ from labd_x11.xinput import X11Input
 GREEN, RED = (0, 255, 0), (255, 0, 0)
 Stabiliser = Literal["exclusive_cpu", "no_aslr", "tmpfs"]
 STABILISERS: tuple[Stabiliser, ...] = ("exclusive_cpu", "no_aslr", "tmpfs")
-DEFAULT_STABILISERS: tuple[Stabiliser, ...] = ("tmpfs",)  # the one that helped: see the README
+DEFAULT_STABILISERS: tuple[Stabiliser, ...] = ("tmpfs",)  # the one that helped: docs/devices.md
 VISUAL = ("visually_complete_ms", "speed_index", "first_visual_change_ms", "last_visual_change_ms",
           "visual_complete_85_ms", "visual_complete_95_ms", "visual_complete_99_ms")  # fmt: skip
 

@@ -1,4 +1,5 @@
-"""Frame capture and what users see: green/red sync, visual metrics, artifacts (seed 004)."""
+"""Frame capture and what users see (Mozilla's Eideticker): green/red sync, visual metrics,
+artifacts."""
 
 from labd.capture.analyze import AnalysisOptions, Artifacts, Checkerboard, VisualMetrics, analyze
 from labd.capture.errors import CaptureError, SyncError

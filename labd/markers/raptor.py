@@ -1,5 +1,5 @@
-"""Performance marks in logcat, as Mozilla's Raptor reads them (seed 002), and Android's own
-app-launch lines.
+"""Performance marks in logcat, as Mozilla's Raptor reads them ("Performance Testing Firefox
+OS With Raptor", Mozilla Hacks), and Android's own app-launch lines.
 
     I/PerformanceTiming( 6118): Performance Entry: clock.gaiamobile.org|mark|visuallyLoaded|...
         ...|1074.739956|0.000000|1434771805380                        (one line, brief format)

@@ -1,4 +1,5 @@
-"""Talos' ways of turning a suite (components x iterations) into one number (seed 001).
+"""Talos' ways of turning a suite (components x iterations) into one number (Mozilla's
+Talos investigation).
 
 `talos-old`: per component drop the maximum, take the median; drop the largest median; the mean
 of the rest. `talos-new` (the investigation's proposal): per component drop the first run, take

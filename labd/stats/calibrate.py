@@ -1,4 +1,5 @@
-"""How many iterations a component needs: power by simulation from a pilot (seed 001).
+"""How many iterations a component needs: power by simulation from a pilot (Mozilla's Talos
+investigation).
 
 For each sample size n, draw two samples of n from the pilot, shift one by the effect, and
 count how often the comparison calls the shift a regression. The smallest n whose detection
@@ -39,7 +40,7 @@ class Calibration:
 
 
 def distribution_class(values: ArrayLike, effect: float = 0.01) -> str:
-    """Seed 001's classes: tight normal, wide or near normal, non-normal."""
+    """The Talos investigation's classes: tight normal, wide or near normal, non-normal."""
     a = as_array(values)
     normal = a.size < 3 or stats.shapiro(a).pvalue >= 0.01
     cov = a.std(ddof=1) / abs(a.mean()) if a.mean() else math.inf
