@@ -247,7 +247,8 @@ async def main() -> None:
             wait_port(port)
             config = work / "labd.toml"
             config.write_text(
-                f'[daemon]\nlab = "bench"\nhost = "bench"\nstate_dir = "{work}"\n[http]\nport = 0\n'
+                f'[daemon]\nlab = "bench"\nhost = "bench"\nstate_dir = "{work}"\n'
+                "[http]\nport = 0\napi_port = 0\n"
                 f'[log]\nformat = "json"\nlevel = "info"\n'
                 f'[policy]\nprograms = ["true"]\n'
                 f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\n'

@@ -50,7 +50,7 @@ class Host:
         self.config.write_text(
             f'[daemon]\nlab = "{lab}"\nhost = "{name}"\nstate_dir = "{self.dir / "state"}"\n'
             "shutdown_grace = 2\n"
-            '[http]\nport = 0\n[log]\nformat = "json"\n'
+            '[http]\nport = 0\napi_port = 0\n[log]\nformat = "json"\n'
             f'[store]\nurl = "postgresql+asyncpg://postgres@127.0.0.1:{pg.port}/postgres"\n'
             f'[mqtt]\nurl = "mqtt://127.0.0.1:{mqtt.port}"\nreconnect_max_s = 2\n'
             f"[scheduler]\nlease_ttl_s = {t.lease_ttl_s}\nheartbeat_s = {t.heartbeat_s}\n"
