@@ -398,13 +398,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return 130
-    except Exception as e:  # a bug: one line, the traceback where it can be read, exit 3
-        return _unexpected(e)
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as e:  # a bug: one line, the traceback where it can be read, exit 3
+        return _unexpected(e)
 
 
 def _unexpected(error: Exception) -> int:

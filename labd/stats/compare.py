@@ -90,6 +90,8 @@ def choose_method(base: NDArray[np.float64], new: NDArray[np.float64]) -> str:
 def welch(base: NDArray[np.float64], new: NDArray[np.float64], alpha: float) -> Interval:
     mb, mn = float(base.mean()), float(new.mean())
     w = welch_t(base, new, alpha)
+    if mb == 0:  # a ratio to zero (values around 0, a count that stayed 0): none to give
+        return Interval("welch", w.diff, w.low, w.high, math.nan, math.nan, math.nan, w.p_value)
     ratio_low, ratio_high = _fieller(mb, mn, w.var_base, w.var_new, w.quantile)
     return Interval("welch", w.diff, w.low, w.high, mn / mb, ratio_low, ratio_high, w.p_value)
 
@@ -163,6 +165,8 @@ def judge(
 ) -> tuple[Verdict, str]:
     """The verdict from the ratio interval against the equivalence band [1-effect, 1+effect]."""
     low, high = iv.ratio_low, iv.ratio_high
+    if math.isnan(iv.ratio):
+        return "inconclusive", "the baseline's mean is 0: a relative change is undefined"
     if not (math.isfinite(low) and math.isfinite(high)):
         return "inconclusive", "the interval is unbounded: the baseline is too noisy"
     # A significant change is reported when it may reach the effect of interest (its

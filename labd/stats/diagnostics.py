@@ -101,7 +101,8 @@ def diagnose(values: ArrayLike, cov_limit: float = COV_LIMIT) -> list[Finding]:
     if n < 3 or a.std() == 0:
         return found
     mean = a.mean()
-    cov = a.std(ddof=1) / abs(mean) if mean else float("inf")
+    # Around a mean of 0 (a signed offset) a coefficient of variation means nothing.
+    cov = a.std(ddof=1) / abs(mean) if mean else 0.0
     if cov > cov_limit:
         found.append(
             Finding(

@@ -89,3 +89,15 @@ def test_degenerate_inputs_get_a_defined_verdict() -> None:
     assert worse.verdict == "regression"  # type: ignore[attr-defined]
     row = one([1.0, 1.0, 1.0], [1.0, 2.0, 1.0]).as_dict()  # type: ignore[attr-defined]
     assert all(v is None or not isinstance(v, float) or math.isfinite(v) for v in row.values())
+
+
+def test_a_baseline_mean_of_zero_is_inconclusive_not_a_crash() -> None:
+    """A metric whose values sit around 0 (a signed offset, a count that stays 0 in one
+    build) has no relative change: Welch's ratio interval once divided by zero there."""
+    base = [-1.0, 1.0] * 10
+    new = [-1.0, 1.5] * 10
+    for method in ("welch", "auto", "hodges-lehmann"):
+        (result,) = compare({"m": (base, new, False)}, method=method)  # type: ignore[arg-type]
+        assert result.verdict in ("inconclusive", "no change"), (method, result)
+    (welch_result,) = compare({"m": (base, new, False)}, method="welch")
+    assert welch_result.reason == "the baseline's mean is 0: a relative change is undefined"
