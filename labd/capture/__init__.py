@@ -1,9 +1,10 @@
-"""Frame capture and what users see (Mozilla's Eideticker): green/red sync, visual metrics,
-artifacts."""
+"""Frame capture and what users see (Mozilla's Eideticker): live recording, green/red sync,
+visual metrics, artifacts."""
 
 from labd.capture.analyze import AnalysisOptions, Artifacts, Checkerboard, VisualMetrics, analyze
 from labd.capture.errors import CaptureError, SyncError
-from labd.capture.sources import FrameList, VideoFile
+from labd.capture.live import Recorder, SourceSpec, Spool, screenrecord_command
+from labd.capture.sources import FrameList, Recording, VideoFile
 
 __all__ = [
     "AnalysisOptions",
@@ -11,8 +12,13 @@ __all__ = [
     "CaptureError",
     "Checkerboard",
     "FrameList",
+    "Recorder",
+    "Recording",
+    "SourceSpec",
+    "Spool",
     "SyncError",
     "VideoFile",
     "VisualMetrics",
     "analyze",
+    "screenrecord_command",
 ]

@@ -1,10 +1,12 @@
 """Live frame sources, recorded in a process of their own into a spool file.
 
-A source yields (time in ms, BGR frame). The recorder process grabs on one thread and encodes
-on another, with a bounded queue between them: when encoding falls behind, frames are dropped
-and counted, never silently, and the daemon's loop is never stalled by a capture. The spool is
-Motion-JPEG (11 ms to encode a busy 1080p frame here, where lossless FFV1 takes 60), with the
-capture times beside it, one per line, so the analysis uses real times, not the nominal rate.
+A source (a labd.sdk.FrameSource, opened from a labd.sdk.CaptureSource: SourceSpec here, or a
+driver's own) yields (time in ms, BGR frame). The recorder process grabs on one thread and
+encodes on another, with a bounded queue between them: when encoding falls behind, frames are
+dropped and counted, never silently, and the daemon's loop is never stalled by a capture. The
+spool is Motion-JPEG (11 ms to encode a busy 1080p frame here, where lossless FFV1 takes 60),
+with the capture times beside it, one per line, so the analysis uses real times, not the
+nominal rate.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import shutil
 import subprocess
 import threading
 import time
-from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -25,25 +26,12 @@ from typing import Literal
 
 import cv2
 import numpy as np
-from numpy.typing import NDArray
 
 from labd.capture.errors import CaptureError
-
-Image = NDArray[np.uint8]
-
-
-class LiveSource(ABC):
-    dropped = 0  # frames the source itself knows it missed
-
-    @abstractmethod
-    def read(self) -> tuple[float, Image] | None:
-        """The next frame, or None when the source has ended."""
-
-    def close(self) -> None:
-        """Release the device."""
+from labd.sdk import CaptureSource, FrameSource, Image
 
 
-class Paced(LiveSource):
+class Paced(FrameSource):
     """Sources polled at a fixed rate (screen grabs): a missed tick is a dropped frame."""
 
     def __init__(self, fps: float) -> None:
@@ -63,17 +51,21 @@ class Paced(LiveSource):
         self.next_tick += self.interval
 
 
-class X11Grab(Paced):
-    """An X11 display or a region of it, through mss (XCB shared memory when available)."""
+class ScreenGrab(Paced):
+    """A screen or a region of it, through mss: an X11 display (XCB shared memory when
+    available), or with no display named this machine's own screen (Windows, macOS)."""
 
-    def __init__(self, display: str, region: tuple[int, int, int, int] | None, fps: float) -> None:
+    def __init__(
+        self, display: str | None, region: tuple[int, int, int, int] | None, fps: float
+    ) -> None:
         super().__init__(fps)
         import mss
 
+        what = f"X11 display {display!r}" if display is not None else "the screen"
         try:
-            self.screen = mss.MSS(display=display)
+            self.screen = mss.MSS(display=display) if display is not None else mss.MSS()
         except Exception as e:  # mss raises its own ScreenShotError and OS errors
-            raise CaptureError(f"X11 display {display!r}: cannot open it ({e})") from e
+            raise CaptureError(f"{what}: cannot open it ({e})") from e
         monitor = self.screen.monitors[0]
         if region is None:
             region = (monitor["left"], monitor["top"], monitor["width"], monitor["height"])
@@ -90,7 +82,7 @@ class X11Grab(Paced):
         self.screen.close()
 
 
-class OpenCvDevice(LiveSource):
+class OpenCvDevice(FrameSource):
     """An HDMI/DVI capture card or camera through V4L2 (/dev/videoN), or any URL or file
     OpenCV opens (a file stands in for a card in tests)."""
 
@@ -111,7 +103,7 @@ class OpenCvDevice(LiveSource):
         self.capture.release()
 
 
-class H264Stream(LiveSource):
+class H264Stream(FrameSource):
     """An H.264 elementary stream from a command, decoded as it streams by ffmpeg: Android's
     `adb exec-out screenrecord --output-format=h264 -`."""
 
@@ -151,18 +143,18 @@ def screenrecord_command(serial: str, size: tuple[int, int], adb: str = "adb") -
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """What to open, in a form a child process can receive."""
+    """What to open, in a form a child process can receive (a labd.sdk.CaptureSource)."""
 
-    kind: Literal["x11", "device", "h264"]
-    target: str = ""  # DISPLAY, device path, or the serial for h264 via adb
+    kind: Literal["x11", "screen", "device", "h264"]
+    target: str = ""  # DISPLAY, device path, or the serial for h264 via adb; screen: unused
     region: tuple[int, int, int, int] | None = None
     size: tuple[int, int] = (1080, 1920)
     command: tuple[str, ...] = ()  # h264: the stream's producer
     fps: float = 60.0
 
-    def open(self) -> LiveSource:
-        if self.kind == "x11":
-            return X11Grab(self.target, self.region, self.fps)
+    def open(self) -> FrameSource:
+        if self.kind in ("x11", "screen"):
+            return ScreenGrab(self.target if self.kind == "x11" else None, self.region, self.fps)
         if self.kind == "device":
             return OpenCvDevice(self.target, self.fps)
         return H264Stream(
@@ -188,7 +180,7 @@ class Spool:
 
 
 def _record(
-    spec: SourceSpec,
+    spec: CaptureSource,
     path: Path,
     ready: Event,
     stop: Event,
@@ -257,7 +249,7 @@ class Recorder:
 
     def __init__(
         self,
-        spec: SourceSpec,
+        spec: CaptureSource,
         path: Path,
         seconds: float = 600.0,
         buffer: int = 120,

@@ -1,7 +1,7 @@
-"""The domain model: devices, jobs, test specs, iterations and the driver interfaces."""
+"""The domain model: devices, jobs, test specs, iterations, the job policy. (The driver
+interfaces are the plugin SDK's: labd.sdk.)"""
 
 from labd.model.device import AdminState, Device, DeviceSelector, DeviceState
-from labd.model.driver import Driver, NoOptions, PowerControl, RunContext, Scenario
 from labd.model.ids import Identifier, check_id, id_problem
 from labd.model.iteration import Iteration
 from labd.model.job import TERMINAL, Job, JobState, can_move
@@ -16,19 +16,14 @@ __all__ = [
     "Device",
     "DeviceSelector",
     "DeviceState",
-    "Driver",
     "Identifier",
     "Iteration",
     "Job",
     "JobState",
     "MetricSpec",
     "NetworkSpec",
-    "NoOptions",
     "Policy",
-    "PowerControl",
     "RunAs",
-    "RunContext",
-    "Scenario",
     "TestSpec",
     "Variant",
     "can_move",

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from labd.errors import TestFailure
-from labd.model import Device, RunAs, RunContext
-from labd.runner import launcher
-from labd.runner.launcher import Launch
+from labd.model import Device, RunAs
+from labd.process import Launch, launcher
+from labd.sdk import RunContext
 from labd_host.command import CommandParams, CommandScenario
 from tests.conftest import policy_for_tests
 

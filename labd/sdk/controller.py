@@ -1,33 +1,20 @@
-"""The platform-neutral controller: the seed's high-level actions over any driver's input.
+"""The platform-neutral controller (Eideticker's): a user's actions over any driver's input.
 
 Scenarios say what a user does (load a URL, tap or click, swipe or scroll, type, launch an
 app, show a full-screen colour); the controller turns it into the platform's events. The input
-objects come from the drivers (X11Input, AndroidInput, or any with the same methods); their
-calls block, so each runs on a thread.
+objects come from the drivers (a DesktopInput such as X11's or Windows', a TouchInput such as
+Android's); their calls block, so each runs on a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 from labd.errors import UsageError
-
-
-class DesktopInput(Protocol):
-    def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None: ...
-    def scroll(self, direction: str, clicks: int = 1) -> None: ...
-    def key(self, combo: str) -> None: ...
-    def text(self, text: str) -> None: ...
-
-
-class TouchInput(Protocol):
-    def tap(self, x: int, y: int) -> None: ...
-    def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None: ...
-    def key(self, name: str) -> None: ...
-    def text(self, text: str) -> None: ...
-
+from labd.sdk.inputs import DesktopInput, TouchInput
 
 # A URL bar updates its suggestions on every key and drops keys that come faster (seen with
 # Chromium on Xvfb: "http://www.labd.test/" arrived as "http://test/").
@@ -45,7 +32,7 @@ NAVIGATOR = (
 
 
 def color_page(rgb: tuple[int, int, int], navigator: bool = False) -> str:
-    """A data: URL of a page that is one colour from edge to edge (the seed's sync screens);
+    """A data: URL of a page that is one colour from edge to edge (Eideticker's sync screens);
     with `navigator`, typing a URL and Enter on it loads that URL."""
     color = "#{:02x}{:02x}{:02x}".format(*rgb)
     style = f"margin:0;height:100%;background:{color}"
@@ -60,12 +47,17 @@ class Controller:
         device_input: DesktopInput | TouchInput,
         screen: tuple[int, int],
         url_bar: tuple[int, int] | None = None,
-        launcher: Any = None,
+        launcher: Callable[[str], None] | None = None,
     ) -> None:
         """`url_bar`: where to tap on a touch device (desktops use Ctrl+L); `launcher`: a
-        callable that starts an app by name (the driver's)."""
+        blocking callable that starts an app by name (the driver's)."""
+        if not isinstance(device_input, (DesktopInput, TouchInput)):
+            raise TypeError(
+                f"{type(device_input).__name__} is neither a DesktopInput (key, text, click, "
+                "scroll) nor a TouchInput (tap, swipe, key, text)"
+            )
         self.input = device_input
-        self.touch = hasattr(device_input, "tap")
+        self.touch = isinstance(device_input, TouchInput)
         self.screen = screen
         self.url_bar = url_bar
         self.launcher = launcher

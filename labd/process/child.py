@@ -1,5 +1,5 @@
 """What a program's process does between fork and exec when labd starts it directly (browsers;
-measured commands go through the launcher, `labd.runner.launcher`): die with labd, run on
+measured commands go through the launcher, `labd.process.launcher`): die with labd, run on
 chosen CPUs, no address-space randomisation, never as root when a user to run as is given."""
 
 from __future__ import annotations

@@ -1,0 +1,78 @@
+"""labd's plugin SDK: everything a driver or power plugin needs from labd, in one place.
+
+A plugin imports this module and the capabilities' public faces (`labd.capture`,
+`labd.markers`, `labd.replay`, `labd.process`), never labd's internals. docs/plugins.md
+walks through a complete driver.
+
+- `Driver[Options]`: finds devices, checks their health, offers scenarios and provides what
+  they bind to (`provides = {MarkerStream: "logcat"}`); registered in `labd.drivers`.
+- `Scenario[Params]`: one kind of test; declares what it needs as data
+  (`bindings = {"markers": MarkerStream}`) and gets it from its `RunContext`.
+- Protocols a driver provides: `KeyInput`, `PointerInput`, `DesktopInput`, `TouchInput`,
+  `CaptureSource` (opening a `FrameSource`), `MarkerStream` (`LineStream` implements it over
+  a blocking reader); `PowerControl[Options]` for power plugins (`labd.power`).
+- `Controller`: a user's actions (load a URL, tap, swipe, type) over any input.
+- The domain types and errors a plugin uses: `Device`, `MetricSpec`, `Policy`, `RunAs`,
+  `TestFailure` (the test failed), `InfrastructureError` (the device or driver did),
+  `UsageError`.
+"""
+
+from labd.errors import InfrastructureError, LabdError, TestFailure, UsageError
+from labd.model.device import Device
+from labd.model.policy import Policy, ProgramNotFound, RunAs
+from labd.model.spec import MetricSpec
+from labd.sdk.bindings import PluginError, Resources
+from labd.sdk.capture import CaptureSource, FrameSource, Image
+from labd.sdk.controller import FOCUS_WAIT_S, TYPING_DELAY_MS, Controller, color_page
+from labd.sdk.driver import Driver
+from labd.sdk.generic import NoOptions
+from labd.sdk.inputs import DesktopInput, KeyInput, PointerInput, TouchInput
+from labd.sdk.markers import LineStream, MarkerStream
+from labd.sdk.power import PowerControl
+from labd.sdk.registry import (
+    DRIVER_GROUP,
+    POWER_GROUP,
+    Registry,
+    check_driver,
+    check_power,
+    load_plugins,
+)
+from labd.sdk.scenario import RunContext, Scenario
+
+__all__ = [
+    "DRIVER_GROUP",
+    "FOCUS_WAIT_S",
+    "POWER_GROUP",
+    "TYPING_DELAY_MS",
+    "CaptureSource",
+    "Controller",
+    "DesktopInput",
+    "Device",
+    "Driver",
+    "FrameSource",
+    "Image",
+    "InfrastructureError",
+    "KeyInput",
+    "LabdError",
+    "LineStream",
+    "MarkerStream",
+    "MetricSpec",
+    "NoOptions",
+    "PluginError",
+    "PointerInput",
+    "Policy",
+    "PowerControl",
+    "ProgramNotFound",
+    "Registry",
+    "Resources",
+    "RunAs",
+    "RunContext",
+    "Scenario",
+    "TestFailure",
+    "TouchInput",
+    "UsageError",
+    "check_driver",
+    "check_power",
+    "color_page",
+    "load_plugins",
+]
