@@ -13,7 +13,8 @@ import structlog
 
 from labd.config import PoolSettings
 from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckFailed
-from labd.model import AdminState, Device, DeviceState, Driver, PowerControl
+from labd.model import AdminState, Device, DeviceState
+from labd.sdk import Driver, PowerControl
 from labd.store import Store
 from labd.tasks import TaskSet
 

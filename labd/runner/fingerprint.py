@@ -9,7 +9,8 @@ import json
 from typing import Any
 
 import labd
-from labd.model import Device, Driver, TestSpec
+from labd.model import Device, TestSpec
+from labd.sdk import Driver
 
 # Fingerprint keys whose values must be equal for two runs to be comparable.
 COMPARABLE = ("platform", "model", "os_version", "kernel", "cpu_model", "driver", "scenario",

@@ -11,9 +11,10 @@ from pathlib import Path
 import structlog
 
 from labd.config import ReplaySettings
-from labd.model import Device, Driver, NetworkSpec, RunContext
+from labd.model import Device, NetworkSpec
 from labd.replay.process import ReplayProcess
 from labd.replay.shaping import profile_for
+from labd.sdk import Driver, RunContext
 
 log = structlog.get_logger("labd.runner")
 

@@ -18,11 +18,12 @@ from pydantic import BaseModel
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import CannotStart, TestFailure
 from labd.events import EventBus, IterationDone, JobStarted
-from labd.model import Device, Driver, Iteration, Job, JobState, Policy, RunContext, Scenario
+from labd.model import Device, Iteration, Job, JobState, Policy
 from labd.runner.conditions import judge
 from labd.runner.fingerprint import base_fingerprint, conditions_hash
 from labd.runner.network import test_network
 from labd.runner.variants import Slot, schedule
+from labd.sdk import Driver, RunContext, Scenario
 from labd.store import Store
 
 log = structlog.get_logger("labd.runner")
