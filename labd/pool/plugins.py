@@ -1,25 +1,22 @@
 """Loading driver and power plugins from their entry-point groups, with their options checked.
 
-A plugin that fails to import or to start is logged and left out; the daemon runs with the
-others, and the pool marks the devices of a plugin that failed to start with the reason.
+A plugin that fails to import, is refused at registration (labd.sdk.registry) or fails to
+start is logged and left out; the daemon runs with the others, and the pool marks the devices of
+a plugin that failed to start with the reason.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 import structlog
 from pydantic import BaseModel, ValidationError
 
 from labd.errors import ConfigError
-from labd.model import Driver, PowerControl
+from labd.sdk import DRIVER_GROUP, POWER_GROUP, Driver, PowerControl, Registry, load_plugins
 from labd.validation import describe_errors, did_you_mean
 
 log = structlog.get_logger("labd.pool")
-
-DRIVER_GROUP = "labd.drivers"
-POWER_GROUP = "labd.power"
 
 T = TypeVar("T")
 
@@ -41,16 +38,13 @@ class Plugins(dict[str, T]):
             self.failed[key] = f"{what} failed to start: {type(e).__name__}: {e}"
 
 
-def _classes(group: str) -> dict[str, Any]:
-    found = {}
-    for ep in entry_points(group=group):
-        try:
-            found[ep.name] = ep.load()
-        except Exception:
-            log.exception(
-                "plugin failed to load; continuing without it", group=group, plugin=ep.name
-            )
-    return found
+def _plugins(group: str) -> Registry:
+    """The group's plugins that passed registration (labd.sdk.load_plugins); each refused one
+    is logged with the reason."""
+    registry = load_plugins(group)
+    for name, why in registry.refused.items():
+        log.error("plugin refused; continuing without it", group=group, plugin=name, why=why)
+    return registry
 
 
 def _options(model: type[BaseModel], data: dict[str, Any], key: str, source: str) -> BaseModel:
@@ -65,11 +59,12 @@ def _options(model: type[BaseModel], data: dict[str, Any], key: str, source: str
 
 def load_drivers(sections: dict[str, dict[str, Any]], host: str, source: str) -> Plugins[Driver]:
     """Every installed driver whose `[drivers.<name>]` section does not set enabled = false."""
-    classes = _classes(DRIVER_GROUP)
+    registry = _plugins(DRIVER_GROUP)
+    classes = registry.classes
     unknown = [
         f"{source}: drivers.{name}: no such driver{did_you_mean(name, classes)}"
         for name in sections
-        if name not in classes
+        if name not in classes and name not in registry.refused  # a refused one is logged
     ]
     if unknown:
         raise ConfigError(unknown)
@@ -83,7 +78,7 @@ def load_drivers(sections: dict[str, dict[str, Any]], host: str, source: str) ->
 
 def load_power(sections: dict[str, dict[str, Any]], source: str) -> Plugins[PowerControl]:
     """Power controllers per device id from `[pool.power.<device>]` sections."""
-    classes = _classes(POWER_GROUP)
+    classes = _plugins(POWER_GROUP).classes
     controllers: Plugins[PowerControl] = Plugins()
     problems = []
     for device_id, section in sections.items():
