@@ -93,8 +93,9 @@ async def _run(
         fingerprint = base_fingerprint(spec, device, driver, variant)
         folder = workdir / variant if variant else workdir
         ctx = RunContext(
-            job.id, job.attempts, device, folder, fingerprint, policy=policy or Policy()
-        )
+            job.id, job.attempts, device, folder, fingerprint, policy=policy or Policy(),
+            resources=driver.resources(device),  # where the scenario's bindings are found
+        )  # fmt: skip
         runs[variant] = scenario_cls(variant_params, ctx)
     plan = schedule(spec)
     failed: list[str] = []
