@@ -19,7 +19,7 @@ from typing import Any
 
 from scipy import stats
 
-from labd.model import Device, RunContext
+from labd.sdk import Device, RunContext
 from labd_host.command import CommandParams, CommandScenario
 
 SETUPS: dict[str, dict[str, Any]] = {

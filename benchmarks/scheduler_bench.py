@@ -29,9 +29,10 @@ from labd.config import PoolSettings, SchedulerSettings
 from labd.daemon.looplag import monitor_loop_lag
 from labd.events import EventBus, JobLeased
 from labd.logs import configure_logging
-from labd.model import Device, DeviceSelector, Driver, NoOptions, Scenario, TestSpec
+from labd.model import Device, DeviceSelector, TestSpec
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
+from labd.sdk import Driver, NoOptions, Scenario
 from labd.store import Store, lane_key
 from labd.store.base import spec_hash
 from labd.store.tables import jobs

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict
 
 from labd.errors import InfrastructureError, TestFailure
-from labd.model import Device, Driver, MetricSpec, NoOptions, PowerControl, Scenario
+from labd.sdk import Device, Driver, MetricSpec, NoOptions, PowerControl, Scenario
 
 
 class ScriptParams(BaseModel):

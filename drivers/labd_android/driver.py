@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import adbutils
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.errors import InfrastructureError
-from labd.model import Device, Driver, Scenario
+from labd.sdk import Device, Driver, InfrastructureError, MarkerStream, TouchInput
 from labd_android.health import CPUFREQ, Health, cpufreq, parse
 from labd_android.input import AndroidInput
 from labd_android.launch import AppLaunch
+from labd_android.logcat import Logcat
 from labd_android.shell import PersistentShell, run
 
 log = structlog.get_logger("labd.android")
@@ -46,58 +45,53 @@ class AndroidOptions(BaseModel):
     min_free_storage_mb: float = Field(500, ge=0, description="Health: free space needed on /data.")
 
 
-class AndroidDriver(Driver):
+class AndroidDriver(Driver[AndroidOptions]):
     name = "android"
     platform = "android"
-    Options = AndroidOptions
     version = "1"
+    scenario_types = (AppLaunch,)
+    provides: ClassVar = {TouchInput: "input", MarkerStream: "logcat", PersistentShell: "shell"}
 
-    def __init__(self, options: BaseModel, host: str) -> None:
+    def __init__(self, options: AndroidOptions, host: str) -> None:
         super().__init__(options, host)
-        self.client = adbutils.AdbClient(host=self.opts.adb_host, port=self.opts.adb_port)
+        self.client = adbutils.AdbClient(host=options.adb_host, port=options.adb_port)
         self.known: dict[str, Device] = {}
         self.warned = False
-        self.launch = type("AppLaunch", (AppLaunch,), {"driver": self})
-
-    @property
-    def opts(self) -> AndroidOptions:
-        assert isinstance(self.options, AndroidOptions)
-        return self.options
 
     def adb_device(self, serial: str) -> adbutils.AdbDevice:
         return self.client.device(serial=serial)
 
     async def discover(self) -> list[Device]:
         """Devices adb sees now (called periodically: plugging and unplugging show up)."""
-        if not self.opts.enabled:
+        if not self.options.enabled:
             return []
         return await asyncio.to_thread(self._discover)
 
     def _server_answers(self) -> bool:
         try:
-            socket.create_connection((self.opts.adb_host, self.opts.adb_port), 1).close()
+            socket.create_connection((self.options.adb_host, self.options.adb_port), 1).close()
         except OSError:
             return False
         return True
 
     def _discover(self) -> list[Device]:
         # adbutils would start an adb server as a side effect; a daemon does not, unless told.
-        if not self.opts.start_adb_server and not self._server_answers():
+        if not self.options.start_adb_server and not self._server_answers():
             if not self.warned:
-                address = f"{self.opts.adb_host}:{self.opts.adb_port}"
+                address = f"{self.options.adb_host}:{self.options.adb_port}"
                 hint = "adb start-server, or [drivers.android] start_adb_server = true"
                 log.info("no adb server", address=address, hint=hint)
                 self.warned = True
             return []
         self.warned = False
-        for address in self.opts.connect:
+        for address in self.options.connect:
             with contextlib.suppress(adbutils.AdbError, OSError):  # the next round tries again
                 self.client.connect(address, timeout=3)
         try:
             serials = [d.serial for d in self.client.device_list() if d.serial]
         except (adbutils.AdbError, OSError) as e:
             raise InfrastructureError(
-                f"adb server {self.opts.adb_host}:{self.opts.adb_port}: {e}"
+                f"adb server {self.options.adb_host}:{self.options.adb_port}: {e}"
             ) from e
         devices = []
         for serial in serials:
@@ -109,7 +103,7 @@ class AndroidDriver(Driver):
                     platform=self.platform,
                     model=props.get("ro.product.model", ""),
                     os_version=props.get("ro.build.version.release", ""),
-                    tags=list(self.opts.tags),
+                    tags=list(self.options.tags),
                     host=self.host,
                     capabilities={
                         "sdk": props.get("ro.build.version.sdk", ""),
@@ -143,7 +137,9 @@ class AndroidDriver(Driver):
             return f"adb state {state!r}"
         health = self.state(serial)
         return health.problem(
-            self.opts.min_battery, self.opts.max_thermal_status, self.opts.min_free_storage_mb
+            self.options.min_battery,
+            self.options.max_thermal_status,
+            self.options.min_free_storage_mb,
         )
 
     def state(self, serial: str) -> Health:
@@ -168,7 +164,15 @@ class AndroidDriver(Driver):
 
     def input(self, device: Device) -> AndroidInput:
         """Touch and keys through a persistent shell (blocking: use from a thread)."""
-        return AndroidInput(PersistentShell(self.adb_device(device.id)))
+        return AndroidInput(self.shell(device))
+
+    def shell(self, device: Device) -> PersistentShell:
+        """A shell on the device that stays open (it connects on its first command)."""
+        return PersistentShell(self.adb_device(device.id))
+
+    def logcat(self, device: Device) -> Logcat:
+        """The device's log as it comes (opened by the scenario)."""
+        return Logcat(self.adb_device(device.id))
 
     async def expose_port(self, device: Device, host: str, port: int) -> str:
         """`adb reverse`: the device reaches the host's server on its own loopback."""
@@ -178,6 +182,3 @@ class AndroidDriver(Driver):
         except (adbutils.AdbError, OSError) as e:
             raise InfrastructureError(f"device {device.id}: adb reverse tcp:{port}: {e}") from e
         return f"127.0.0.1:{port}"
-
-    def scenarios(self) -> Mapping[str, type[Scenario]]:
-        return {AppLaunch.name: self.launch}

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from labd.errors import TestFailure, UsageError
+from labd.sdk import TestFailure, UsageError
 from labd_android.shell import PersistentShell
 
 KEYCODES = {"enter": 66, "return": 66, "back": 4, "home": 3, "menu": 82, "tab": 61, "del": 67,
@@ -37,10 +37,12 @@ class AndroidInput:
     def __init__(self, shell: PersistentShell) -> None:
         self.shell = shell
         self.latencies_ms: list[float] = []
-        _, status = shell.run(["cmd", "input"])  # prints its usage when the service has one
-        self.tool = ["cmd", "input"] if status == 0 else ["input"]
+        self.tool: list[str] | None = None  # found by the first event: no I/O until then
 
     def _send(self, *args: str) -> None:
+        if self.tool is None:
+            _, status = self.shell.run(["cmd", "input"])  # its usage, when the service has one
+            self.tool = ["cmd", "input"] if status == 0 else ["input"]
         began = time.perf_counter()
         output, status = self.shell.run([*self.tool, *args])
         self.latencies_ms.append((time.perf_counter() - began) * 1000)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import adbutils
 
-from labd.errors import InfrastructureError
+from labd.sdk import InfrastructureError
 
 
 def command_line(argv: Sequence[str]) -> str:

@@ -17,10 +17,8 @@ from pathlib import Path
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.errors import TestFailure
-from labd.model import MetricSpec, Policy, Scenario
-from labd.model.policy import ProgramNotFound
-from labd.runner.launcher import Launch, launcher_command
+from labd.process import Launch, launcher_command
+from labd.sdk import MetricSpec, Policy, ProgramNotFound, Scenario, TestFailure
 from labd_host.probe import environment
 from labd_host.tuning import Tuning, tune
 
@@ -53,24 +51,17 @@ class CommandParams(BaseModel):
     ok_exit_codes: list[int] = Field(default_factory=lambda: [0], min_length=1)
 
 
-class CommandScenario(Scenario):
+class CommandScenario(Scenario[CommandParams]):
     name = "command"
     tuning: Tuning | None = None
-    Params = CommandParams
     default_metrics = (
         MetricSpec(name="wall_time_ms", unit="ms"),
         MetricSpec(name="cpu_time_ms", unit="ms"),
         MetricSpec(name="max_rss_kib", unit="KiB"),
     )
 
-    @property
-    def p(self) -> CommandParams:
-        assert isinstance(self.params, CommandParams)
-        return self.params
-
     @classmethod
-    def check(cls, params: BaseModel) -> list[str]:
-        assert isinstance(params, CommandParams)
+    def check(cls, params: CommandParams) -> list[str]:
         problems = _unstartable(params)
         allowed = os.sched_getaffinity(0)
         if params.cpu is not None and params.cpu not in allowed:
@@ -91,8 +82,7 @@ class CommandScenario(Scenario):
         return problems
 
     @classmethod
-    def policy_problems(cls, params: BaseModel, policy: Policy) -> list[str]:
-        assert isinstance(params, CommandParams)
+    def policy_problems(cls, params: CommandParams, policy: Policy) -> list[str]:
         problems = policy.env_problems(params.env)
         try:
             policy.program(params.command[0])
@@ -108,14 +98,14 @@ class CommandScenario(Scenario):
 
     def _prepare(self) -> None:
         run_as = self.ctx.policy.run_as
-        if self.p.tmpfs:
+        if self.params.tmpfs:
             self.workdir = Path(tempfile.mkdtemp(prefix="labd-", dir=TMPFS_ROOT))
         else:
-            self.workdir = Path(self.p.cwd) if self.p.cwd else self.ctx.workdir
+            self.workdir = Path(self.params.cwd) if self.params.cwd else self.ctx.workdir
             self.workdir.mkdir(parents=True, exist_ok=True)
-        if run_as is not None and (self.p.tmpfs or not self.p.cwd):
+        if run_as is not None and (self.params.tmpfs or not self.params.cwd):
             run_as.give(self.workdir)  # labd made it for the program
-        self.tuning = tune() if self.p.host_tuning else None
+        self.tuning = tune() if self.params.host_tuning else None
         tuned = (
             self.tuning.record
             if self.tuning
@@ -127,9 +117,9 @@ class CommandScenario(Scenario):
             launcher=launcher,
             run_as=run_as.describe() if run_as else "labd's own user",
             stabilisation={
-                "cpu_affinity": [self.p.cpu] if self.p.cpu is not None else "all",
-                "aslr": "disabled" if self.p.disable_aslr else "enabled",
-                "workdir": f"tmpfs:{self.workdir}" if self.p.tmpfs else str(self.workdir),
+                "cpu_affinity": [self.params.cpu] if self.params.cpu is not None else "all",
+                "aslr": "disabled" if self.params.disable_aslr else "enabled",
+                "workdir": f"tmpfs:{self.workdir}" if self.params.tmpfs else str(self.workdir),
                 **tuned,
             },
         )
@@ -137,21 +127,21 @@ class CommandScenario(Scenario):
     async def run_iteration(self, index: int) -> dict[str, float]:
         policy = self.ctx.policy
         try:  # checked at submit; the policy may have changed since (a restart)
-            program = policy.program(self.p.command[0])
+            program = policy.program(self.params.command[0])
         except ValueError as e:
             raise TestFailure(f"params.command: {e}") from e
-        if refused := policy.env_problems(self.p.env):
+        if refused := policy.env_problems(self.params.env):
             raise TestFailure("; ".join(f"params.{p}" for p in refused))
-        env = {**_base_env(policy), **_proxy_env(self.ctx.network), **self.p.env}
+        env = {**_base_env(policy), **_proxy_env(self.ctx.network), **self.params.env}
         with tempfile.TemporaryFile() as stderr:
             launch = Launch(
-                [program, *self.p.command[1:]],
+                [program, *self.params.command[1:]],
                 cwd=self.workdir,
                 env=env,
-                cpus=None if self.p.cpu is None else {self.p.cpu},
-                disable_aslr=self.p.disable_aslr,
+                cpus=None if self.params.cpu is None else {self.params.cpu},
+                disable_aslr=self.params.disable_aslr,
                 run_as=self.ctx.policy.run_as,
-                timeout_s=self.p.iteration_timeout_s,
+                timeout_s=self.params.iteration_timeout_s,
                 stderr=stderr,
             )
             try:
@@ -169,10 +159,10 @@ class CommandScenario(Scenario):
         if usage.timed_out:
             # A killed run's figures describe the kill, not the program: kept, set aside.
             self.ctx.flags.append(
-                f"timed out after {self.p.iteration_timeout_s:g} s (the run was killed)"
+                f"timed out after {self.params.iteration_timeout_s:g} s (the run was killed)"
             )
             return values
-        if usage.exit_code not in self.p.ok_exit_codes:
+        if usage.exit_code not in self.params.ok_exit_codes:
             detail = f": {tail}" if tail else ""
             raise TestFailure(f"exit status {usage.exit_code}{detail}")
         return values
@@ -180,7 +170,7 @@ class CommandScenario(Scenario):
     async def teardown(self) -> None:
         if self.tuning is not None and (problems := await asyncio.to_thread(self.tuning.restore)):
             log.warning("host settings not restored", problems=problems)
-        if self.p.tmpfs:
+        if self.params.tmpfs:
             await asyncio.to_thread(shutil.rmtree, self.workdir, True)
 
 

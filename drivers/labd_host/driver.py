@@ -6,13 +6,12 @@ import asyncio
 import os
 import platform
 import socket
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.model import Device, Driver, Scenario
+from labd.sdk import Device, Driver
 from labd_host.command import CommandScenario
 from labd_host.probe import conditions, cpu_model, host_health
 
@@ -33,20 +32,15 @@ class HostOptions(BaseModel):
     )
 
 
-class HostDriver(Driver):
+class HostDriver(Driver[HostOptions]):
     name = "host"
     platform = "host"
-    Options = HostOptions
     version = "1"
-
-    @property
-    def opts(self) -> HostOptions:
-        assert isinstance(self.options, HostOptions)
-        return self.options
+    scenario_types = (CommandScenario,)
 
     async def discover(self) -> list[Device]:
-        base = self.opts.id or f"host-{socket.gethostname()}"
-        ids = [base] if self.opts.slots == 1 else [f"{base}-{n}" for n in range(self.opts.slots)]
+        base, slots = self.options.id or f"host-{socket.gethostname()}", self.options.slots
+        ids = [base] if slots == 1 else [f"{base}-{n}" for n in range(slots)]
         return [
             Device(
                 id=device_id,
@@ -54,7 +48,7 @@ class HostDriver(Driver):
                 platform=self.platform,
                 model=cpu_model(),
                 os_version=platform.release(),
-                tags=list(self.opts.tags),
+                tags=list(self.options.tags),
                 host=self.host,
                 capabilities={"cpus": sorted(os.sched_getaffinity(0))},
             )
@@ -65,7 +59,4 @@ class HostDriver(Driver):
         return await asyncio.to_thread(conditions)
 
     async def health(self, device: Device) -> str | None:
-        return host_health(Path.cwd(), self.opts.min_free_disk_mb)
-
-    def scenarios(self) -> Mapping[str, type[Scenario]]:
-        return {CommandScenario.name: CommandScenario}
+        return host_health(Path.cwd(), self.options.min_free_disk_mb)

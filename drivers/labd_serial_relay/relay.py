@@ -11,8 +11,7 @@ from collections import defaultdict
 import serial
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from labd.errors import InfrastructureError
-from labd.model import PowerControl
+from labd.sdk import InfrastructureError, PowerControl
 
 _port_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
@@ -42,22 +41,15 @@ class RelayOptions(BaseModel):
         return value
 
 
-class SerialRelay(PowerControl):
-    Options = RelayOptions
-
-    @property
-    def opts(self) -> RelayOptions:
-        assert isinstance(self.options, RelayOptions)
-        return self.options
-
+class SerialRelay(PowerControl[RelayOptions]):
     async def on(self) -> None:
-        await asyncio.to_thread(self._send, bytes.fromhex(self.opts.on))
+        await asyncio.to_thread(self._send, bytes.fromhex(self.options.on))
 
     async def off(self) -> None:
-        await asyncio.to_thread(self._send, bytes.fromhex(self.opts.off))
+        await asyncio.to_thread(self._send, bytes.fromhex(self.options.off))
 
     def _send(self, command: bytes) -> None:
-        o = self.opts
+        o = self.options
         with _port_locks[o.port]:
             try:
                 with serial.serial_for_url(

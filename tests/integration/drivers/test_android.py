@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from labd.errors import InfrastructureError
-from labd.model import RunContext
+from labd.sdk import RunContext
 from labd_android import AndroidDriver, AndroidOptions, PersistentShell, Touch
 from labd_android.input import AndroidInput
 from tests.adb_standin import AdbStandIn, FakeDevice
@@ -176,7 +176,7 @@ async def test_app_cold_launch_collects_the_marks_and_memory(
     params = scenario_cls.Params.model_validate(
         {"package": "org.mozilla.clock", "app": "clock.gaiamobile.org", "settle_s": 0}
     )
-    ctx = RunContext("job", 1, found, tmp_path)
+    ctx = RunContext("job", 1, found, tmp_path, resources=driver.resources(found))
     scenario = scenario_cls(params, ctx)
     await scenario.setup()
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from labd.errors import TestFailure
-from labd.model import Device, RunContext
+from labd.sdk import Device, RunContext
 from labd_host import HostDriver
 from labd_host.command import CommandParams, CommandScenario
 from labd_host.driver import HostOptions
