@@ -1,4 +1,4 @@
-"""The X11 driver: each configured DISPLAY is a desktop device."""
+"""The X11 driver: each configured DISPLAY is a desktop device, running page loads."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import asyncio
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.errors import InfrastructureError
-from labd.model import Device, Driver, Scenario
-from labd_x11.pageload import PageLoad
+from labd.sdk import Device, Driver, InfrastructureError
+from labd_browser import Desktop, PageLoad
+from labd_x11.desktop import X11Desktop
 from labd_x11.xinput import X11Input
 
 
@@ -31,26 +31,22 @@ class X11Options(BaseModel):
     tags: list[str] = Field(default_factory=list, description="Tags for device selectors.")
 
 
-class X11Driver(Driver):
+class X11Driver(Driver[X11Options]):
     name = "x11"
     platform = "x11"
-    Options = X11Options
     version = "1"
+    scenario_types = (PageLoad,)
+    provides: ClassVar = {Desktop: "desktop"}
 
-    @property
-    def opts(self) -> X11Options:
-        assert isinstance(self.options, X11Options)
-        return self.options
-
-    def __init__(self, options: BaseModel, host: str) -> None:
+    def __init__(self, options: X11Options, host: str) -> None:
         super().__init__(options, host)
         self.servers: list[tuple[subprocess.Popen[bytes], str]] = []
 
     async def discover(self) -> list[Device]:
-        if self.opts.xvfb and not self.servers:
-            self.servers = [await asyncio.to_thread(start_xvfb, size) for size in self.opts.xvfb]
+        if self.options.xvfb and not self.servers:
+            self.servers = [await asyncio.to_thread(start_xvfb, size) for size in self.options.xvfb]
         devices = []
-        for name in [*self.opts.displays, *(display for _, display in self.servers)]:
+        for name in [*self.options.displays, *(display for _, display in self.servers)]:
             size = await asyncio.to_thread(_screen_size, name)
             if size is None:
                 continue  # not reachable now; discovery tries again
@@ -60,7 +56,7 @@ class X11Driver(Driver):
                     driver=self.name,
                     platform=self.platform,
                     model=f"{size[0]}x{size[1]}",
-                    tags=list(self.opts.tags),
+                    tags=list(self.options.tags),
                     host=self.host,
                     capabilities={"display": name, "width": size[0], "height": size[1]},
                 )
@@ -73,9 +69,6 @@ class X11Driver(Driver):
             return f"X11 display {name!r} cannot be opened"
         return None
 
-    def scenarios(self) -> Mapping[str, type[Scenario]]:
-        return {PageLoad.name: PageLoad}
-
     async def close(self) -> None:
         for process, _ in self.servers:
             process.terminate()
@@ -83,8 +76,14 @@ class X11Driver(Driver):
         self.servers = []
 
     def input(self, device: Device) -> X11Input:
-        """Input for one desktop (blocking calls: use from a thread)."""
+        """Input for one desktop (opens the display: blocking, use from a thread)."""
         return X11Input(str(device.capabilities["display"]))
+
+    def desktop(self, device: Device) -> Desktop:
+        """The display as the page-load scenario's Desktop (connects when opened)."""
+        caps = device.capabilities
+        size = (int(caps.get("width", 1280)), int(caps.get("height", 800)))
+        return X11Desktop(str(caps["display"]), size)
 
 
 def _screen_size(name: str) -> tuple[int, int] | None:

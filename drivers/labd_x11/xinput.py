@@ -15,7 +15,7 @@ from typing import Any
 from Xlib import XK, X, display, error
 from Xlib.ext import xtest
 
-from labd.errors import InfrastructureError, UsageError
+from labd.sdk import InfrastructureError, UsageError
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL = {"up": 4, "down": 5, "left": 6, "right": 7}

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from labd.model import Device, Policy, RunAs, RunContext
-from labd_x11.pageload import PageLoad, PageLoadParams
+from labd.sdk import Device, Policy, RunAs, RunContext
+from labd_browser import PageLoad, PageLoadParams
+from labd_x11 import X11Driver, X11Options
 from tests.conftest import need_program
 
 
@@ -29,7 +30,8 @@ async def test_chromium_runs_as_nobody_not_root(xvfb: str, tmp_path: Path) -> No
     device = Device(
         id="x", driver="x11", platform="x11", capabilities={"display": xvfb, "width": 640}
     )
-    ctx = RunContext("job", 1, device, tmp_path, policy=Policy(run_as=nobody))
+    resources = X11Driver(X11Options(), "h").resources(device)
+    ctx = RunContext("job", 1, device, tmp_path, policy=Policy(run_as=nobody), resources=resources)
     scenario = PageLoad(PageLoadParams(url="http://example.test/"), ctx)
     await scenario.setup()
     try:

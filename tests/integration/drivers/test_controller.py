@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import unquote
 
-from labd.runner.controller import Controller, color_page
+from labd.sdk import Controller, color_page
 from labd_android import AndroidDriver, AndroidOptions, PersistentShell
 from labd_android.input import AndroidInput
 from labd_x11 import X11Input

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labd_x11.pageload import PageLoad, untrustworthy
+from labd_browser import PageLoad, untrustworthy
 
 
 def test_a_clean_load_is_trusted() -> None:

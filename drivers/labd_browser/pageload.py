@@ -1,12 +1,12 @@
-"""The page-load scenario (seed 004): per iteration a full-screen green, the page loaded
-through the URL bar (X11 keys, as a user would), red once the page is done, the frames between
-analysed for what the user saw; the browser's own Navigation Timing beside the pixels."""
+"""The page-load scenario (Eideticker's): per iteration a full-screen green, the page loaded
+by typing its URL (the desktop's keys, as a user would), red once the page is done, the frames
+between analysed for what the user saw; the browser's own Navigation Timing beside the pixels.
+It runs on any Desktop (X11, Windows) through the platform-neutral controller."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import shutil
 import subprocess
 import tempfile
@@ -14,25 +14,30 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import mss
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from labd.capture import AnalysisOptions, Artifacts, VideoFile, analyze
-from labd.capture.errors import CaptureError
-from labd.capture.live import Recorder, SourceSpec
-from labd.errors import InfrastructureError, TestFailure, UsageError
-from labd.model import MetricSpec, RunContext, Scenario
-from labd.runner.child import child_setup, split_cpus, user_arguments
-from labd.runner.controller import TYPING_DELAY_MS, Controller
-from labd_x11.browsers import find, launch_command, version
-from labd_x11.devtools import BROWSER_MARKS, browser_timing
-from labd_x11.xinput import X11Input
+from labd.capture import AnalysisOptions, Artifacts, CaptureError, Recorder, VideoFile, analyze
+from labd.sdk import (
+    TYPING_DELAY_MS,
+    Controller,
+    DesktopInput,
+    InfrastructureError,
+    MetricSpec,
+    RunContext,
+    Scenario,
+    TestFailure,
+    UsageError,
+)
+from labd_browser.browsers import find, launch_command, version
+from labd_browser.desktop import Desktop
+from labd_browser.devtools import BROWSER_MARKS, browser_timing
 
 GREEN, RED = (0, 255, 0), (255, 0, 0)
 Stabiliser = Literal["exclusive_cpu", "no_aslr", "tmpfs"]
 STABILISERS: tuple[Stabiliser, ...] = ("exclusive_cpu", "no_aslr", "tmpfs")
 DEFAULT_STABILISERS: tuple[Stabiliser, ...] = ("tmpfs",)  # the one that helped: docs/devices.md
+TMPFS = Path("/dev/shm")
 VISUAL = ("visually_complete_ms", "speed_index", "first_visual_change_ms", "last_visual_change_ms",
           "visual_complete_85_ms", "visual_complete_95_ms", "visual_complete_99_ms")  # fmt: skip
 
@@ -54,7 +59,7 @@ class PageLoadParams(BaseModel):
     fps: float = Field(30, gt=0, le=120, description="Capture frame rate.")
     stabilise: list[Stabiliser] = Field(
         default_factory=lambda: list(DEFAULT_STABILISERS),
-        description="Seed 000's stabilisation: exclusive_cpu (the browser alone on half the "
+        description="Larres et al.'s stabilisation: exclusive_cpu (the browser alone on half the "
         "CPUs, labd's capture on the others), no_aslr (no address-space randomisation), "
         "tmpfs (profile in RAM). true: all of them, false: none.",
     )
@@ -84,9 +89,8 @@ class PageLoadParams(BaseModel):
         return list(STABILISERS) if value is True else [] if value is False else value
 
 
-class PageLoad(Scenario):
+class PageLoad(Scenario[PageLoadParams]):
     name = "page-load"
-    Params = PageLoadParams
     default_metrics: ClassVar[tuple[MetricSpec, ...]] = (
         *(MetricSpec(name=n, unit="ms") for n in VISUAL),  # Speed Index too, as WebPageTest
         MetricSpec(name="sync_confidence", unit="ratio", higher_is_better=True),
@@ -94,28 +98,21 @@ class PageLoad(Scenario):
         *(MetricSpec(name=f"browser.{n}", unit="ms") for n in BROWSER_MARKS),
     )
 
-    def __init__(self, params: BaseModel, ctx: RunContext) -> None:
+    bindings: ClassVar = {"desktop": Desktop}
+    desktop: Desktop
+
+    def __init__(self, params: PageLoadParams, ctx: RunContext) -> None:
         super().__init__(params, ctx)
-        self.display = str(ctx.device.capabilities.get("display", ""))
-        self.size = (
-            int(ctx.device.capabilities.get("width", 1280)),
-            int(ctx.device.capabilities.get("height", 800)),
-        )
+        self.size = self.desktop.size
         self.browser: subprocess.Popen[bytes] | None = None
         self.profile: Path | None = None
-        self.x11: X11Input | None = None
+        self.input: DesktopInput | None = None
         self.cpus: set[int] | None = None  # the browser's, when it has CPUs of its own
         self.capture_cpus: set[int] | None = None
         self.pool = concurrent.futures.ProcessPoolExecutor(1)  # analysis off the event loop
 
-    @property
-    def p(self) -> PageLoadParams:
-        assert isinstance(self.params, PageLoadParams)
-        return self.params
-
     @classmethod
-    def check(cls, params: BaseModel) -> list[str]:
-        assert isinstance(params, PageLoadParams)
+    def check(cls, params: PageLoadParams) -> list[str]:
         try:
             find(params.browser, params.command)
         except UsageError as e:
@@ -123,8 +120,8 @@ class PageLoad(Scenario):
         return []
 
     async def setup(self) -> None:
-        self.x11 = await asyncio.to_thread(X11Input, self.display)
-        if not self.p.fresh_browser:
+        self.input = await asyncio.to_thread(self.desktop.open)
+        if not self.params.fresh_browser:
             await self._start_browser()
 
     async def _start_browser(self) -> None:
@@ -133,33 +130,18 @@ class PageLoad(Scenario):
 
     def _launch(self) -> None:
         """A fresh profile and the browser, stabilised as the job asks."""
-        p = self.p
+        p = self.params
         program = find(p.browser, p.command)
-        tmpfs = "tmpfs" in p.stabilise and Path("/dev/shm").is_dir()
-        base = "/dev/shm" if tmpfs else None
-        self.profile = Path(tempfile.mkdtemp(prefix="labd-browser-", dir=base))
+        tmpfs = "tmpfs" in p.stabilise and TMPFS.is_dir()
+        self.profile = Path(tempfile.mkdtemp(prefix="labd-browser-", dir=TMPFS if tmpfs else None))
         proxy = self.ctx.network.get("proxy", "")
         argv = launch_command(p.browser, program, self.profile, self.size, proxy)
-        if "exclusive_cpu" in p.stabilise:
-            self.cpus, self.capture_cpus = split_cpus()
-        no_aslr = "no_aslr" in p.stabilise
-        env = {**os.environ, "DISPLAY": self.display}
+        applies = self.desktop.stabilisers
+        if "exclusive_cpu" in p.stabilise and "exclusive_cpu" in applies:
+            self.cpus, self.capture_cpus = self.desktop.split_cpus()
+        no_aslr = "no_aslr" in p.stabilise and "no_aslr" in applies
         run_as = self.ctx.policy.run_as
-        if run_as is not None:  # never a browser as root: the profile is its home
-            for path in (self.profile, *self.profile.iterdir()):
-                run_as.give(path)
-            env["HOME"] = str(self.profile)
-        self.browser = subprocess.Popen(
-            argv,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # its helper processes die with it (killpg)
-            # Also dies with this worker thread of the loop's executor, which lives as long as
-            # the loop: a killed labd leaves no browser behind.
-            preexec_fn=child_setup(self.cpus, no_aslr, run_as),
-            **user_arguments(run_as),
-        )
+        self.browser = self.desktop.start(argv, self.profile, self.cpus, no_aslr, run_as)
         self.ctx.fingerprint["browser"] = {
             "name": p.browser,
             "command": argv[0],
@@ -175,21 +157,21 @@ class PageLoad(Scenario):
         }
 
     async def _wait_window(self) -> None:
-        assert self.x11 is not None and self.browser is not None
+        assert self.browser is not None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.browser.poll() is not None:
                 raise InfrastructureError(
-                    f"{self.p.browser} exited at start (status {self.browser.returncode})"
+                    f"{self.params.browser} exited at start (status {self.browser.returncode})"
                 )
-            if await asyncio.to_thread(self.x11.windows):
+            if await asyncio.to_thread(self.desktop.has_window, self.browser.pid):
                 await asyncio.sleep(1.0)  # let it finish drawing its chrome
                 return
             await asyncio.sleep(0.2)
-        raise InfrastructureError(f"{self.p.browser} opened no window within 30 s")
+        raise InfrastructureError(f"{self.params.browser} opened no window within 30 s")
 
     async def run_iteration(self, index: int) -> dict[str, float]:
-        if not self.p.fresh_browser:
+        if not self.params.fresh_browser:
             return await self._iteration(index)
         await self._start_browser()
         try:
@@ -198,15 +180,15 @@ class PageLoad(Scenario):
             await self._stop_browser()
 
     async def _iteration(self, index: int) -> dict[str, float]:
-        assert self.x11 is not None
+        assert self.input is not None
         self.ctx.fingerprint.pop("artifacts", None)  # the last iteration's
-        p = self.p
-        controller = Controller(self.x11, self.size)
+        p = self.params
+        controller = Controller(self.input, self.size)
         folder = self.ctx.workdir / f"iteration-{index}"
         folder.mkdir(parents=True, exist_ok=True)
         spool_path = folder / "capture.avi"
         recorder = Recorder(
-            SourceSpec("x11", self.display, fps=p.fps),
+            self.desktop.capture(p.fps),
             spool_path,
             seconds=p.load_timeout_s + 60,
             cpus=self.capture_cpus,  # off the browser's CPUs
@@ -216,7 +198,7 @@ class PageLoad(Scenario):
         try:
             await controller.show_color(GREEN, navigator=True)
             await self._until(lambda frame: _is(frame, GREEN), 15, "the green screen did not show")
-            await asyncio.to_thread(self.x11.text, p.url, TYPING_DELAY_MS)  # into the green page
+            await asyncio.to_thread(self.input.text, p.url, TYPING_DELAY_MS)  # into the green page
             await controller.press("Return")
             navigated = time.monotonic() * 1000  # Enter has gone out: time zero
             await self._until_quiet()
@@ -228,12 +210,12 @@ class PageLoad(Scenario):
             if self.profile is not None:
                 timing = await browser_timing(p.browser, self.profile)
             red_at = time.monotonic() * 1000
-            await asyncio.to_thread(self.x11.overlay, RED)
+            await asyncio.to_thread(self.desktop.overlay, RED)
             await self._until(lambda frame: _is(frame, RED), 15, "the red screen did not show")
             await asyncio.sleep(0.3)
         finally:
             spool = await asyncio.to_thread(recorder.stop)
-            await asyncio.to_thread(self.x11.remove_overlays)
+            await asyncio.to_thread(self.desktop.remove_overlays)
         artifacts = (
             Artifacts(folder / "video.webm", folder / "heatmap.png", folder / "progress.json")
             if p.keep_video
@@ -271,7 +253,7 @@ class PageLoad(Scenario):
 
     async def _until_quiet(self) -> None:
         """Done: the screen changed after the navigation, then stayed still for quiet_ms."""
-        p = self.p
+        p = self.params
         began = time.monotonic()
         first = previous = await asyncio.to_thread(self._grab)
         changed = False
@@ -293,23 +275,25 @@ class PageLoad(Scenario):
                 )
 
     def _grab(self) -> np.ndarray:
-        with mss.MSS(display=self.display) as screen:
-            shot = np.asarray(screen.grab(screen.monitors[0]))
-        return shot[::4, ::4, :3].copy()  # every 4th pixel is enough to see a change
+        """The screen now, every 4th pixel: enough to see a change."""
+        source = self.desktop.capture(1).open()
+        try:
+            frame = source.read()
+        finally:
+            source.close()
+        if frame is None:
+            raise InfrastructureError("the screen gave no frame")
+        return frame[1][::4, ::4].copy()
 
     async def teardown(self) -> None:
-        if self.x11 is not None:
-            await asyncio.to_thread(self.x11.close)
+        if self.input is not None:
+            await asyncio.to_thread(self.desktop.close)
         await self._stop_browser()
         self.pool.shutdown(cancel_futures=True)
 
     async def _stop_browser(self) -> None:
-        if self.browser is not None and self.browser.poll() is None:
-            os.killpg(self.browser.pid, 15)
-            try:
-                await asyncio.to_thread(self.browser.wait, 10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.browser.pid, 9)
+        if self.browser is not None:
+            await asyncio.to_thread(self.desktop.stop, self.browser)
         self.browser = None
         if self.profile is not None:
             await asyncio.to_thread(shutil.rmtree, self.profile, True)

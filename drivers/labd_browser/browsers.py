@@ -1,15 +1,17 @@
-"""Browsers launched per job on an X11 display: a fresh profile each time, the flags that keep
+"""Browsers launched per job on a desktop: a fresh profile each time, the flags that keep
 them quiet and repeatable (no first-run pages, no background networking, no updates), the
 job's replay server as their proxy, a fixed window at the top left."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
-from labd.errors import UsageError
+from labd.sdk import UsageError
 
 CHROMIUM_FLAGS = [
     "--test-type",  # no info bar about the flags below
@@ -56,6 +58,20 @@ KNOWN = {
     "chromium": ("chromium", "chromium-browser", "google-chrome"),
     "firefox": ("firefox-esr", "firefox"),
 }
+# Windows installs browsers off PATH, in these places (Edge is Chromium: same flags).
+WINDOWS_KNOWN = {
+    "chromium": (
+        r"%ProgramFiles%\Google\Chrome\Application\chrome.exe",
+        r"%ProgramFiles(x86)%\Google\Chrome\Application\chrome.exe",
+        r"%LocalAppData%\Google\Chrome\Application\chrome.exe",
+        r"%ProgramFiles(x86)%\Microsoft\Edge\Application\msedge.exe",
+        r"%ProgramFiles%\Microsoft\Edge\Application\msedge.exe",
+    ),
+    "firefox": (
+        r"%ProgramFiles%\Mozilla Firefox\firefox.exe",
+        r"%ProgramFiles(x86)%\Mozilla Firefox\firefox.exe",
+    ),
+}
 
 
 def find(browser: str, command: list[str]) -> list[str]:
@@ -66,10 +82,18 @@ def find(browser: str, command: list[str]) -> list[str]:
         return command
     if browser not in KNOWN:
         raise UsageError(f"browser {browser!r}: expected chromium or firefox (or a command)")
-    for name in KNOWN[browser]:
+    for name in candidates(browser):
         if path := shutil.which(name):
             return [path]
     raise UsageError(f"browser {browser!r}: none of {', '.join(KNOWN[browser])} is installed")
+
+
+def candidates(browser: str, platform: str = sys.platform) -> list[str]:
+    """Where to look for a browser: names on PATH, and on Windows its usual folders."""
+    names = list(KNOWN[browser])
+    if platform == "win32":
+        names += [os.path.expandvars(path) for path in WINDOWS_KNOWN[browser]]
+    return names
 
 
 def version(program: str) -> str:
