@@ -33,7 +33,7 @@ def options_class(cls: type, base: type, attribute: str) -> type[BaseModel]:
 
 
 def _type_argument(cls: type, base: type) -> type[BaseModel] | None:
-    for declared in getattr(cls, "__orig_bases__", ()):
+    for declared in cls.__dict__.get("__orig_bases__", ()):  # its own, not inherited
         origin = typing.get_origin(declared)
         if isinstance(origin, type) and issubclass(origin, base):
             (argument, *_) = typing.get_args(declared) or (None,)

@@ -1,0 +1,3 @@
+"""A plugin module that fails when imported."""
+
+raise RuntimeError("the vendor library is missing")
