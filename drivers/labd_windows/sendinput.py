@@ -12,7 +12,7 @@ import ctypes
 import sys
 from collections.abc import Sequence
 
-from labd.errors import InfrastructureError, UsageError
+from labd.sdk import InfrastructureError, UsageError
 
 INPUT_MOUSE, INPUT_KEYBOARD = 0, 1
 KEYEVENTF_KEYUP = 0x0002

@@ -27,6 +27,7 @@ def test_example_file_is_valid_and_holds_the_defaults() -> None:
     from labd_android import AndroidOptions
     from labd_host.driver import HostOptions
     from labd_sim.driver import SimOptions
+    from labd_windows import WindowsOptions
     from labd_x11 import X11Options
 
     settings = load_config(EXAMPLE, environ={}).settings
@@ -34,6 +35,7 @@ def test_example_file_is_valid_and_holds_the_defaults() -> None:
         "android": AndroidOptions().model_dump(),
         "host": HostOptions().model_dump(),
         "sim": SimOptions().model_dump(),
+        "windows": WindowsOptions().model_dump(),
         "x11": X11Options().model_dump(),
     }
     assert settings.model_copy(update={"drivers": {}}) == Settings()

@@ -9,10 +9,12 @@ import sys
 import pytest
 
 from labd.errors import InfrastructureError, UsageError
+from labd.sdk import Controller
 from labd_windows import (
     INPUT,
     KEYBDINPUT,
     MOUSEINPUT,
+    WindowsInput,
     click_inputs,
     combo_inputs,
     scroll_inputs,
@@ -92,3 +94,24 @@ def test_send_elsewhere_is_a_clear_error() -> None:
 @pytest.mark.skipif(sys.platform != "win32", reason="SendInput injects input on Windows only")
 def test_send_on_windows() -> None:  # pragma: no cover - runs on Windows
     send(combo_inputs("shift"))  # a harmless key: injected and accepted
+
+
+async def test_the_controller_drives_windows_input_as_sendinput_events() -> None:
+    """The platform-neutral controller over SendInput: a URL typed after Ctrl+L, a tap as a
+    left click at absolute coordinates, a swipe down as wheel clicks down."""
+    sent: list[list[INPUT]] = []
+    screen = (1920, 1080)
+    controller = Controller(WindowsInput(lambda events: sent.append(list(events)), screen), screen)
+    await controller.load_url("http://site.test/é")
+    await controller.tap(960, 540)
+    await controller.swipe(0, 250)
+    keys = [(e.ki.wVk, e.ki.dwFlags) for e in sent[0]]
+    assert keys == [(0x11, 0), (0x4C, 0), (0x4C, KEYEVENTF_KEYUP), (0x11, KEYEVENTF_KEYUP)]
+    typed = [e.ki.wScan for batch in sent[1:-3] for e in batch][::2]
+    assert "".join(map(chr, typed)) == "http://site.test/é"  # one character at a time
+    assert [(e.ki.wVk, e.ki.dwFlags) for e in sent[-3]] == [(0x0D, 0), (0x0D, KEYEVENTF_KEYUP)]
+    move, down, up = sent[-2]
+    assert (move.mi.dx, move.mi.dy) == (32785, 32798)  # the centre, in 0..65535
+    assert (down.mi.dwFlags, up.mi.dwFlags) == (MOUSEEVENTF_LEFTDOWN, MOUSEEVENTF_LEFTDOWN * 2)
+    (wheel,) = sent[-1]
+    assert wheel.mi.dwFlags == MOUSEEVENTF_WHEEL and wheel.mi.mouseData == (-240) & 0xFFFFFFFF
