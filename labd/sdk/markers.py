@@ -47,12 +47,15 @@ class LineStream(ABC):
     def __init__(self, name: str) -> None:
         self.name = name
         self.dropped = 0  # lines lost because nobody read them in time
+        # Shared with the reader's thread: a deque's append and popleft are thread-safe.
         self._lines: collections.deque[str] = collections.deque(maxlen=MAX_PENDING_LINES)
-        self._ended: str | None = None  # why the stream ended, once it has
+        self._end: str | None = None  # why the source ended, once it has (set by the thread)
         self._arrived = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closing = threading.Event()
+        self._wake_lock = threading.Lock()
+        self._wake_pending = False  # one wake-up call queued on the loop serves many lines
 
     @abstractmethod
     def read_lines(self) -> Iterator[str]:
@@ -68,13 +71,11 @@ class LineStream(ABC):
 
     def clear(self) -> None:
         self._lines.clear()
-        if self._ended is None:
-            self._arrived.clear()
 
     async def next_line(self) -> str:
         while not self._lines:
-            if self._ended is not None:
-                raise InfrastructureError(f"{self.name}: {self._ended}")
+            if self._end is not None:
+                raise InfrastructureError(f"{self.name}: {self._end}")
             self._arrived.clear()
             await self._arrived.wait()
         return self._lines.popleft()
@@ -89,23 +90,27 @@ class LineStream(ABC):
         why = self.ended_reason
         try:
             for line in self.read_lines():
-                self._deliver(line)
+                if len(self._lines) == MAX_PENDING_LINES:
+                    self.dropped += 1
+                self._lines.append(line)
+                self._wake()
                 if self._closing.is_set():
                     break
         except Exception as e:  # the reader's failure is the stream's end, with its reason
             why = f"failed: {e or type(e).__name__}"
-        self._deliver(None, why)
+        self._end = why  # after the last line: a reader gets every line first
+        self._wake()
 
-    def _deliver(self, line: str | None, why: str = "") -> None:
+    def _wake(self) -> None:
+        with self._wake_lock:
+            if self._wake_pending:
+                return
+            self._wake_pending = True
         assert self._loop is not None
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody is listening any more
-            self._loop.call_soon_threadsafe(self._arrive, line, why)
+            self._loop.call_soon_threadsafe(self._woken)
 
-    def _arrive(self, line: str | None, why: str) -> None:
-        if line is None:
-            self._ended = why
-        else:
-            if len(self._lines) == self._lines.maxlen:
-                self.dropped += 1
-            self._lines.append(line)
+    def _woken(self) -> None:
+        with self._wake_lock:
+            self._wake_pending = False
         self._arrived.set()
