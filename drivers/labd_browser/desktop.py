@@ -12,7 +12,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from labd.sdk import CaptureSource, DesktopInput, RunAs
+from labd.sdk import CaptureSource, DesktopInput, Image, RunAs
 
 RGB = tuple[int, int, int]
 
@@ -31,7 +31,11 @@ class Desktop(Protocol):
         """Connect; the desktop's keyboard and mouse."""
 
     def capture(self, fps: float) -> CaptureSource:
-        """The screen as a capture source (for labd.capture.Recorder, and for looking)."""
+        """The screen as a capture source, for labd.capture.Recorder."""
+
+    def screenshot(self) -> Image:
+        """The screen now, every 4th pixel (BGR): enough to see a change, cheap enough to
+        poll while a page loads."""
 
     def split_cpus(self) -> tuple[set[int], set[int]]:
         """(the browser's CPUs, everyone else's), for exclusive_cpu."""

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from labd.capture import SourceSpec
-from labd.sdk import CaptureSource, InfrastructureError, RunAs, UsageError
+from labd.sdk import CaptureSource, Image, InfrastructureError, RunAs, UsageError
 from labd_windows.input import WindowsInput
 from labd_windows.win32 import RGB, Win32Api
 
@@ -35,6 +35,16 @@ class WindowsDesktop:
 
     def capture(self, fps: float) -> CaptureSource:
         return self.screen(fps)
+
+    def screenshot(self) -> Image:
+        source = self.screen(1).open()
+        try:
+            frame = source.read()
+        finally:
+            source.close()
+        if frame is None:
+            raise InfrastructureError("the screen gave no frame")
+        return frame[1][::4, ::4].copy()
 
     def split_cpus(self) -> tuple[set[int], set[int]]:
         raise InfrastructureError("exclusive_cpu is not applied on Windows")

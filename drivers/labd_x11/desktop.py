@@ -9,9 +9,12 @@ import subprocess
 from collections.abc import Collection
 from pathlib import Path
 
+import mss
+import numpy as np
+
 from labd.capture import SourceSpec
 from labd.process import child_setup, split_cpus, user_arguments
-from labd.sdk import RunAs
+from labd.sdk import Image, RunAs
 from labd_x11.xinput import X11Input
 
 RGB = tuple[int, int, int]
@@ -32,6 +35,11 @@ class X11Desktop:
 
     def capture(self, fps: float) -> SourceSpec:
         return SourceSpec("x11", self.display, fps=fps)
+
+    def screenshot(self) -> Image:
+        with mss.MSS(display=self.display) as screen:
+            shot = np.asarray(screen.grab(screen.monitors[0]))
+        return shot[::4, ::4, :3].copy()  # BGRA: every 4th pixel, no alpha
 
     def split_cpus(self) -> tuple[set[int], set[int]]:
         return split_cpus()
