@@ -12,7 +12,8 @@ import asyncio
 
 from pydantic import BaseModel, ValidationError
 
-from labd.model import Device, Driver, Job, Policy
+from labd.model import Device, Job, Policy
+from labd.sdk import Driver
 from labd.validation import describe_errors
 
 
