@@ -32,9 +32,9 @@ from benchmarks.scheduler_bench import MODELS, InstantScenario, fill
 from labd.config import PoolSettings, SchedulerSettings
 from labd.events import EventBus, JobLeased
 from labd.logs import configure_logging
-from labd.model import Device, Driver, NoOptions, Scenario
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
+from labd.sdk import Device, Driver, NoOptions, Scenario
 from labd.store import Store
 
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.model import Device, Driver, MetricSpec, Scenario
+from labd.sdk import Device, Driver, MetricSpec, Scenario
 
 
 class SimOptions(BaseModel):
@@ -38,31 +37,25 @@ class SimParams(BaseModel):
     iteration_s: float = Field(0.1, ge=0, le=3600, description="How long one iteration takes.")
 
 
-class SimScenario(Scenario):
+class SimScenario(Scenario[SimParams]):
     name = "sim"
-    Params = SimParams
     default_metrics = (MetricSpec(name="index"), MetricSpec(name="iteration_ms", unit="ms"))
 
     async def run_iteration(self, index: int) -> dict[str, float]:
-        assert isinstance(self.params, SimParams)
         start = time.perf_counter()
         await asyncio.sleep(self.params.iteration_s)
         return {"index": float(index), "iteration_ms": (time.perf_counter() - start) * 1000}
 
 
-class SimDriver(Driver):
+class SimDriver(Driver[SimOptions]):
     name = "sim"
     platform = "sim"
-    Options = SimOptions
     version = "1"
+    scenario_types = (SimScenario,)
 
     async def discover(self) -> list[Device]:
-        assert isinstance(self.options, SimOptions)
         prefix = self.options.prefix or f"sim-{self.host}-"
         return [
             Device(id=f"{prefix}{n}", driver=self.name, platform=self.platform, model="sim")
             for n in range(self.options.devices)
         ]
-
-    def scenarios(self) -> Mapping[str, type[Scenario]]:
-        return {"sim": SimScenario}

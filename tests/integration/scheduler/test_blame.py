@@ -140,8 +140,9 @@ async def test_a_failing_power_relay_breaks_its_device_and_the_health_loop_goes_
 async def test_a_plugin_that_fails_to_start_breaks_only_its_own_devices(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from labd.model import Device, PowerControl
+    from labd.model import Device
     from labd.pool import Pool, load_drivers, load_power, plugins
+    from labd.sdk import PowerControl, Registry
 
     class ExplodingDriver(NappingDriver):
         name = "exploding"
@@ -158,7 +159,7 @@ async def test_a_plugin_that_fails_to_start_breaks_only_its_own_devices(
 
     found = {"labd.drivers": {"exploding": ExplodingDriver, "host": HostDriver}}
     found["labd.power"] = {"relay": ExplodingPower}
-    monkeypatch.setattr(plugins, "_classes", lambda group: found[group])
+    monkeypatch.setattr(plugins, "_plugins", lambda group: Registry(group, found[group]))
     drivers = load_drivers({}, "test-host", "labd.toml")
     power_for = next(iter(await HostDriver(HostOptions(), "test-host").discover())).id
     power = load_power({power_for: {"kind": "relay"}}, "labd.toml")

@@ -13,9 +13,10 @@ import pytest
 from labd.config import PoolSettings, SchedulerSettings
 from labd.errors import InvalidSpec
 from labd.events import Event, EventBus
-from labd.model import AdminState, DeviceState, Driver, JobState
+from labd.model import AdminState, DeviceState, JobState
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
+from labd.sdk import Driver
 from labd.store import Store
 from tests.scripted_driver import RecordingPower, ScriptedDriver
 
