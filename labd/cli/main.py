@@ -1,5 +1,5 @@
 """The `labd` command. Nouns first; each command's module is imported only when it runs,
-so `labd --help` and `labd version` start fast (statsmodels and OpenCV take seconds)."""
+so `labd --help` and `labd version` start fast (SciPy and OpenCV take seconds)."""
 
 from __future__ import annotations
 
