@@ -13,11 +13,12 @@ walks through a complete driver.
   a blocking reader); `PowerControl[Options]` for power plugins (`labd.power`).
 - `Controller`: a user's actions (load a URL, tap, swipe, type) over any input.
 - The domain types and errors a plugin uses: `Device`, `MetricSpec`, `Policy`, `RunAs`,
-  `TestFailure` (the test failed), `InfrastructureError` (the device or driver did),
-  `UsageError`.
+  `TestFailure` (the test failed), `CannotStart` (the job's spec cannot start on this
+  device: it fails at once, no retry), `InfrastructureError` (the device or driver failed:
+  retried, elsewhere if it can be), `UsageError`.
 """
 
-from labd.errors import InfrastructureError, LabdError, TestFailure, UsageError
+from labd.errors import CannotStart, InfrastructureError, LabdError, TestFailure, UsageError
 from labd.model.device import Device
 from labd.model.policy import Policy, ProgramNotFound, RunAs
 from labd.model.spec import MetricSpec
@@ -44,6 +45,7 @@ __all__ = [
     "FOCUS_WAIT_S",
     "POWER_GROUP",
     "TYPING_DELAY_MS",
+    "CannotStart",
     "CaptureSource",
     "Controller",
     "DesktopInput",
