@@ -1,5 +1,5 @@
 """Reading a device's state from dumpsys and df: battery, thermal status (throttling is the
-noise seed 003 found), free storage, screen."""
+noise the Jetpack Macrobenchmark study found), free storage, screen."""
 
 from __future__ import annotations
 
