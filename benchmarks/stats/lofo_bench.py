@@ -35,9 +35,9 @@ FALSE_LIMIT = 1.0  # per 1,000 builds of noise
 
 # The settings the selection may choose among: the first round's default (ETS and the CUSUM,
 # with the rank confirmer, the long-run noise scale, the interquartile floor, ETS confirming by
-# 3 builds and a CUSUM clip of 3; see docs/statistics.md), and ETS with the rank scan, with or
-# without the CUSUM, at two thresholds of the scan and two calibrations against its own quiet
-# builds.
+# 3 builds and a CUSUM clip of 3; see docs/statistics.md), and ETS with the rank scan: with or
+# without the rank confirmer, its calibration against the quiet builds of the last 80 or 160,
+# two thresholds, two calibrations and two window lengths.
 FIRST_ROUND: dict[str, Any] = {
     "method": "ets+cusum",
     "rank_p": 0.01,
@@ -46,17 +46,23 @@ FIRST_ROUND: dict[str, Any] = {
     "confirm": 3,
     "clip": 3.0,
 }
+SCAN: dict[str, Any] = {
+    "method": "ets+rank",
+    "scan_threshold": 3.5,
+    "calibrate": 2.0,
+    "quiet_span": 160,
+    "window": 30,
+    "rank_p": None,
+}
 SETTINGS: list[dict[str, Any]] = [
     FIRST_ROUND,
-    *(
-        {"method": "ets+rank", "scan_threshold": threshold, "calibrate": calibrate}
-        for threshold in (3.5, 3.75)
-        for calibrate in (1.75, 2.0)
-    ),
-    *(
-        {**FIRST_ROUND, "method": "ets+cusum+rank", "scan_threshold": threshold, "calibrate": 2.0}
-        for threshold in (3.5, 3.75)
-    ),
+    {**SCAN, "quiet_span": 80, "rank_p": 0.01},
+    {**SCAN, "quiet_span": 80},
+    SCAN,
+    {**SCAN, "rank_p": 0.01},
+    {**SCAN, "scan_threshold": 3.25},
+    {**SCAN, "calibrate": 1.75},
+    {**SCAN, "window": 40},
 ]
 
 

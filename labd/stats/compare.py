@@ -20,7 +20,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from labd.stats.bootstrap import median_resamples
-from labd.stats.diagnostics import as_array, diagnose, mode_count, tukey_outliers
+from labd.stats.diagnostics import as_array, diagnose, tukey_outliers
+from labd.stats.modality import mode_count
 from labd.stats.pairwise import pairwise_median, pairwise_quantiles
 from labd.stats.summary import Summary, summarize
 from labd.stats.welch import welch_t

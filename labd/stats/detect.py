@@ -72,6 +72,8 @@ def detect_ensemble(
     rank_p: float | None = 0.01,
     scan_threshold: float = 3.5,
     calibrate: float = 2.0,
+    quiet_span: int = 160,
+    window: int = 30,
 ) -> list[Alert]:
     """ETS for the large changes it flags within a build; the CUSUM and the rank scan for the
     small sustained shifts and creeps it cannot see. An alert within `gap` builds of one
@@ -94,7 +96,16 @@ def detect_ensemble(
             )
         )
     if "rank" in voters:
-        add(detect_rank_scan(x, threshold=scan_threshold, calibrate=calibrate))
+        add(
+            detect_rank_scan(
+                x,
+                threshold=scan_threshold,
+                calibrate=calibrate,
+                quiet_span=quiet_span,
+                after=window,
+                before=window,
+            )
+        )
     alerts = sorted(taken, key=lambda a: a.index)
     if rank_p is None:
         return alerts
@@ -120,7 +131,8 @@ def detect(x: Sequence[float], method: str = DEFAULT_METHOD, **options: Any) -> 
         return []
     methods: dict[str, Callable[..., list[Alert]]] = {
         "ets+cusum": functools.partial(detect_ensemble, voters=("ets", "cusum")),
-        "ets+rank": functools.partial(detect_ensemble, voters=("ets", "rank")),
+        # The rank scan's own evidence is a rank test: confirming it again only cost recall.
+        "ets+rank": functools.partial(detect_ensemble, voters=("ets", "rank"), rank_p=None),
         "ets+cusum+rank": functools.partial(detect_ensemble, voters=("ets", "cusum", "rank")),
         "rank": detect_rank_scan,
         "cusum": detect_cusum,

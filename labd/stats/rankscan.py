@@ -84,7 +84,7 @@ def detect_rank_scan(
     before: int = 30,
     min_after: int = 4,
     min_before: int = 10,
-    quiet_span: int = 80,
+    quiet_span: int = 160,
     quiet_lag: int = 20,
     quiet_rows: int = 20,
 ) -> list[Alert]:

@@ -45,7 +45,7 @@ def test_a_shift_of_one_and_a_half_noise_deviations_is_found_and_dated() -> None
 
 def test_the_scan_stays_quiet_until_it_has_seen_the_history_s_noise() -> None:
     """Daily and weekly cycles make the statistic stray: the scan asks for twice its own quiet
-    median, and raises a quarter of the alerts a fixed threshold would (23 against 106)."""
+    median, and raises a quarter of the alerts a fixed threshold would (24 against 106)."""
     raised = fixed = 0
     for seed in range(30):
         rng = np.random.default_rng(seed)
