@@ -7,8 +7,9 @@ data instead: the critical bandwidth is the smallest at which the estimate has a
 samples drawn from that smoothest unimodal estimate (a smoothed bootstrap, rescaled to the
 sample's variance) show how often a unimodal population needs a bandwidth that large. The
 bootstrap uses the critical bandwidth times Hall and York's (2001) factor 1.13, which corrects
-the test's known conservatism at the 5% level. Deterministic: the bootstrap draws from a fixed
-seed.
+the test's known conservatism at the 5% level. The number of modes is found the same way:
+the first k whose test (at most k modes) does not reject. Deterministic: the bootstrap draws
+from a fixed seed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ MAX_VALUES = 2000  # larger samples are thinned evenly: the test's cost grows wi
 BOOTSTRAP = 200
 HALL_YORK = 1.13  # calibration of Silverman's bandwidth for a 5% test
 ALPHA = 0.05
+MAX_MODES = 5
 
 
 def _density(values: NDArray[np.float64], bandwidth: float) -> NDArray[np.float64]:
@@ -65,25 +67,26 @@ def count_modes(density: NDArray[np.float64]) -> int:
     return modes
 
 
-def critical_bandwidth(values: NDArray[np.float64]) -> float:
-    """The smallest bandwidth at which the estimate has one mode (bisection on a log scale)."""
+def critical_bandwidth(values: NDArray[np.float64], k: int = 1) -> float:
+    """The smallest bandwidth at which the estimate has at most k modes (bisection on a log
+    scale: a Gaussian kernel's modes only merge as the bandwidth grows)."""
     spread = float(np.ptp(values))
     low, high = spread / 1000, spread
     for _ in range(20):
         middle = math.sqrt(low * high)
-        if count_modes(_density(values, middle)) > 1:
+        if count_modes(_density(values, middle)) > k:
             low = middle
         else:
             high = middle
     return high
 
 
-def unimodality_p(values: ArrayLike, seed: int = 0) -> float:
-    """Silverman's bootstrap p-value of unimodality (small: more than one mode)."""
+def modality_p(values: ArrayLike, k: int = 1, seed: int = 0) -> float:
+    """Silverman's bootstrap p-value of at most k modes (small: more than k)."""
     a = _thinned(np.asarray(values, dtype=float))
     if a.size < 10 or np.ptp(a) == 0:
         return 1.0
-    h = critical_bandwidth(a) * HALL_YORK
+    h = critical_bandwidth(a, k) * HALL_YORK
     mean, var = float(a.mean()), float(a.var())
     shrink = 1 / math.sqrt(1 + h * h / var)
     rng = np.random.default_rng(seed)
@@ -91,21 +94,20 @@ def unimodality_p(values: ArrayLike, seed: int = 0) -> float:
     for _ in range(BOOTSTRAP):
         draw = rng.choice(a, a.size) + h * rng.standard_normal(a.size)
         draw = mean + (draw - mean) * shrink
-        more += count_modes(_density(draw, h)) > 1
+        more += count_modes(_density(draw, h)) > k
     return more / BOOTSTRAP
 
 
 def modes(values: ArrayLike, alpha: float = ALPHA) -> tuple[int, float]:
-    """The number of modes and Silverman's p-value of unimodality: 1 unless the test finds
-    more than one mode (p < alpha); then the modes of the estimate at the bandwidth just
-    below the critical one (at least 2)."""
+    """The number of modes, and Silverman's p-value of a single one. The count is the first k
+    that the test does not reject, testing k = 1, 2, ... (up to MAX_MODES) in turn."""
     a = _thinned(np.asarray(values, dtype=float))
-    if a.size < 10 or np.ptp(a) == 0:
-        return 1, 1.0
-    p = unimodality_p(a)
-    if p >= alpha:
-        return 1, p
-    return max(2, count_modes(_density(a, critical_bandwidth(a) * 0.999))), p
+    p_one = modality_p(a)
+    count, p = 1, p_one
+    while p < alpha and count < MAX_MODES:
+        count += 1
+        p = modality_p(a, count)
+    return count, p_one
 
 
 def mode_count(values: ArrayLike, alpha: float = ALPHA) -> int:
