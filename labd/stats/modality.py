@@ -31,7 +31,10 @@ MAX_MODES = 5
 def _density(values: NDArray[np.float64], bandwidth: float) -> NDArray[np.float64]:
     """A Gaussian kernel density estimate on GRID points over the sample's range, from
     linearly binned counts convolved with the kernel (cost linear in the sample)."""
-    low, high = float(values.min()), float(values.max())
+    # A margin of a tenth of the range each side: a mode at the smallest or largest value
+    # must be a peak inside the grid, not its edge.
+    margin = 0.1 * float(np.ptp(values))
+    low, high = float(values.min()) - margin, float(values.max()) + margin
     step = (high - low) / (GRID - 1)
     position = (values - low) / step
     left = np.clip(np.floor(position).astype(int), 0, GRID - 2)
@@ -86,6 +89,8 @@ def modality_p(values: ArrayLike, k: int = 1, seed: int = 0) -> float:
     a = _thinned(np.asarray(values, dtype=float))
     if a.size < 10 or np.ptp(a) == 0:
         return 1.0
+    if count_modes(_density(a, float(np.ptp(a)) / 1000)) <= k:
+        return 1.0  # at most k modes at every bandwidth the search tries (ties, a lone outlier)
     h = critical_bandwidth(a, k) * HALL_YORK
     mean, var = float(a.mean()), float(a.var())
     shrink = 1 / math.sqrt(1 + h * h / var)
@@ -116,4 +121,14 @@ def mode_count(values: ArrayLike, alpha: float = ALPHA) -> int:
 
 
 def _thinned(values: NDArray[np.float64]) -> NDArray[np.float64]:
-    return values[:: -(-values.size // MAX_VALUES)] if values.size > MAX_VALUES else values
+    """At most MAX_VALUES values taken evenly, on [0, 1]: modes do not depend on the unit, and
+    values near the float limits would overflow the bandwidths' arithmetic."""
+    a = values[:: -(-values.size // MAX_VALUES)] if values.size > MAX_VALUES else values
+    if a.size == 0:
+        return a
+    top = float(np.max(np.abs(a)))
+    if top == 0 or not np.isfinite(top):
+        return a
+    a = a / top
+    spread = float(np.ptp(a))
+    return (a - a.min()) / spread if spread > 0 else a

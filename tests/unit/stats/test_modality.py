@@ -37,3 +37,11 @@ def test_the_finding_names_the_modes_and_the_test_s_p_value() -> None:
 def test_few_or_constant_values_have_one_mode() -> None:
     assert modes([1.0] * 30) == (1, 1.0)
     assert modes([1.0, 2.0, 3.0]) == (1, 1.0)
+
+
+def test_two_values_near_the_float_limits_are_two_modes_and_a_lone_outlier_is_none() -> None:
+    """Bandwidths on the raw scale overflowed to infinity here; a mode at the smallest value
+    sat on the density grid's edge and was not counted."""
+    assert modes([-1e308, 1e308] * 10)[0] == 2
+    assert modes([1e300, 1e300, 1.0] * 10)[0] == 2
+    assert modes(np.r_[np.zeros(50), [1e9]]) == (1, 1.0)
