@@ -4,7 +4,11 @@ A/A: how often `labd compare` (default settings) calls a regression when nothing
 per noise shape. Power: how often it calls a 1% slowdown a regression, next to plain Welch
 and plain Mann-Whitney (p < 0.05 in the right direction) on the very same draws.
 
-Run: python benchmarks/stats/compare_bench.py [--draws 400]
+Several modes (--modes): how often the diagnostics find more than one mode, per shape and
+sample size, and the A/A rate of false 'regression' verdicts on the same shapes at n = 20 and
+50 (nominal: 2.5%, one side of a 5% test).
+
+Run: python benchmarks/stats/compare_bench.py [--draws 400] [--modes]
 """
 
 from __future__ import annotations
@@ -20,12 +24,21 @@ sys.path.insert(0, str(Path(__file__).parent))
 from generate import noise
 
 from labd.stats.compare import compare
+from labd.stats.modality import mode_count
 
 SHAPES = ("normal", "lognormal", "bimodal", "heavy", "warm-up", "trimodal")
+MODE_SHAPES = ("normal", "lognormal", "heavy", "two-modes", "trimodal", "four-modes")
 COV = 0.01
 
 
 def sample(rng: np.random.Generator, shape: str, n: int, shift: float) -> np.ndarray:
+    if shape == "two-modes":  # a second mode 3% above, holding 30% of the values
+        high = rng.random(n) < 0.3
+        return 100 * (1 + 0.03 * high + rng.normal(0, 0.3 * COV, n)) * (1 + shift)
+    if shape == "four-modes":  # 1.5%, 2.5% and 2% apart, weights 0.4 / 0.3 / 0.2 / 0.1
+        mode = rng.choice(4, n, p=[0.4, 0.3, 0.2, 0.1])
+        offsets = np.array([0.0, 0.015, 0.04, 0.06])
+        return 100 * (1 + offsets[mode] + rng.normal(0, 0.3 * COV, n)) * (1 + shift)
     if shape == "trimodal":  # three modes 1.5% apart, weights fixed at 0.5 / 0.3 / 0.2
         mode = rng.choice(3, n, p=[0.5, 0.3, 0.2])
         return 100 * (1 + 0.015 * mode + rng.normal(0, 0.3 * COV, n)) * (1 + shift)
@@ -50,10 +63,31 @@ def rates(shape: str, n: int, shift: float, draws: int, seed: int) -> tuple[floa
     return ours / draws, welch / draws, mwu / draws
 
 
+def modes_table(draws: int) -> None:
+    """Multimodality found, and A/A calibration, on shapes with one and with several modes."""
+    print("Several modes: share of samples with more than one mode found; A/A false")
+    print(f"'regression' verdicts (nominal 2.5%); {draws} draws each")
+    print(f"{'shape':<11} {'n=20':>6} {'n=50':>6} {'n=200':>6} {'A/A n=20':>9} {'A/A n=50':>9}")
+    for i, shape in enumerate(MODE_SHAPES):
+        found = []
+        for n in (20, 50, 200):
+            rng = np.random.default_rng(1000 + 10 * i + n)
+            found.append(
+                np.mean([mode_count(sample(rng, shape, n, 0.0)) > 1 for _ in range(draws)])
+            )
+        aa = [rates(shape, n, 0.0, draws, seed=2000 + 10 * i + n)[0] for n in (20, 50)]
+        cells = " ".join(f"{100 * v:>5.1f}%" for v in found)
+        print(f"{shape:<11} {cells} {100 * aa[0]:>8.1f}% {100 * aa[1]:>8.1f}%")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--draws", type=int, default=400)
+    parser.add_argument("--modes", action="store_true", help="only the table of several modes")
     args = parser.parse_args()
+    if args.modes:
+        modes_table(args.draws)
+        return
     print(f"A/A, n = 20 per side, {args.draws} draws: share of false 'regression' verdicts")
     print(f"{'shape':<10} {'labd':>6} {'Welch':>6} {'MWU':>6}")
     for i, shape in enumerate(SHAPES):

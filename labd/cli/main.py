@@ -245,7 +245,10 @@ def _add_stats_commands(nouns: Any) -> None:
     detect.add_argument("--suite", help="with --test: the history stored by the daemon")
     detect.add_argument("--test", help="with --suite: the history stored by the daemon")
     detect.add_argument(
-        "--method", choices=["ets+cusum", "ets", "cusum", "talos"], default="ets+cusum"
+        "--method",
+        # labd.stats.detect.METHODS, spelled out: importing scipy would slow every command
+        choices=["ets+rank", "ets+cusum", "ets+cusum+rank", "ets", "cusum", "rank", "talos"],
+        default="ets+rank",
     )
     detect.add_argument("--json", action="store_true", help="print JSON")
     detect.set_defaults(handler=_lazy("labd.cli.stats_cmd:detect"))

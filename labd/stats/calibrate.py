@@ -17,7 +17,8 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from labd.stats.compare import choose_method, hodges_lehmann, welch
-from labd.stats.diagnostics import as_array, mode_count
+from labd.stats.diagnostics import as_array
+from labd.stats.modality import mode_count
 
 SIZES = (3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 125, 150, 200)
 

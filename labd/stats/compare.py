@@ -20,7 +20,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from labd.stats.bootstrap import median_resamples
-from labd.stats.diagnostics import as_array, diagnose, mode_count, tukey_outliers
+from labd.stats.diagnostics import as_array, diagnose, tukey_outliers
+from labd.stats.modality import mode_count
 from labd.stats.pairwise import pairwise_median, pairwise_quantiles
 from labd.stats.summary import Summary, summarize
 from labd.stats.welch import welch_t
@@ -75,14 +76,21 @@ class Comparison:
         }
 
 
-def choose_method(base: NDArray[np.float64], new: NDArray[np.float64]) -> str:
-    """Welch where both samples look normal, unimodal and free of far outliers."""
-    for a in (base, new):
+def choose_method(
+    base: NDArray[np.float64],
+    new: NDArray[np.float64],
+    multimodal: tuple[bool, bool] | None = None,
+) -> str:
+    """Welch where both samples look normal, unimodal and free of far outliers.
+    `multimodal`: whether each sample has several modes, when the diagnostics already know."""
+    for i, a in enumerate((base, new)):
         if a.size < 8:
             continue  # too few values to judge: normal theory is the sensible default
         # Shapiro-Wilk's p-value holds up to 5,000 values: above, it sees 5,000 taken evenly.
         sample = a[:: -(-a.size // SHAPIRO_LIMIT)]
-        if stats.shapiro(sample).pvalue < 0.01 or mode_count(a) > 1 or tukey_outliers(a, k=3.0):
+        if stats.shapiro(sample).pvalue < 0.01 or tukey_outliers(a, k=3.0):
+            return "hodges-lehmann"
+        if multimodal[i] if multimodal else mode_count(a) > 1:
             return "hodges-lehmann"
     return "welch"
 
@@ -148,11 +156,15 @@ def bootstrap(
 
 
 def interval(
-    base: ArrayLike, new: ArrayLike, alpha: float = 0.05, method: Method = "auto"
+    base: ArrayLike,
+    new: ArrayLike,
+    alpha: float = 0.05,
+    method: Method = "auto",
+    multimodal: tuple[bool, bool] | None = None,
 ) -> Interval:
     """The interval of new relative to base by the given (or the data's) method."""
     b, n = as_array(base), as_array(new)
-    chosen = choose_method(b, n) if method == "auto" else method
+    chosen = choose_method(b, n, multimodal) if method == "auto" else method
     if chosen == "welch":
         return welch(b, n, alpha)
     if chosen == "bootstrap":
@@ -217,7 +229,11 @@ def compare(
         if degenerate := _degenerate(b, n, effect, hib, result):
             result.verdict, result.reason = degenerate
             continue
-        testable.append((result, interval(b, n, alpha, method)))
+        several = tuple(
+            any(d["sample"] == side and d["check"] == "multimodal" for d in result.diagnostics)
+            for side in ("base", "new")
+        )
+        testable.append((result, interval(b, n, alpha, method, (several[0], several[1]))))
     p_values = [iv.p_value for _, iv in testable]
     adjusted = stats.false_discovery_control(p_values) if fdr and len(p_values) > 1 else p_values
     for (result, iv), p_adj in zip(testable, adjusted, strict=True):

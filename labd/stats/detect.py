@@ -26,6 +26,7 @@ moves the level, not the noise.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +34,7 @@ from labd.stats.alert import Alert, describe_change
 from labd.stats.confirm import rank_confirmed
 from labd.stats.cusum import detect_cusum
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
+from labd.stats.rankscan import detect_rank_scan
 from labd.stats.talos import detect_talos
 
 __all__ = [
@@ -43,19 +45,22 @@ __all__ = [
     "describe_change",
     "detect",
     "detect_cusum",
+    "detect_ensemble",
     "detect_ets",
     "detect_ets_cusum",
+    "detect_rank_scan",
     "detect_talos",
     "ets_one_step",
     "prediction_band",
 ]
 
-METHODS = ("ets+cusum", "ets", "cusum", "talos")
-DEFAULT_METHOD = "ets+cusum"  # chosen by benchmarks/stats/detection_bench.py
+METHODS = ("ets+cusum", "ets+rank", "ets+cusum+rank", "ets", "cusum", "rank", "talos")
+DEFAULT_METHOD = "ets+rank"  # chosen by benchmarks/stats/lofo_bench.py
 
 
-def detect_ets_cusum(
+def detect_ensemble(
     x: Sequence[float],
+    voters: tuple[str, ...] = ("ets", "cusum"),
     gap: int = 12,
     z: float = ETS_Z,
     confirm: int = 3,
@@ -65,21 +70,43 @@ def detect_ets_cusum(
     long_run: bool = True,
     spread: bool = True,
     rank_p: float | None = 0.01,
+    scan_threshold: float = 3.5,
+    calibrate: float = 2.0,
+    quiet_span: int = 160,
+    window: int = 30,
 ) -> list[Alert]:
-    """ETS for the large changes it flags within a build, CUSUM for the small sustained
-    shifts and creeps it cannot see; a CUSUM alert within `gap` builds of an ETS one is the
-    same change. With `rank_p`, an alert is reported only when the builds since the change
-    rank on its side of those before (one-sided Mann-Whitney p < rank_p). (The settings were
-    chosen by the detection benchmarks; docs/statistics.md says how.)"""
-    fast = detect_ets(x, z=z, confirm=confirm)
-    slow = [
-        a
-        for a in detect_cusum(
-            x, threshold=threshold, drift=drift, clip=clip, long_run=long_run, spread=spread
+    """ETS for the large changes it flags within a build; the CUSUM and the rank scan for the
+    small sustained shifts and creeps it cannot see. An alert within `gap` builds of one
+    already taken (ETS first, then the CUSUM, then the rank scan) is the same change. With
+    `rank_p`, an alert is reported only when the builds since the change rank on its side of
+    those before (one-sided Mann-Whitney p < rank_p). (The settings were chosen by the
+    detection benchmarks; docs/statistics.md says how.)"""
+    taken: list[Alert] = []
+
+    def add(found: list[Alert]) -> None:
+        earlier = list(taken)  # a voter's own alerts are distinct changes
+        taken.extend(a for a in found if all(abs(a.index - b.index) > gap for b in earlier))
+
+    if "ets" in voters:
+        add(detect_ets(x, z=z, confirm=confirm))
+    if "cusum" in voters:
+        add(
+            detect_cusum(
+                x, threshold=threshold, drift=drift, clip=clip, long_run=long_run, spread=spread
+            )
         )
-        if all(abs(a.index - b.index) > gap for b in fast)
-    ]
-    alerts = sorted(fast + slow, key=lambda a: a.index)
+    if "rank" in voters:
+        add(
+            detect_rank_scan(
+                x,
+                threshold=scan_threshold,
+                calibrate=calibrate,
+                quiet_span=quiet_span,
+                after=window,
+                before=window,
+            )
+        )
+    alerts = sorted(taken, key=lambda a: a.index)
     if rank_p is None:
         return alerts
     kept: list[Alert] = []
@@ -90,6 +117,11 @@ def detect_ets_cusum(
     return kept
 
 
+def detect_ets_cusum(x: Sequence[float], **options: Any) -> list[Alert]:
+    """The ensemble of ETS and the CUSUM (see detect_ensemble)."""
+    return detect_ensemble(x, voters=("ets", "cusum"), **options)
+
+
 def detect(x: Sequence[float], method: str = DEFAULT_METHOD, **options: Any) -> list[Alert]:
     """Alerts in one history by the named method."""
     if method not in METHODS:
@@ -98,7 +130,11 @@ def detect(x: Sequence[float], method: str = DEFAULT_METHOD, **options: Any) -> 
     if len(values) < 2 or min(values) == max(values):
         return []
     methods: dict[str, Callable[..., list[Alert]]] = {
-        "ets+cusum": detect_ets_cusum,
+        "ets+cusum": functools.partial(detect_ensemble, voters=("ets", "cusum")),
+        # The rank scan's own evidence is a rank test: confirming it again only cost recall.
+        "ets+rank": functools.partial(detect_ensemble, voters=("ets", "rank"), rank_p=None),
+        "ets+cusum+rank": functools.partial(detect_ensemble, voters=("ets", "cusum", "rank")),
+        "rank": detect_rank_scan,
         "cusum": detect_cusum,
         "ets": detect_ets,
         "talos": detect_talos,

@@ -6,13 +6,14 @@ warm-up are reported, and the caller decides what to do with them.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
+
+from labd.stats.modality import modes
 
 NORMALITY_ALPHA = 0.01
 TREND_ALPHA = 0.01
@@ -63,24 +64,6 @@ def warmup_length(values: ArrayLike) -> int:
     return count
 
 
-def mode_count(values: ArrayLike) -> int:
-    """Modes of a Gaussian kernel density estimate; each must hold a tenth of the peak
-    density and be separated from the next by a clear dip."""
-    a = as_array(values)
-    if a.size < 10 or np.ptp(a) == 0:
-        return 1
-    density = stats.gaussian_kde(a, bw_method="silverman")
-    grid = np.linspace(a.min(), a.max(), 256)
-    d = density(grid)
-    peaks = [i for i in range(1, len(d) - 1) if d[i - 1] < d[i] >= d[i + 1]]
-    peaks = [i for i in peaks if d[i] >= 0.1 * d.max()]
-    modes = 1 if peaks else 0
-    for left, right in itertools.pairwise(peaks):
-        if d[left:right].min() < 0.8 * min(d[left], d[right]):
-            modes += 1
-    return max(modes, 1)
-
-
 def cusum_step(values: ArrayLike) -> tuple[float, float, int]:
     """Largest standardised CUSUM excursion, its p-value (Kolmogorov), and where it peaks."""
     a = as_array(values)
@@ -125,15 +108,17 @@ def diagnose(values: ArrayLike, cov_limit: float = COV_LIMIT) -> list[Finding]:
                     p_value=float(p),
                 )
             )
-    modes = mode_count(a)
-    if modes > 1:
+    count, p_modes = modes(a)
+    if count > 1:
         found.append(
             Finding(
                 "multimodal",
-                f"values cluster around {modes} distinct levels",
+                f"values cluster around {count} distinct levels (Silverman's test of one "
+                f"mode: p={p_modes:.2g})",
                 "something switches between runs (CPU frequency, cache state, a background "
                 "task); find it before trusting a mean",
-                statistic=float(modes),
+                statistic=float(count),
+                p_value=p_modes,
             )
         )
     if n >= 8:

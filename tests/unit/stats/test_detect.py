@@ -48,17 +48,19 @@ def test_a_single_build_spike_is_not_a_change_and_does_not_widen_later_intervals
 
 
 def test_a_creep_is_mostly_reported_once() -> None:
-    """Without the trend check after an alert, no creep of these 20 was reported just once:
-    the detector started afresh mid-ramp and alarmed again on the same change."""
-    reports = []
-    for seed in range(20):
+    """Without the trend check after an alert, no creep of 20 was reported just once: the
+    detector started afresh mid-ramp and alarmed again on the same change. Over 200 histories
+    (an unlucky false alert just before the ramp can hide it: the first round's default found
+    189 of 200, this one 199)."""
+    reports, found = [], 0
+    for seed in range(200):
         x = history(seed, n=200, cov=0.005)
         x[80:120] *= np.linspace(1, 1.05, 40)
         x[120:] *= 1.05
         alerts = [a for a in detect(x) if 70 <= a.index <= 160]
-        assert alerts and abs(alerts[0].index - 80) <= 10 and alerts[0].direction == "up"
+        found += bool(alerts) and abs(alerts[0].index - 80) <= 10 and alerts[0].direction == "up"
         reports.append(len(alerts))
-    assert reports.count(1) >= 12 and max(reports) <= 2
+    assert found >= 180 and reports.count(1) >= 170 and max(reports) <= 2
 
 
 def test_a_slow_creep_is_found_by_the_change_point_method() -> None:

@@ -1,0 +1,158 @@
+"""An online rank scan: a windowed Mann-Whitney test over every split of the recent builds.
+
+At each build t, every split s of the last `after` builds is tested: the builds from s to t
+against the (up to `before`) builds before s, since the last change, by the sum of the signs of
+all their pairwise differences (Mann-Whitney's statistic), standardised by its variance under
+exchangeable noise. The largest of them is the scan's statistic at t; the split that gives it
+dates the change. It looks at ranks only, so noise of any shape (several modes, long tails,
+values rounded to a timer's resolution) gives the same false-alarm rate, and a shift of one or
+two noise deviations adds up over the builds after it where a CUSUM's allowance never lets it.
+
+Noise whose values depend on each other (daily cycles, autocorrelation) makes the statistic
+stray further than exchangeable noise would let it. The scan therefore also asks for more than
+`calibrate` times the median of its own statistic over the quiet builds before (its
+behaviour on this history's noise), and raises nothing until it has seen enough of them.
+
+All splits at all builds come from one pass over the sign matrix of each build against the
+`after + before` builds before it, a block of rows at a time: memory is linear in the history.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from labd.stats.alert import Alert, describe_change
+from labd.stats.cusum import MEMORY_RHO
+from labd.stats.segments import memory, onset, settled
+
+HINDSIGHT = 10  # builds after an alarm that help date a creep (as the CUSUM's dating)
+BLOCK = 256  # rows of the scan computed at once
+MEMORY_LAG = 10  # builds before a row left out of its autocorrelation estimate
+
+
+def scan_statistics(
+    x: NDArray[np.float64],
+    lo: int,
+    first: int,
+    last: int,
+    after: int,
+    before: int,
+    min_after: int,
+    min_before: int,
+) -> NDArray[np.float64]:
+    """z[t - first, a - 1] for builds t in [first, last) and after-lengths a = 1..after: the
+    standardised sum of sign(x_i - x_j) over i in [t - a + 1, t], j in the up to `before`
+    builds before t - a + 1, none before `lo`. 0 where a side has too few builds."""
+    width = after + before
+    top = max(lo, first - after + 1)  # rows whose results the diagonal sums below need
+    rows = np.arange(top, last)
+    lags = np.arange(1, width + 1)
+    earlier = rows[:, None] - lags[None, :]
+    valid = earlier >= lo
+    signs = np.where(valid, np.sign(x[rows][:, None] - x[np.maximum(earlier, 0)]), 0.0)
+    # sums[i, m] = signs of row i against lags m .. m + before - 1 (the before-block of a
+    # split m builds back), from the cumulative sum along the lags.
+    cumulative = np.concatenate([np.zeros((rows.size, 1)), np.cumsum(signs, axis=1)], axis=1)
+    m = np.arange(1, after + 1)
+    sums = cumulative[:, m + before - 1] - cumulative[:, m - 1]
+    # The statistic for after-length a at row t adds sums[t - r, a - r] for r < a: a sum
+    # along a diagonal, one shift per after-length.
+    diagonal = np.zeros_like(sums)
+    diagonal[:, 0] = sums[:, 0]
+    for a in range(1, after):
+        diagonal[1:, a] = diagonal[:-1, a - 1] + sums[1:, a]
+    keep = rows >= first
+    t = rows[keep][:, None]
+    counts_after = np.broadcast_to(m[None, :], (t.size, after))
+    counts_before = np.minimum(before, t - m[None, :] + 1 - lo)
+    ok = (counts_before >= min_before) & (counts_after >= min_after)
+    variance = counts_after * counts_before * (counts_after + counts_before + 1) / 3.0
+    z = np.zeros((t.size, after))
+    z[ok] = diagonal[keep][ok] / np.sqrt(variance[ok])
+    return z
+
+
+def detect_rank_scan(
+    x: Sequence[float],
+    threshold: float = 3.5,
+    calibrate: float = 2.0,
+    after: int = 30,
+    before: int = 30,
+    min_after: int = 4,
+    min_before: int = 10,
+    quiet_span: int = 160,
+    quiet_lag: int = 20,
+    quiet_rows: int = 20,
+) -> list[Alert]:
+    """Alerts where the rank scan's statistic passes `threshold` and `calibrate` times the
+    median of its values over the quiet builds `quiet_lag` to `quiet_span` builds before
+    (at least `quiet_rows` of them, in this segment or carried from the one before)."""
+    values = np.asarray(x, dtype=float)
+    n = values.size
+    alerts: list[Alert] = []
+    segments: list[tuple[int, int]] = []  # (start, change) of the segments already closed
+    lo = 0
+    carried: float | None = None  # the quiet median of the segment before
+    while lo + min_before + min_after <= n:
+        best = np.zeros(n - lo)  # the scan's statistic at each build of the segment
+        factors: dict[int, float] = {}
+        found: tuple[int, int] | None = None
+        for first in range(lo, n, BLOCK):
+            z = scan_statistics(
+                values, lo, first, min(n, first + BLOCK), after, before, min_after, min_before
+            )
+            strength = np.abs(z).max(axis=1)
+            offset = first - lo
+            best[offset : offset + strength.size] = strength
+            for row in np.flatnonzero(strength > threshold):
+                r = offset + int(row)
+                # Correlated noise: the long-run deviation of AR(1) noise, from the lag-1
+                # autocorrelation of the recent segments up to MEMORY_LAG builds before
+                # (measured once per 10 builds, and only where the statistic could pass).
+                bucket = r // 10 * 10
+                if bucket not in factors:
+                    end = max(lo, lo + bucket - MEMORY_LAG)
+                    rho = (
+                        memory(x, [*segments, (lo, end)], end)
+                        if end - lo >= 10 or segments
+                        else 0.0
+                    )
+                    rho = min(max(rho, 0.0), MEMORY_RHO)
+                    factors[bucket] = math.sqrt((1 + rho) / (1 - rho))
+                if strength[row] <= threshold * factors[bucket]:
+                    continue
+                quiet = best[max(0, r - quiet_span) : max(0, r - quiet_lag)]
+                quiet = quiet[quiet > 0]
+                if quiet.size >= quiet_rows:
+                    need = calibrate * float(np.median(quiet))
+                elif carried is not None:
+                    need = calibrate * carried
+                else:
+                    continue  # nothing yet says how this history's noise behaves
+                if best[r] > need:
+                    found = (lo + r, int(np.argmax(np.abs(z[row]))) + 1)
+                    break
+            if found:
+                break
+        if found is None:
+            break
+        t, length = found
+        r = t - lo
+        quiet = best[max(0, r - quiet_span) : max(0, r - quiet_lag)]
+        quiet = quiet[quiet > 0]
+        if quiet.size >= quiet_rows:
+            carried = float(np.median(quiet))
+        # Dated by the split with the strongest evidence, or where a ramp began when a
+        # flat-then-straight line fits better (with up to HINDSIGHT builds after the alarm,
+        # as the CUSUM dates a creep); never before the builds that set the reference.
+        index = onset(x, lo, min(n, t + 1 + HINDSIGHT), t - length + 1)
+        index = min(max(index, lo + min_before), t)
+        alert = describe_change(x, lo, index, t + 1, t, "rank")
+        alerts.append(alert)
+        segments.append((lo, index))
+        lo = settled(x, t + 1, alert.direction)
+    return alerts
