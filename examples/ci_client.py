@@ -57,12 +57,14 @@ async def main(spec: dict, creds: dict, broker: str = "127.0.0.1", lab: str = "d
         topic = f"{prefix}/jobs/submit"
         await client.publish(topic, signed(request, topic, creds), qos=1)
         seen: set[str] = set()  # delivery is at least once: drop duplicates by event id
+        accepted = False
         async for message in client.messages:
             body = json.loads(message.payload)
             if message.topic.value == replies:  # labd's answer: accepted, or why not
-                if not body["accepted"]:
+                if not accepted and not body["accepted"]:
                     print("refused:", *body["problems"], sep="\n  ")
                     return 1
+                accepted = True  # later answers (a replayed copy's refusal) change nothing
                 continue
             if body["event_id"] in seen:
                 continue

@@ -213,10 +213,10 @@ async def submit_and_follow(
             await session.client.publish(topic, payload, qos=1)
             async with asyncio.timeout(answer_within) as timer:
                 async for found, body in session.messages():
-                    if refused := session.refusal(found, body, correlation):
+                    if answer is None and (refused := session.refusal(found, body, correlation)):
                         raise refused
-                    if session.is_answer(found, body, correlation):
-                        answer = body
+                    if answer is None and session.is_answer(found, body, correlation):
+                        answer = body  # the first only: a copy replayed later says nothing
                         timer.reschedule(None)  # the daemon answered: no time limit now
                         if not body.get("accepted") or body.get("duplicate") or not wait:
                             break

@@ -229,7 +229,14 @@ class MqttSettings(Section):
     prefix: str = Field(
         "", description="Topic prefix; empty means labd/v1/<lab>.", pattern=r"^[^#+\s]*$"
     )
-    client_id: str = Field("", description="MQTT client id; empty means labd-<lab>-<host>.")
+    client_id: str = Field(
+        "",
+        description=(
+            "MQTT client id; empty means labd-<lab>-<host>-<random, kept in the state "
+            "directory> (a new one at each start on the embedded broker): a broker hands a "
+            "session to whoever connects with its id, so it must not be guessable."
+        ),
+    )
     username: str = Field("", description="Username for the broker; empty: anonymous.")
     password: str = Field("", description="Password for the broker.")
     tls_ca: str = Field("", description="CA certificate file to verify the broker (mqtts).")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import signal
 from collections.abc import AsyncIterator
 from typing import Any, Protocol, runtime_checkable
@@ -30,7 +31,15 @@ from labd.metrics import DaemonMetrics
 from labd.metrics.access import AccessMetrics
 from labd.metrics.lab import LabMetrics
 from labd.model import Policy
-from labd.mqtt import Accounts, EmbeddedBroker, Inbound, MqttBridge, Topics, listening
+from labd.mqtt import (
+    Accounts,
+    EmbeddedBroker,
+    Inbound,
+    MqttBridge,
+    Topics,
+    default_client_id,
+    listening,
+)
 from labd.pool import Pool, load_drivers, load_power
 from labd.scheduler import JobService, Scheduler
 from labd.store import Store, default_sqlite_url
@@ -223,6 +232,12 @@ class Daemon:
         host = self.settings.daemon.host_name
         topics = Topics(settings.prefix or f"labd/v1/{lab}")
         credentials = None
+        # Nobody may guess labd's client id: a broker gives a connection with the same id the
+        # session (the embedded one even before it checks the password).
+        state_dir = self.settings.daemon.state_path
+        client_id = settings.client_id or await asyncio.to_thread(
+            default_client_id, lab, host, state_dir
+        )
         if settings.url:
             parts = urlsplit(settings.url)
             address = (
@@ -237,6 +252,8 @@ class Daemon:
                 )
                 yield EmbeddedBroker(*address, accounts)
                 credentials = (accounts.daemon_user, accounts.daemon_password)
+                # It keeps nothing across labd's restarts: a new id at every start.
+                client_id = settings.client_id or f"labd-{lab}-{host}-{secrets.token_hex(8)}"
                 mqtt5 = False  # amqtt speaks 3.1.1 only (and hangs on a v5 CONNECT with a will)
         inbound = Inbound(
             settings,
@@ -253,7 +270,7 @@ class Daemon:
             address,
             topics,
             host,
-            settings.client_id or f"labd-{lab}-{host}",
+            client_id,
             store,
             inbound,
             self.pool,

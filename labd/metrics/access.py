@@ -25,6 +25,7 @@ REFUSAL_REASONS = (
     "invalid_spec",
     "conflict",
     "not_found",
+    "unavailable",
     # the HTTP API's front door (labd.daemon.guard)
     "host_not_allowed",
     "origin_not_allowed",

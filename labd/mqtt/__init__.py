@@ -1,8 +1,16 @@
 """The MQTT interface: CI submits and follows jobs; labd publishes events and state."""
 
-from labd.mqtt.bridge import MqttBridge
+from labd.mqtt.bridge import MqttBridge, default_client_id
 from labd.mqtt.broker import Accounts, EmbeddedBroker, listening
 from labd.mqtt.inbound import Inbound
 from labd.mqtt.topics import Topics
 
-__all__ = ["Accounts", "EmbeddedBroker", "Inbound", "MqttBridge", "Topics", "listening"]
+__all__ = [
+    "Accounts",
+    "EmbeddedBroker",
+    "Inbound",
+    "MqttBridge",
+    "Topics",
+    "default_client_id",
+    "listening",
+]

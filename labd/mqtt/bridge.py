@@ -10,11 +10,15 @@ bridge reconnects with exponential backoff and jitter.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import random
+import secrets
 import socket
 import ssl
 import time
+from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
@@ -46,6 +50,7 @@ log = structlog.get_logger("labd.mqtt")
 
 UNSUPPORTED_PROTOCOL = 132  # CONNACK reason code of a broker that speaks MQTT 3.1.1 only
 COMPONENT = "mqtt"
+HEALTHY_SESSION_S = 10.0  # a session that ran this long failed afresh: backoff starts over
 # What the client library or the row itself raises for a row that can never be published (a
 # wildcard in its topic, a body missing its fields). Anything else (the broker gone, the
 # database away for a moment) ends the session and the row is tried again after it.
@@ -166,9 +171,13 @@ class MqttBridge:
     async def _connection_loop(self) -> None:
         delay = 0.5
         while True:
+            began = time.monotonic()
             try:
+                # Off the broker while the database is away: QoS 1 requests then wait in
+                # labd's session at the broker instead of arriving to be refused.
+                await self._until_store_answers()
                 async with self._client_for() as client:
-                    self._client, self.connected, delay = client, True, 0.5
+                    self._client, self.connected = client, True
                     log.info("mqtt connected", broker=self.address, protocol=self.protocol.name)
                     await self._session(client)
             except aiomqtt.MqttCodeError as e:
@@ -187,9 +196,21 @@ class MqttBridge:
                 self.bus.publish(
                     ComponentDown(component=COMPONENT, error=self.last_error, retry_in_s=delay)
                 )
+            if time.monotonic() - began >= HEALTHY_SESSION_S:
+                delay = 0.5  # it had run well: this is a fresh failure, not a loop of them
             wait = delay * random.uniform(0.5, 1.5)  # jitter: hosts must not reconnect in step
             await asyncio.sleep(wait)
             delay = min(delay * 2, self.settings.reconnect_max_s)
+
+    async def _until_store_answers(self) -> None:
+        delay = 0.5
+        while (problem := await self.store.ping()) is not None:
+            if self._down.get("store") != problem:
+                log.warning("mqtt: waiting for the database before taking requests", error=problem)
+            self._down["store"] = problem
+            await asyncio.sleep(delay * random.uniform(0.5, 1.5))
+            delay = min(delay * 2, self.settings.reconnect_max_s)
+        self._down.pop("store", None)
 
     def _lost(self, error: str) -> None:
         if self.connected or self.last_error != error:
@@ -213,7 +234,14 @@ class MqttBridge:
                 group.create_task(self._drain(client), name="mqtt:drain")
                 group.create_task(self._follow_devices(client), name="mqtt:devices")
         except* Exception as failed:
-            raise failed.exceptions[0] from None
+            error = failed.exceptions[0]
+            if not isinstance(error, aiomqtt.MqttError) and await self.store.ping():
+                # The database went away: say so on the retained status before leaving.
+                self._down["store"] = f"{type(error).__name__}: {error}"
+                with contextlib.suppress(Exception):
+                    topic = self.topics.host_status(self.host)
+                    await client.publish(topic, self._status("online"), 1, True, timeout=2)
+            raise error from None
 
     # In ---------------------------------------------------------------------------------------
 
@@ -398,3 +426,18 @@ def broker_credentials(settings: MqttSettings) -> tuple[str, str]:
     username = settings.username or unquote(parts.username or "")
     password = settings.password or unquote(parts.password or "")
     return username, password
+
+
+def default_client_id(lab: str, host: str, state_dir: Path) -> str:
+    """labd-<lab>-<host>-<16 hex made once per state directory>: stable across restarts (the
+    broker keeps the session by it) and not guessable from anything labd publishes."""
+    path = state_dir / "mqtt-client-id"
+    try:
+        suffix = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        suffix = secrets.token_hex(8)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(suffix + "\n")
+    return f"labd-{lab}-{host}-{suffix}"

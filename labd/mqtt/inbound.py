@@ -18,6 +18,7 @@ from typing import Any
 import structlog
 from paho.mqtt.client import topic_matches_sub
 from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
 
 from labd.auth import (
     Action,
@@ -49,10 +50,14 @@ from labd.mqtt.topics import Topics
 from labd.pool import Pool
 from labd.results import results_page
 from labd.scheduler import JobService, Scheduler
-from labd.store import JobConflict, NonceSeen
+from labd.store import JobConflict, NonceSeen, StoreError
 from labd.validation import describe_errors
 
 log = structlog.get_logger("labd.mqtt")
+
+# What a request meets while the database is away (the store's own error, SQLAlchemy's, a
+# refused connection): answered as "unavailable", not lost without a word.
+UNAVAILABLE = (StoreError, SQLAlchemyError, OSError)
 
 ADMIN_STATES = {
     "drain": AdminState.DRAINING,
@@ -71,9 +76,12 @@ class Reply:
 class Refused(Exception):
     """A request labd will not act on: `reason` is the short code, `problems` the detail."""
 
-    def __init__(self, problems: list[str], reason: str = "invalid") -> None:
+    def __init__(
+        self, problems: list[str], reason: str = "invalid", job_free: bool = False
+    ) -> None:
         super().__init__("; ".join(problems))
         self.problems, self.reason = problems, reason
+        self.job_free = job_free  # a submission refused for an id no job has
 
 
 @dataclass(frozen=True)
@@ -154,10 +162,12 @@ class Inbound:
                     "forbidden",
                 )
             request = self._validate(topic, data, route.model)
+            # Checked before anything is answered: a refusal must not be published on a topic
+            # the asker may not name (another's replies, a job's events, the alerts).
+            self._check_reply_to(topic, request, signed.principal)
             incoming = Incoming(
                 topic, request, signed, self._response_topic(response_topic, signed), correlation
             )
-            self._check_reply_to(topic, request, signed.principal)
             # A submission records its nonce in the job's own transaction, which refuses a
             # replay there (no extra round trip to the database on CI's path).
             submission = route.model is SubmitRequest
@@ -166,6 +176,14 @@ class Inbound:
             replies = await route.handler(incoming)
             if not submission and not await self.jobs.store.first_use(*self._nonce(signed)):
                 raise _replayed(topic)
+        except UNAVAILABLE as e:
+            # The database is away: say so (the request was not acted on; send it again).
+            log.warning("mqtt request not handled: the store is unreachable", error=repr(e))
+            refused = Refused(
+                [f"{topic}: the lab's database is unreachable; nothing was done, send it again"],
+                "unavailable",
+            )
+            return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         except Refused as refused:
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         action = route.action.value
@@ -238,9 +256,10 @@ class Inbound:
             correlation=correlation,
         )
         replies = [Reply(self.topics.errors, error)]
-        # Only a principal whose signature held is answered on its own topics (and only its
-        # rejected submission gets a "rejected" event on the job's topic).
-        if incoming is not None:
+        # Only a principal whose signature held is answered, on its own topics. A replay is
+        # answered on <prefix>/errors only: its reply_to is its first sender's, who has had
+        # the answer already.
+        if incoming is not None and refused.reason != "replayed":
             request = incoming.request
             answer: Message
             if isinstance(request, SubmitRequest):
@@ -253,7 +272,12 @@ class Inbound:
                     problems=refused.problems,
                     correlation=request.correlation,
                 )
-                replies.append(Reply(self.topics.job_events(job_id), _rejected(job_id, refused)))
+                # A "rejected" event goes on the job's topic only when no job has that id: the
+                # events of an existing job (anyone's) are its own, never a refusal's.
+                if refused.job_free:
+                    replies.append(
+                        Reply(self.topics.job_events(job_id), _rejected(job_id, refused))
+                    )
             elif isinstance(request, JobQuery):
                 answer = QueryAnswer(
                     query=request.query,
@@ -288,9 +312,9 @@ class Inbound:
         except NonceSeen as e:
             raise _replayed(incoming.topic) from e
         except AuthError as e:
-            raise Refused([str(e)], e.reason) from e
+            raise Refused([str(e)], e.reason, await self._free(job_id)) from e
         except InvalidSpec as e:
-            raise Refused(e.problems, "invalid_spec") from e
+            raise Refused(e.problems, "invalid_spec", await self._free(job_id)) from e
         except JobConflict as e:
             raise Refused([str(e)], "conflict") from e
         # The job's "queued" event (seq 1) went to the outbox with the job itself.
@@ -302,6 +326,10 @@ class Inbound:
             correlation=request.correlation,
         )
         return _answers(incoming, answer)
+
+    async def _free(self, job_id: str) -> bool:
+        """Whether no job has this id (a refusal may then announce itself on its topic)."""
+        return await self.jobs.store.get_job(job_id) is None
 
     async def _query(self, incoming: Incoming) -> list[Reply]:
         query: JobQuery = incoming.request
@@ -379,7 +407,8 @@ def _rejected(job_id: str, refused: Refused) -> JobEvent:
 
 
 def _answers(incoming: Incoming, answer: Message) -> list[Reply]:
-    """The answer on the request's reply_to and on its MQTT 5 response topic, if any."""
+    """The answer on the request's reply_to and on its MQTT 5 response topic, if any (both
+    were checked to lie under the principal's own replies)."""
     topics = {incoming.request.reply_to, incoming.response_topic} - {""}
     return [Reply(t, answer, incoming.correlation) for t in sorted(topics)]
 

@@ -50,8 +50,7 @@ CHANNELS = [
         "hosts/{host}/status",
         "host_status",
         "send",
-        "online, degraded (a component down), or offline (retained; the last will when "
-        "labd dies).",
+        "online, degraded (a component down), or offline (retained; the last will when labd dies).",
     ),
     ("results", "results/{suite}/{test}", "result", "send", "The summary of a finished job."),
     ("alerts", "alerts", "alert", "send", "A regression or improvement against a baseline."),

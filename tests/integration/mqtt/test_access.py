@@ -6,6 +6,7 @@ file; the file must not exist."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -73,6 +74,14 @@ async def test_the_embedded_broker_admits_only_the_labs_principals(
     marker = tmp_path / "pwned"
     assert await cannot_connect(port)  # anonymous
     assert await cannot_connect(port, username="ci", password="guess")
+    # A client with the client id labd once used (labd-<lab>-<host>) took its session over,
+    # before the broker checked its password: labd's id is not guessable now.
+    for login in ({}, broker_login(VIEWER)):
+        async with contextlib.AsyncExitStack() as stack:
+            with contextlib.suppress(aiomqtt.MqttError):
+                await stack.enter_async_context(
+                    aiomqtt.Client("127.0.0.1", port, identifier="labd-lab1-labd", **login)
+                )
     watched = [f"{PREFIX}/jobs/+/events", f"{PREFIX}/errors", f"{PREFIX}/results/#"]
     async with Follower(port, topics=watched, **broker_login(OPS)) as ops:
         await attacks(port, marker)

@@ -121,3 +121,59 @@ async def test_an_undeliverable_outbox_row_is_set_aside_and_the_drain_goes_on(
     assert 'labd_outbox_set_aside_total{stream="job"} 3.0' in metrics
     assert daemon.get("/readyz")[0] == 200
     assert daemon.stop() == 0
+
+
+async def test_requests_sent_while_the_database_is_away_wait_and_are_handled(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path, postgres_url: str
+) -> None:
+    """With the database cut off, labd leaves the broker (its status says what is down) and
+    does not hammer it; QoS 1 requests published meanwhile wait in its session and run once
+    the database is back."""
+    import asyncpg
+
+    from tests.conftest import POSTGRES
+
+    database = postgres_url.rsplit("/", 1)[1]
+
+    async def allow(connect: bool) -> None:
+        conn = await asyncpg.connect(
+            host=POSTGRES[0], port=POSTGRES[1], user="postgres", database="test"
+        )
+        try:
+            await conn.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS {connect!s}')
+            if not connect:
+                await conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
+                    database,
+                )
+        finally:
+            await conn.close()
+
+    broker = mosquitto_factory()
+    config = daemon_config(
+        tmp_path,
+        f'url = "mqtt://127.0.0.1:{broker.port}"',
+        extra=f'[store]\nurl = "{postgres_url}"\n',
+    )
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+    async with Follower(broker.port) as ci:
+        await allow(False)
+        try:
+            await ci.wait_for(
+                lambda: "store" in (ci.on("hosts/labd/status") or [{}])[-1].get("down", {}),
+                within=30,
+            )
+            lines = len(daemon.logs())
+            for n in range(2):
+                await publish_signed(
+                    broker.port, f"{PREFIX}/jobs/submit", {"id": f"away-{n}", "spec": spec(1)}
+                )
+            await asyncio.sleep(8)
+            connects = [e for e in daemon.logs()[lines:] if e.get("event") == "mqtt connected"]
+            assert len(connects) <= 1, connects  # no reconnect loop while the database is away
+        finally:
+            await allow(True)
+        await ci.wait_for(lambda: finished(ci, "away-0") and finished(ci, "away-1"), within=90)
+    assert events_of(ci, "away-0")[-1]["state"] == "succeeded"
+    assert daemon.stop() == 0

@@ -243,3 +243,47 @@ async def test_a_lone_surrogate_as_principal_is_refused_and_reported_safely(
     assert refused.reason == "unknown_principal"
     text = encode(refused).decode()
     assert "\\\\ud800" in text or "\\ud800" in text
+
+
+async def test_answers_never_go_where_the_asker_may_not_read(harness: Harness) -> None:
+    """A refused request is not answered on the topic it named (another's replies, a job's
+    events, the alerts), and a submission refused for an existing job's id puts no event on
+    that job's topic."""
+    await harness.send(TOPICS.submit, {"id": "theirs", "spec": SPEC}, CI)
+    for reply_to in (
+        f"{TOPICS.prefix}/alerts",
+        replies_to(CI),
+        TOPICS.job_events("theirs"),
+    ):
+        body = {"id": "mine-1", "reply_to": reply_to, "spec": SPEC}
+        replies = await harness.send(TOPICS.submit, body, OTHER)
+        assert [r.topic for r in replies] == [TOPICS.errors], reply_to
+    # Another's job id with another spec: a conflict, said on errors and to the asker only.
+    body = {"id": "theirs", "reply_to": replies_to(OTHER), "spec": {**SPEC, "priority": 7}}
+    replies = await harness.send(TOPICS.submit, body, OTHER)
+    assert sorted(r.topic for r in replies) == sorted([TOPICS.errors, replies_to(OTHER)])
+
+
+async def test_a_replay_is_answered_only_on_errors(harness: Harness) -> None:
+    original = payload(TOPICS.submit, {"id": "r1", "reply_to": replies_to(CI), "spec": SPEC}, CI)
+    first = await harness.raw(TOPICS.submit, original)
+    assert answer(first).accepted
+    again = await harness.raw(TOPICS.submit, original)
+    assert [r.topic for r in again] == [TOPICS.errors] and error(again).reason == "replayed"
+
+
+async def test_a_request_meeting_a_closed_database_is_answered_unavailable(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database failing under a request (injected as PostgreSQL's driver reports it; the
+    real outage is tests/integration/mqtt/test_resilience.py's) is answered, not dropped."""
+    from sqlalchemy.exc import OperationalError
+
+    async def unreachable(*_: object, **__: object) -> None:
+        raise OperationalError("INSERT", {}, ConnectionRefusedError("connection refused"))
+
+    monkeypatch.setattr(harness.lab.store, "submit_job", unreachable)
+    body = {"id": "late", "reply_to": replies_to(CI), "spec": SPEC}
+    replies = await harness.send(TOPICS.submit, body, CI)
+    assert error(replies).reason == "unavailable"
+    assert "nothing was done, send it again" in answer(replies).problems[0]
