@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Annotated
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,6 +26,10 @@ from labd_host.tuning import Tuning, tune
 log = structlog.get_logger("labd.host")
 
 TMPFS_ROOT = Path("/dev/shm")
+# What a job's own arguments and variables may take: Linux caps each string at 128 KiB and the
+# whole of argv and the environment at a quarter of the stack limit (2 MiB by default); labd's
+# launcher and the base environment need their share of it.
+MAX_EXEC_BYTES = 128 * 1024
 STDERR_TAIL = 400  # characters of the program's stderr kept in a failed iteration's error
 MAX_ITERATION_TIMEOUT_S = 7 * 24 * 3600.0  # a job's own time-out cannot be longer either
 
@@ -48,7 +53,10 @@ class CommandParams(BaseModel):
         description="Performance governor and no turbo/boost for the job, restored after "
         "(where the host allows it; recorded either way).",
     )
-    ok_exit_codes: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    # What wait4 can report: 0-255, or minus a signal number.
+    ok_exit_codes: list[Annotated[int, Field(ge=-64, le=255)]] = Field(
+        default_factory=lambda: [0], min_length=1
+    )
 
 
 class CommandScenario(Scenario[CommandParams]):
@@ -208,6 +216,15 @@ def _unstartable(params: CommandParams) -> list[str]:
             problems.append(f"params.env.{key}: contains a NUL byte, which no program can get")
     if "\0" in params.cwd:
         problems.append("params.cwd: contains a NUL byte")
+    size = sum(len(a.encode(errors="replace")) + 1 for a in params.command) + sum(
+        len(k.encode(errors="replace")) + len(v.encode(errors="replace")) + 2
+        for k, v in params.env.items()
+    )
+    if size > MAX_EXEC_BYTES:  # exec would refuse it (E2BIG): say so now, not after three tries
+        problems.append(
+            f"params.command: arguments and environment take {size} bytes "
+            f"(at most {MAX_EXEC_BYTES}); pass large inputs in a file"
+        )
     program = params.command[0]
     if not problems and shutil.which(program) is None:
         problems.append(f"params.command: program {program!r} not found on this host")

@@ -15,6 +15,7 @@ refusing to exec the program as root when asked to drop.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
@@ -29,7 +30,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO
 
-from labd.errors import InfrastructureError, TestFailure
+from labd.errors import CannotStart, InfrastructureError, TestFailure
 from labd.model.policy import RunAs
 
 __all__ = ["Launch", "RunAs", "Usage", "launcher_command"]
@@ -169,6 +170,8 @@ class Launch:
                         start_new_session=True,  # a kill reaches the launcher's group
                     )
                 except OSError as e:
+                    if e.errno == errno.E2BIG:  # the job's arguments: not the device's fault
+                        raise CannotStart(f"arguments or environment too long: {e}") from e
                     raise InfrastructureError(f"cannot start the launcher: {e}") from e
             os.close(write_end)
             write_end = -1

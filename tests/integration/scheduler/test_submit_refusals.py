@@ -57,3 +57,19 @@ async def test_an_iteration_timeout_beyond_a_week_is_refused(jobs: JobService) -
     assert await refused(jobs, command=["true"], iteration_timeout_s=1e308) == [
         "m.toml: params.iteration_timeout_s: at most 604800 s, got 1e+308"
     ]
+
+
+async def test_arguments_exec_would_refuse_as_too_long_are_refused(jobs: JobService) -> None:
+    # 200 KB of arguments were accepted, failed three times as "cannot start the launcher:
+    # Argument list too long" and quarantined the host for an infrastructure fault.
+    problems = await refused(jobs, command=["true", "x" * 200_000])
+    assert problems == [
+        "m.toml: params.command: arguments and environment take 200006 bytes (at most 131072);"
+        " pass large inputs in a file"
+    ]
+    assert await refused(jobs, command=["true"], env={"LANG": "y" * 140_000})
+
+
+async def test_an_exit_code_no_program_can_return_is_refused(jobs: JobService) -> None:
+    problems = await refused(jobs, command=["true"], ok_exit_codes=[10**20])
+    assert problems and "ok_exit_codes.0" in problems[0]
