@@ -1,5 +1,6 @@
 """Configuration: TOML file plus LABD_<SECTION>__<KEY> environment overrides, validated."""
 
+from labd.config.artefacts import ArtefactSettings, SuiteRetention
 from labd.config.loader import LoadedConfig, find_config_file, load_config
 from labd.config.models import (
     AuthSettings,
@@ -21,6 +22,7 @@ from labd.config.models import (
 )
 
 __all__ = [
+    "ArtefactSettings",
     "AuthSettings",
     "DaemonSettings",
     "EventSettings",
@@ -38,6 +40,7 @@ __all__ = [
     "SchedulerSettings",
     "Settings",
     "StoreSettings",
+    "SuiteRetention",
     "find_config_file",
     "load_config",
 ]

@@ -18,6 +18,7 @@ import structlog
 
 from labd import __version__
 from labd.analysis import BaselineAnalyst
+from labd.artefacts import ArtefactKeeper
 from labd.auth import Audit, Credentials, Principals, RateLimiter, ensure_local_credentials
 from labd.config import LoadedConfig, Settings, load_config
 from labd.daemon.health import ComponentHealth
@@ -29,6 +30,7 @@ from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonSto
 from labd.logs import set_level
 from labd.metrics import DaemonMetrics
 from labd.metrics.access import AccessMetrics
+from labd.metrics.artefacts import ArtefactCollector
 from labd.metrics.lab import LabMetrics
 from labd.model import Policy
 from labd.mqtt import (
@@ -205,6 +207,9 @@ class Daemon:
         )
         yield self.scheduler
         yield BaselineAnalyst(store.store, self.bus)
+        keeper = ArtefactKeeper(state_dir, settings.artefacts, store.store, self.bus)
+        self.metrics.registry.register(ArtefactCollector(lambda: keeper.usage))
+        yield keeper
         if settings.mqtt.enabled:
             async for component in self._mqtt(store.store):
                 yield component
@@ -218,7 +223,12 @@ class Daemon:
             from labd.daemon.listeners import api_socket_path
 
             heavy = HeavyQueries(settings.http.heavy_queries, settings.http.heavy_queue)
-            api = Api(store.store, self.jobs, self.scheduler, self.pool, self.audit, heavy)
+            from labd.daemon.artefact_routes import ArtefactRoutes
+
+            routes = ArtefactRoutes(
+                store.store, keeper, host, self.audit, settings.artefacts.base_url
+            )
+            api = Api(store.store, self.jobs, self.scheduler, self.pool, self.audit, heavy, routes)
             self.side_port.add_api(
                 api_application(api, self.principals, settings.http), api_socket_path(settings)
             )
