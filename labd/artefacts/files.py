@@ -17,6 +17,7 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from labd.model.ids import id_problem
 
@@ -58,6 +59,11 @@ class Artefact:
 
 def jobs_folder(state_dir: Path) -> Path:
     return state_dir / JOBS_FOLDER
+
+
+def api_path(job_id: str, name: str) -> str:
+    """Where the API serves one artefact."""
+    return f"/api/v1/jobs/{quote(job_id, safe='')}/artefacts/{quote(name)}"
 
 
 def content_type(name: str) -> str:

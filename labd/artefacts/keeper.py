@@ -13,10 +13,11 @@ from typing import Any
 
 import structlog
 
-from labd.artefacts.files import disk_usage, jobs_folder
+from labd.artefacts.files import api_path, disk_usage, jobs_folder, list_artefacts
 from labd.artefacts.retention import JobFolder, Removal, plan
 from labd.config import ArtefactSettings
 from labd.events import Event, EventBus, JobFinished, dispatch
+from labd.model import Job
 from labd.model.ids import id_problem
 from labd.store import Store
 from labd.tasks import TaskSet
@@ -79,6 +80,19 @@ class ArtefactKeeper:
     async def stop(self, grace: float) -> None:
         self.bus.unsubscribe(self._events)
         await self._tasks.cancel_all()
+
+    async def links(self, job: Job, host: str) -> list[dict[str, Any]]:
+        """The job's artefacts with their full URLs (for the MQTT result), when
+        `artefacts.base_url` is set and they are on this host; else none."""
+        base = self.settings.base_url
+        if not base or job.lease_owner not in ("", host):
+            return []
+        files = await asyncio.to_thread(list_artefacts, self.jobs_dir, job.id)
+        return [
+            {"name": a.name, "kind": a.kind, "content_type": a.content_type, "size": a.size,
+             "url": base + api_path(job.id, a.name)}
+            for a in files
+        ]  # fmt: skip
 
     async def _gc_loop(self) -> None:
         while True:

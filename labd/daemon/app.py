@@ -35,6 +35,7 @@ from labd.metrics.lab import LabMetrics
 from labd.model import Policy
 from labd.mqtt import (
     Accounts,
+    ArtefactLinks,
     EmbeddedBroker,
     Inbound,
     MqttBridge,
@@ -211,7 +212,7 @@ class Daemon:
         self.metrics.registry.register(ArtefactCollector(lambda: keeper.usage))
         yield keeper
         if settings.mqtt.enabled:
-            async for component in self._mqtt(store.store):
+            async for component in self._mqtt(store.store, lambda job: keeper.links(job, host)):
                 yield component
         probe = self._bridge.probe if self._bridge is not None else None
         yield LabMetrics(
@@ -235,7 +236,7 @@ class Daemon:
             self.side_port.add_probe("store", store.store.ping)
             yield self.side_port
 
-    async def _mqtt(self, store: Store) -> AsyncIterator[Component]:
+    async def _mqtt(self, store: Store, artefact_links: ArtefactLinks) -> AsyncIterator[Component]:
         """The embedded broker when none is configured or listening, then the bridge."""
         settings, lab = self.settings.mqtt, self.settings.daemon.lab
         mqtt5 = True
@@ -287,6 +288,7 @@ class Daemon:
             self.bus,
             mqtt5=mqtt5,
             credentials=credentials,
+            artefact_links=artefact_links,
         )
         self.side_port.add_probe("broker", bridge.probe)
         self._bridge = bridge

@@ -14,13 +14,12 @@ import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
 from labd.artefacts import ArtefactError, ArtefactKeeper, list_artefacts, open_artefact
-from labd.artefacts.files import INLINE, content_type, path_problem
+from labd.artefacts.files import INLINE, api_path, content_type, path_problem
 from labd.auth import Audit
 from labd.auth.principals import Action
 from labd.daemon.guard import CALLER, CHANNEL
@@ -30,11 +29,6 @@ from labd.store import Store
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 V1 = "/api/v1"
-
-
-def artefact_path(job_id: str, name: str) -> str:
-    """The API path of one artefact."""
-    return f"{V1}/jobs/{quote(job_id, safe='')}/artefacts/{quote(name)}"
 
 
 class ArtefactRoutes:
@@ -67,7 +61,7 @@ class ArtefactRoutes:
         view: dict[str, Any] = {"job_id": job.id, "host": ran_on, "artefacts": []}
         for artefact in files:
             entry = artefact.as_dict()
-            entry["path"] = artefact_path(job.id, artefact.name)
+            entry["path"] = api_path(job.id, artefact.name)
             if self.base_url:
                 entry["url"] = self.base_url + entry["path"]
             view["artefacts"].append(entry)

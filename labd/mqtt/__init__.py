@@ -1,12 +1,13 @@
 """The MQTT interface: CI submits and follows jobs; labd publishes events and state."""
 
-from labd.mqtt.bridge import MqttBridge, default_client_id
+from labd.mqtt.bridge import ArtefactLinks, MqttBridge, default_client_id
 from labd.mqtt.broker import Accounts, EmbeddedBroker, listening
 from labd.mqtt.inbound import Inbound
 from labd.mqtt.topics import Topics
 
 __all__ = [
     "Accounts",
+    "ArtefactLinks",
     "EmbeddedBroker",
     "Inbound",
     "MqttBridge",
