@@ -56,7 +56,15 @@ def analyze(args: argparse.Namespace) -> int:
         heatmap=Path(args.heatmap) if args.heatmap else None,
         progress=Path(args.progress_out) if args.progress_out else None,
     )
-    result = analyze(VideoFile(Path(args.video), timestamps), options, artifacts)
+    from labd.cli.progress import ReportingRecording, wanted
+
+    video = VideoFile(Path(args.video), timestamps)
+    line = wanted(args.show_progress)
+    if line is None:
+        result = analyze(video, options, artifacts)
+    else:
+        result = analyze(ReportingRecording(video, video.frame_count, line), options, artifacts)
+        line.done()
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0

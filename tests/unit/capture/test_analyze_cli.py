@@ -84,3 +84,48 @@ def test_bad_input_exits_2_with_the_reason(
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_progress_in_a_terminal_and_only_there(page_video: tuple[PageLoad, Path]) -> None:
+    """On a terminal `labd analyze` shows which pass it is in and how far, on one line
+    rewritten in place, and ends it with the time taken; piped (CI) it says nothing unless
+    asked, and stdout holds the results alone."""
+    import os
+    import pty
+
+    _, video = page_video
+    primary, secondary = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "labd", "analyze", str(video)],
+            stdout=subprocess.PIPE, stderr=secondary, text=True, timeout=120,
+        )  # fmt: skip
+        os.close(secondary)
+        seen = b""
+        while chunk := _read(primary):
+            seen += chunk
+    finally:
+        os.close(primary)
+    assert done.returncode == 0
+    shown = seen.decode()
+    assert "\rpass 1 of 2 (finding the sync screens and the changes): frame 1 of " in shown
+    assert "pass 2 of 2 (measuring visual progress): frame" in shown
+    assert shown.rstrip().split("\r")[-1].startswith("analysed in ")
+    assert "pass" not in done.stdout and "speed index" in done.stdout
+
+    piped = labd("analyze", str(video))
+    assert piped.returncode == 0 and piped.stderr == ""
+    logged = labd("analyze", str(video), "--show-progress", "always")
+    lines = logged.stderr.splitlines()
+    assert lines[0].startswith("pass 1 of 2") and lines[-1].startswith("analysed in ")
+    assert "\r" not in logged.stderr and logged.stdout == piped.stdout
+
+
+def _read(fd: int) -> bytes:
+    """What the terminal got; b"" once the writer is gone (EIO on Linux)."""
+    import os
+
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return b""
