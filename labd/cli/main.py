@@ -430,7 +430,10 @@ def _unexpected(error: Exception) -> int:
         detail = f"details in {name}"
     except OSError:
         detail = "no place to write the details"
-    summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    from labd.redact import mask_token_like
+
+    # The message may quote a configuration value (a key, a token): never print one.
+    summary = mask_token_like(f"{type(error).__name__}: {error}".splitlines()[0])[:300]
     print(f"labd: unexpected error: {summary} ({detail})", file=sys.stderr)
     return EXIT_RUNTIME
 
