@@ -23,6 +23,7 @@ from labd.config import LoadedConfig, Settings, load_config
 from labd.daemon.health import ComponentHealth
 from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
+from labd.daemon.statedir import prepare_state_dir
 from labd.daemon.systemd import SystemdNotifier
 from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
@@ -167,7 +168,7 @@ class Daemon:
         """The components in start order; each is built once the ones before it run."""
         settings = self.settings
         state_dir = settings.daemon.state_path
-        await asyncio.to_thread(state_dir.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(prepare_state_dir, state_dir, not settings.store.url)
         host = settings.daemon.host_name
         if settings.auth.local_credentials:
             self.local_credentials = await asyncio.to_thread(ensure_local_credentials, state_dir)
