@@ -99,6 +99,8 @@ class Api:
             body = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError) as e:
             return _error(400, [f"request body is not JSON: {e}"])
+        except RecursionError:
+            return _error(400, ["request body is nested too deeply"])
         if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
             return _error(400, ['request body must be {"spec": {...}, "id": ..., "source": ...}'])
         name = caller.principal.name
@@ -121,8 +123,8 @@ class Api:
         except AuthError as e:
             self._refused(caller, Action.SUBMIT, job_id or "new job", e.reason, str(e))
             if e.reason == "rate_limited":
-                return _error(429, [str(e)], headers={"Retry-After": "60"})
-            return _error(403, [str(e)])
+                return _error(429, [str(e)], {"Retry-After": "60"}, e.reason)
+            return _error(403, [str(e)], reason=e.reason)
         except InvalidSpec as e:
             return _error(400, e.problems)
         except JobConflict as e:
@@ -142,7 +144,7 @@ class Api:
                 f"(submitted by {job.submitter!r})"
             )
             self._refused(caller, Action.CANCEL, job_id, "forbidden", message)
-            return _error(403, [message])
+            return _error(403, [message], reason="forbidden")
         self._allowed(caller, Action.CANCEL, job_id)
         cancelled = await self.scheduler.cancel(job_id)
         if cancelled is None:
@@ -260,5 +262,15 @@ def _int_query(request: web.Request, name: str, default: int, low: int, high: in
     return value
 
 
-def _error(status: int, problems: list[str], headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"errors": problems}, status=status, headers=headers)
+def _error(
+    status: int,
+    problems: list[str],
+    headers: dict[str, str] | None = None,
+    reason: str | None = None,
+) -> web.Response:
+    """The errors, and for a refusal its reason as the guard gives it (`forbidden`,
+    `rate_limited`, ...) so a client can tell a refusal from a failure without parsing text."""
+    body: dict[str, Any] = {"errors": problems}
+    if reason:
+        body["reason"] = reason
+    return web.json_response(body, status=status, headers=headers)
