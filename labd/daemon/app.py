@@ -209,9 +209,10 @@ class Daemon:
         if settings.mqtt.enabled:
             async for component in self._mqtt(store.store):
                 yield component
-        probe = self._bridge.probe if self._bridge is not None else None
+        bridge = self._bridge
+        connected = (lambda: bridge.connected) if bridge is not None else None
         yield LabMetrics(
-            self.metrics.registry, self.bus, store.store, self.pool, settings.metrics, probe
+            self.metrics.registry, self.bus, store.store, self.pool, settings.metrics, connected
         )
         if settings.http.enabled:
             from labd.daemon.api import Api, api_application
