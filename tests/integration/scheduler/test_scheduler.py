@@ -291,7 +291,7 @@ async def test_stop_when_stable_ends_a_steady_measurement_early(lab: Lab) -> Non
 
 
 async def test_a_job_slower_than_its_baseline_raises_an_alert(store: Store, tmp_path: Path) -> None:
-    from labd.analysis import BaselineAnalyst
+    from labd.scheduler import BaselineAnalyst
 
     lab = await make_lab(store, tmp_path, ["d1"])
     analyst = BaselineAnalyst(store, lab.bus)
