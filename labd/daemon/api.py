@@ -15,17 +15,15 @@ from typing import Any
 
 from aiohttp import web
 
-from labd.auth import Audit, Principals, redact_job
-from labd.auth.principals import Action
+from labd.auth import Action, Audit, Principals, redact_job
 from labd.config import HttpSettings
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
 from labd.errors import AuthError, InvalidSpec
 from labd.model import AdminState, Job, JobState
 from labd.pool import Pool
-from labd.results import HISTORY_PAGE, RESULTS_PAGE, history_page, results_page
 from labd.scheduler import JobService, Scheduler
-from labd.store import JobConflict, Store
+from labd.store import HISTORY_PAGE, RESULTS_PAGE, JobConflict, Store, history_page, results_page
 
 MAX_BODY = 256 * 1024
 MAX_LIST = 1000

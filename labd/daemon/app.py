@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 import structlog
 
 from labd import __version__
-from labd.analysis import BaselineAnalyst
 from labd.auth import Audit, Credentials, Principals, RateLimiter, ensure_local_credentials
 from labd.config import LoadedConfig, Settings, load_config
 from labd.daemon.health import ComponentHealth
@@ -28,9 +27,7 @@ from labd.daemon.systemd import SystemdNotifier
 from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
-from labd.metrics import DaemonMetrics
-from labd.metrics.access import AccessMetrics
-from labd.metrics.lab import LabMetrics
+from labd.metrics import AccessMetrics, DaemonMetrics, LabMetrics
 from labd.model import Policy
 from labd.mqtt import (
     Accounts,
@@ -42,7 +39,7 @@ from labd.mqtt import (
     listening,
 )
 from labd.pool import Pool, load_drivers, load_power
-from labd.scheduler import JobService, Scheduler
+from labd.scheduler import BaselineAnalyst, JobService, Scheduler
 from labd.store import Store, default_sqlite_url
 from labd.tasks import TaskSet
 

@@ -36,8 +36,7 @@ from labd.events import (
 )
 from labd.metrics.fleet import FleetRole
 from labd.pool import Pool
-from labd.results import measured
-from labd.store import Store
+from labd.store import Store, measured
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.metrics")

@@ -9,11 +9,9 @@ from typing import Any
 
 from labd.model import Iteration
 from labd.report import svg
-from labd.results import comparability, measured, one_variant, set_aside
-from labd.stats import summarize
-from labd.stats.compare import compare
-from labd.stats.detect import detect, prediction_band
-from labd.stats.diagnostics import diagnose, tukey_outliers
+from labd.report.comparison import comparability, one_variant
+from labd.stats import compare, detect, diagnose, prediction_band, summarize, tukey_outliers
+from labd.store import measured, set_aside
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1180px; color: #222 }
