@@ -126,11 +126,17 @@ def x_axis(scale: Scale, marks: Sequence[tuple[float, str]], title: str, height:
 
 
 def index_marks(count: int, first: int = 1, most: int = 10) -> list[tuple[float, str]]:
-    """Integer tick positions 0..count-1 labelled first.., at most `most` of them."""
+    """Integer tick positions 0..count-1 labelled first.., about `most` of them, the last
+    always among them."""
     if count <= 0:
         return []
     step = max(1, math.ceil(count / most))
-    return [(float(i), str(i + first)) for i in range(0, count, step)]
+    marks = list(range(0, count, step))
+    if marks[-1] != count - 1:  # the newest is always labelled, its crowded neighbour not
+        marks = (
+            [*marks[:-1], count - 1] if count - 1 - marks[-1] < step / 2 else [*marks, count - 1]
+        )
+    return [(float(i), str(i + first)) for i in marks]
 
 
 def short(text: str, size: int = 10) -> str:

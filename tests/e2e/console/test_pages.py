@@ -104,17 +104,32 @@ def test_compare_puts_many_tests_side_by_side_most_severe_first(lab: Lab, page_a
     assert "change of new against base (%), 95% interval" in axis_titles(page)
 
 
-def test_history_has_builds_on_the_x_axis_and_a_band_above_zero(lab: Lab, page_as: Any) -> None:
+def test_history_has_builds_on_the_x_axis_a_band_above_zero_and_the_change(
+    lab: Lab, page_as: Any
+) -> None:
+    builds = [(f"h{n:02d}", 0.01 if n < 12 else 0.08) for n in range(16)]
+    for revision, seconds in builds:  # one at a time: the history's order is the builds'
+        lab.submit(f"hist-{revision}", command_spec("hist", revision, seconds, iterations=4))
+        lab.wait(f"hist-{revision}")
     page = page_as("viewer")
     page.goto("/console/history")
-    page.locator("a", has_text="rep/t").click()
-    page.wait_for_url("**/console/history?suite=rep&test=t")
-    assert "3 builds" in page.locator("main").inner_text()
-    assert "build" in axis_titles(page) and "wall_time_ms (ms)" in axis_titles(page)
-    ticks = page.locator("svg.plot text.tick").all_text_contents()
-    assert {"r1", "r2", "r3"} <= set(ticks), ticks
-    numbers = [t.replace(",", "") for t in ticks]
-    assert min(float(t) for t in numbers if t.lstrip("-").replace(".", "").isdigit()) >= 0
+    page.locator("a", has_text="rep/hist").click()
+    page.wait_for_url("**/console/history?suite=rep&test=hist")
+    assert "16 builds" in page.locator("main").inner_text()
+    chart = page.locator("svg.plot", has_text="wall_time_ms (ms)")
+    titles = chart.locator("text.axis-title").all_text_contents()
+    assert titles == ["wall_time_ms (ms)", "build"], titles
+    ticks = chart.locator("text.tick").all_text_contents()
+    assert {"h00", "h15"} <= set(ticks), ticks
+    assert min(float(t) for t in ticks if t.replace(".", "").isdigit()) >= 0
+    # The prediction band (after ten builds) never reaches below the value axis' 0.
+    band = chart.locator("polygon.band").get_attribute("points") or ""
+    bottom = float(chart.locator("line.axis").first.get_attribute("y1") or 0)
+    assert band and max(float(p.split(",")[1]) for p in band.split()) <= bottom
+    # An eightfold slowdown from h12 on is found (once four builds confirm it) and marked.
+    assert "changes: up +" in chart.locator("xpath=preceding::p[1]").inner_text()
+    assert "at h12" in page.locator("main").inner_text()
+    assert chart.locator("line.alert").count() >= 1
 
 
 def test_a_page_load_shows_its_video_filmstrip_heat_map_and_progress(
