@@ -120,6 +120,13 @@ class HttpSettings(Section):
             "against DNS rebinding): e.g. the name remote clients use in --api-url."
         ),
     )
+    console: bool = Field(
+        True,
+        description=(
+            "Serve the web console at /console on the side port (sign-in with a principal's "
+            "API token; viewers read, admins act). Off the loopback, put TLS in front."
+        ),
+    )
     heavy_queries: int = Field(
         2,
         ge=1,

@@ -21,7 +21,7 @@ from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
 from labd.errors import AuthError, InvalidSpec
-from labd.model import AdminState, Job, JobState
+from labd.model import AdminState, Device, Job, JobState
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.store import HISTORY_PAGE, RESULTS_PAGE, JobConflict, Store, history_page, results_page
@@ -138,34 +138,52 @@ class Api:
         )
 
     async def cancel_job(self, request: web.Request) -> web.Response:
-        caller, job_id = request[CALLER], request.match_info["id"]
+        status, problem, job = await self.cancel_as(request[CALLER], request.match_info["id"])
+        if job is None:
+            return _error(status, [problem], reason="forbidden" if status == 403 else None)
+        return web.json_response({"job": job_view(job)})
+
+    async def cancel_as(self, caller: Caller, job_id: str) -> tuple[int, str, Job | None]:
+        """Cancel `job_id` for `caller` if its principal may (audited): the cancelled job, or
+        an HTTP status and the problem. Shared by the API and the console."""
         job = await self.store.get_job(job_id)
         if job is None:
-            return _error(404, [f"no job {job_id!r}"])
+            return 404, f"no job {job_id!r}", None
         if not caller.principal.may_cancel(job.submitter):
             message = (
                 f"principal {caller.principal.name!r} may not cancel job {job_id!r} "
                 f"(submitted by {job.submitter!r})"
             )
             self._refused(caller, Action.CANCEL, job_id, "forbidden", message)
-            return _error(403, [message], reason="forbidden")
+            return 403, message, None
         self._allowed(caller, Action.CANCEL, job_id)
         cancelled = await self.scheduler.cancel(job_id)
         if cancelled is None:
-            return _error(404, [f"no job {job_id!r}"])
-        return web.json_response({"job": job_view(cancelled)})
+            return 404, f"no job {job_id!r}", None
+        return 200, "", cancelled
 
     async def device_action(self, request: web.Request) -> web.Response:
         caller, device_id = request[CALLER], request.match_info["id"]
-        action = request.match_info["action"]
+        status, problem, device = await self.device_as(
+            caller, device_id, request.match_info["action"]
+        )
+        if device is None:
+            return _error(status, [problem])
+        return web.json_response({"device": device.model_dump(mode="json")})
+
+    async def device_as(
+        self, caller: Caller, device_id: str, action: str
+    ) -> tuple[int, str, Device | None]:
+        """Drain, enable or maintain a device for an administrator (audited): the device, or
+        an HTTP status and the problem. Shared by the API and the console."""
         if action not in DEVICE_ACTIONS:
-            return _error(404, [f"unknown device action {action!r} (drain, enable, maintenance)"])
+            return 404, f"unknown device action {action!r} (drain, enable, maintenance)", None
         self._allowed(caller, Action.ADMINISTER, f"device {device_id} {action}")
         device = await self.pool.set_admin(device_id, DEVICE_ACTIONS[action])
         if device is None:
-            return _error(404, [f"no device {device_id!r}"])
+            return 404, f"no device {device_id!r}", None
         self.scheduler.wake()
-        return web.json_response({"device": device.model_dump(mode="json")})
+        return 200, "", device
 
     def _allowed(self, caller: Caller, action: Action, target: str) -> None:
         self.audit.allowed(CHANNEL, caller.principal.name, action.value, target, caller.source)

@@ -231,6 +231,13 @@ class Daemon:
             self.side_port.add_api(
                 api_application(api, self.principals, settings.http), api_socket_path(settings)
             )
+            if settings.http.console:
+                from labd.console import PREFIX, console_application
+
+                console = console_application(
+                    api, self.bus, self.principals, self.audit, settings.http, state_dir / "jobs"
+                )
+                self.side_port.add_console(console, PREFIX)
             self.side_port.add_probe("store", store.store.ping)
             yield self.side_port
 

@@ -146,6 +146,11 @@ class ApiGuard:
             )
         return caller
 
+    def check_site(self, request: web.Request) -> None:
+        """The Host and Origin checks alone (steps 1 and 2): the console's front door."""
+        self._check_host(request)
+        self._check_origin(request)
+
     def _host_allowed(self, name: str) -> bool:
         return name in self.allowed_hosts or (self.any_ip_literal and _is_ip(name))
 
