@@ -2,16 +2,21 @@
 logs), listed and served safely, and removed by age and size."""
 
 from labd.artefacts.files import (
+    INLINE,
     Artefact,
     ArtefactError,
+    api_path,
+    content_type,
     jobs_folder,
     list_artefacts,
     open_artefact,
+    path_problem,
 )
 from labd.artefacts.keeper import ArtefactKeeper, GcReport, SuiteUsage
 from labd.artefacts.retention import JobFolder, Removal, plan
 
 __all__ = [
+    "INLINE",
     "Artefact",
     "ArtefactError",
     "ArtefactKeeper",
@@ -19,8 +24,11 @@ __all__ = [
     "JobFolder",
     "Removal",
     "SuiteUsage",
+    "api_path",
+    "content_type",
     "jobs_folder",
     "list_artefacts",
     "open_artefact",
+    "path_problem",
     "plan",
 ]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from labd.model.ids import id_problem
+from labd.model import id_problem
 
 JOBS_FOLDER = "jobs"
 MAX_DEPTH = 8

@@ -17,8 +17,7 @@ from labd.artefacts.files import api_path, disk_usage, jobs_folder, list_artefac
 from labd.artefacts.retention import JobFolder, Removal, plan
 from labd.config import ArtefactSettings
 from labd.events import Event, EventBus, JobFinished, dispatch
-from labd.model import Job
-from labd.model.ids import id_problem
+from labd.model import Job, id_problem
 from labd.store import Store
 from labd.tasks import TaskSet
 

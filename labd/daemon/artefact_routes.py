@@ -18,13 +18,19 @@ from typing import Any
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
-from labd.artefacts import ArtefactError, ArtefactKeeper, list_artefacts, open_artefact
-from labd.artefacts.files import INLINE, api_path, content_type, path_problem
-from labd.auth import Audit
-from labd.auth.principals import Action
+from labd.artefacts import (
+    INLINE,
+    ArtefactError,
+    ArtefactKeeper,
+    api_path,
+    content_type,
+    list_artefacts,
+    open_artefact,
+    path_problem,
+)
+from labd.auth import Action, Audit
 from labd.daemon.guard import CALLER, CHANNEL
-from labd.model import Job
-from labd.model.ids import id_problem
+from labd.model import Job, id_problem
 from labd.store import Store
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -20,9 +20,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from labd.auth import Audit, Principal, Principals, Role
-from labd.auth.principals import Action
-from labd.config.models import LOCAL_PRINCIPAL
+from labd.auth import Action, Audit, Principal, Principals, Role
+from labd.config import LOCAL_PRINCIPAL
 from labd.daemon.listeners import peer_of
 
 CHANNEL = "http"
@@ -146,6 +145,11 @@ class ApiGuard:
                 caller.principal.name,
             )
         return caller
+
+    def check_site(self, request: web.Request) -> None:
+        """The Host and Origin checks alone (steps 1 and 2): the console's front door."""
+        self._check_host(request)
+        self._check_origin(request)
 
     def _host_allowed(self, name: str) -> bool:
         return name in self.allowed_hosts or (self.any_ip_literal and _is_ip(name))
