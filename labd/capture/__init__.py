@@ -5,13 +5,14 @@ from labd.capture.analyze import AnalysisOptions, Artifacts, Checkerboard, Visua
 from labd.capture.colors import parse_color
 from labd.capture.errors import CaptureError, SyncError
 from labd.capture.live import Recorder, SourceSpec, Spool, screenrecord_command, spool_summary
-from labd.capture.sources import FrameList, Recording, VideoFile
+from labd.capture.sources import FrameItem, FrameList, Recording, VideoFile, Wanted
 
 __all__ = [
     "AnalysisOptions",
     "Artifacts",
     "CaptureError",
     "Checkerboard",
+    "FrameItem",
     "FrameList",
     "Recorder",
     "Recording",
@@ -20,6 +21,7 @@ __all__ = [
     "SyncError",
     "VideoFile",
     "VisualMetrics",
+    "Wanted",
     "analyze",
     "parse_color",
     "screenrecord_command",

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import TextIO
 
-from labd.capture.sources import FrameItem, Recording, Wanted
+from labd.capture import FrameItem, Recording, Wanted
 
 PASSES = ("finding the sync screens and the changes", "measuring visual progress")
 
