@@ -62,14 +62,18 @@ def analyze(args: argparse.Namespace) -> int:
         heatmap=Path(args.heatmap) if args.heatmap else None,
         progress=Path(args.progress_out) if args.progress_out else None,
     )
-    from labd.cli.progress import ReportingRecording, wanted
+    from labd.cli.progress import ReportingRecording, progress_line
 
     video = VideoFile(Path(args.video), timestamps)
-    line = wanted(args.show_progress)
+    line = progress_line(args.show_progress)
     if line is None:
         result = analyze(video, options, artifacts)
     else:
-        result = analyze(ReportingRecording(video, video.frame_count, line), options, artifacts)
+        try:
+            result = analyze(ReportingRecording(video, video.frame_count, line), options, artifacts)
+        except BaseException:
+            line.done(ok=False)
+            raise
         line.done()
     if args.json:
         print(result.model_dump_json(indent=2))

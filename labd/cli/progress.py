@@ -1,5 +1,5 @@
 """Progress of a long analysis on stderr, so a user knows `labd analyze` is working (a 25 s
-recording takes half a minute or more). On a terminal one line is rewritten in place, a few
+1080p recording takes 20 s or more). On a terminal one line is rewritten in place, a few
 times a second; elsewhere (a CI log, with `--show-progress always`) a line every few seconds.
 stdout keeps only the results."""
 
@@ -16,6 +16,8 @@ PASSES = ("finding the sync screens and the changes", "measuring visual progress
 
 
 class ProgressLine:
+    """One line of progress: rewritten in place on a terminal, else a line now and then."""
+
     def __init__(self, stream: TextIO, terminal: bool) -> None:
         self.stream, self.terminal = stream, terminal
         self.every = 0.25 if terminal else 5.0  # seconds between updates
@@ -37,9 +39,12 @@ class ProgressLine:
             self.stream.write(line + "\n")
         self.stream.flush()
 
-    def done(self) -> None:
-        elapsed = time.monotonic() - self.started
-        self.update(f"analysed in {elapsed:.1f} s", force=True, clock=False)
+    def done(self, ok: bool = True) -> None:
+        """The last word: the time taken; after a failure only the line ended, so the
+        error is printed on a line of its own."""
+        if ok:
+            elapsed = time.monotonic() - self.started
+            self.update(f"analysed in {elapsed:.1f} s", force=True, clock=False)
         if self.terminal:
             self.stream.write("\n")
             self.stream.flush()
@@ -69,7 +74,7 @@ class ReportingRecording:
         return f" of {self.total} ({100 * (index + 1) // self.total}%)"
 
 
-def wanted(when: str, stream: TextIO = sys.stderr) -> ProgressLine | None:
+def progress_line(when: str, stream: TextIO = sys.stderr) -> ProgressLine | None:
     """A progress line for `--show-progress WHEN` (auto: only on a terminal), or None."""
     terminal = stream.isatty()
     if when == "never" or (when == "auto" and not terminal):
