@@ -18,6 +18,7 @@ def jobs(tmp_path: Path) -> Path:
     (folder / "new" / "iteration-3").mkdir(parents=True)
     (folder / "new" / "iteration-3" / "video.webm").write_bytes(b"v" * 5000)
     (folder / "new" / "iteration-3" / "heatmap.png").write_bytes(b"p" * 10)
+    (folder / "new" / "iteration-3" / "input-latency.json").write_text('{"dispatch": [5.6]}')
     (folder / "job.log").write_text("PERFHERDER_DATA: {}\n")
     (folder / "notes.html").write_text("<script>alert(1)</script>")
     (folder / ".hidden").write_text("x")
@@ -31,11 +32,13 @@ def jobs(tmp_path: Path) -> Path:
 def test_listing_names_kinds_and_leaves_out_links_and_hidden_files(jobs: Path) -> None:
     found = {a.name: a for a in list_artefacts(jobs, "j1")}
     assert sorted(found) == ["job.log", "new/iteration-3/heatmap.png",
+                             "new/iteration-3/input-latency.json",
                              "new/iteration-3/video.webm", "notes.html"]  # fmt: skip
     video = found["new/iteration-3/video.webm"]
     assert (video.kind, video.content_type, video.size) == ("video", "video/webm", 5000)
     assert (video.iteration, video.variant) == (3, "new")
     assert found["new/iteration-3/heatmap.png"].kind == "heatmap"
+    assert found["new/iteration-3/input-latency.json"].kind == "input_latency"
     assert (found["job.log"].kind, found["job.log"].content_type) == ("log", "text/plain")
     assert list_artefacts(jobs, "nope") == [] and list_artefacts(jobs, "..") == []
 
