@@ -38,6 +38,8 @@ V1 = "/api/v1"
 
 
 class ArtefactRoutes:
+    """The routes, and the listing the first results page shares."""
+
     def __init__(
         self,
         store: Store,
