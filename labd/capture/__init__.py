@@ -2,8 +2,9 @@
 visual metrics, artifacts."""
 
 from labd.capture.analyze import AnalysisOptions, Artifacts, Checkerboard, VisualMetrics, analyze
+from labd.capture.colors import parse_color
 from labd.capture.errors import CaptureError, SyncError
-from labd.capture.live import Recorder, SourceSpec, Spool, screenrecord_command
+from labd.capture.live import Recorder, SourceSpec, Spool, screenrecord_command, spool_summary
 from labd.capture.sources import FrameList, Recording, VideoFile
 
 __all__ = [
@@ -20,5 +21,7 @@ __all__ = [
     "VideoFile",
     "VisualMetrics",
     "analyze",
+    "parse_color",
     "screenrecord_command",
+    "spool_summary",
 ]

@@ -12,7 +12,7 @@ from labd.errors import UsageError
 
 
 def _colors(text: str, what: str) -> list[tuple[int, int, int]]:
-    from labd.capture.colors import parse_color
+    from labd.capture import parse_color
 
     colors = [parse_color(part) for part in text.split(",") if part.strip()]
     if not colors:
@@ -21,8 +21,14 @@ def _colors(text: str, what: str) -> list[tuple[int, int, int]]:
 
 
 def analyze(args: argparse.Namespace) -> int:
-    from labd.capture import AnalysisOptions, Artifacts, Checkerboard, VideoFile, analyze
-    from labd.capture.colors import parse_color
+    from labd.capture import (
+        AnalysisOptions,
+        Artifacts,
+        Checkerboard,
+        VideoFile,
+        analyze,
+        parse_color,
+    )
 
     checkerboard = None
     if args.checkerboard:
@@ -90,7 +96,7 @@ def _ms(value: float | None) -> str:
 
 
 def capture(args: argparse.Namespace) -> int:
-    from labd.capture.live import Recorder, SourceSpec, spool_summary
+    from labd.capture import Recorder, SourceSpec, spool_summary
 
     if args.x11:
         display, _, region = args.x11.partition("+")
@@ -115,7 +121,7 @@ def capture(args: argparse.Namespace) -> int:
 def _adb_command(serial: str, size: tuple[int, int]) -> list[str]:
     import adbutils
 
-    from labd.capture.live import screenrecord_command
+    from labd.capture import screenrecord_command
 
     return screenrecord_command(serial, size, adbutils.adb_path())
 

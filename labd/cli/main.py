@@ -21,7 +21,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 def _name(value: str) -> str:
     """An id given on the command line, checked against labd's one grammar for names."""
-    from labd.model.ids import id_problem  # small module, no heavy imports
+    from labd.model import id_problem
 
     if problem := id_problem(value):
         raise argparse.ArgumentTypeError(problem)
@@ -246,7 +246,7 @@ def _add_stats_commands(nouns: Any) -> None:
     detect.add_argument("--test", help="with --suite: the history stored by the daemon")
     detect.add_argument(
         "--method",
-        # labd.stats.detect.METHODS, spelled out: importing scipy would slow every command
+        # labd.stats.METHODS, spelled out: importing scipy would slow every command
         choices=["ets+rank", "ets+cusum", "ets+cusum+rank", "ets", "cusum", "rank", "talos"],
         default="ets+rank",
     )
@@ -430,7 +430,10 @@ def _unexpected(error: Exception) -> int:
         detail = f"details in {name}"
     except OSError:
         detail = "no place to write the details"
-    summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    from labd.redact import mask_token_like
+
+    # The message may quote a configuration value (a key, a token): never print one.
+    summary = mask_token_like(f"{type(error).__name__}: {error}".splitlines()[0])[:300]
     print(f"labd: unexpected error: {summary} ({detail})", file=sys.stderr)
     return EXIT_RUNTIME
 

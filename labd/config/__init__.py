@@ -1,7 +1,9 @@
 """Configuration: TOML file plus LABD_<SECTION>__<KEY> environment overrides, validated."""
 
+from labd.config.example import render_example
 from labd.config.loader import LoadedConfig, find_config_file, load_config
 from labd.config.models import (
+    LOCAL_PRINCIPAL,
     AuthSettings,
     DaemonSettings,
     EventSettings,
@@ -19,8 +21,10 @@ from labd.config.models import (
     Settings,
     StoreSettings,
 )
+from labd.config.show import masked_dump, render_toml, secret_values
 
 __all__ = [
+    "LOCAL_PRINCIPAL",
     "AuthSettings",
     "DaemonSettings",
     "EventSettings",
@@ -40,4 +44,8 @@ __all__ = [
     "StoreSettings",
     "find_config_file",
     "load_config",
+    "masked_dump",
+    "render_example",
+    "render_toml",
+    "secret_values",
 ]

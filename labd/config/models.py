@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from labd.model.ids import ID_PATTERN, OPTIONAL_ID_PATTERN, id_problem
+from labd.model import ID_PATTERN, OPTIONAL_ID_PATTERN, id_problem
 
 LOCAL_PRINCIPAL = "local"
 

@@ -15,17 +15,15 @@ from typing import Any
 
 from aiohttp import web
 
-from labd.auth import Audit, Principals, redact_job
-from labd.auth.principals import Action
+from labd.auth import Action, Audit, Principals, redact_job
 from labd.config import HttpSettings
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
 from labd.errors import AuthError, InvalidSpec
 from labd.model import AdminState, Device, Job, JobState
 from labd.pool import Pool
-from labd.results import HISTORY_PAGE, RESULTS_PAGE, history_page, results_page
 from labd.scheduler import JobService, Scheduler
-from labd.store import JobConflict, Store
+from labd.store import HISTORY_PAGE, RESULTS_PAGE, JobConflict, Store, history_page, results_page
 
 MAX_BODY = 256 * 1024
 MAX_LIST = 1000
@@ -99,6 +97,8 @@ class Api:
             body = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError) as e:
             return _error(400, [f"request body is not JSON: {e}"])
+        except RecursionError:
+            return _error(400, ["request body is nested too deeply"])
         if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
             return _error(400, ['request body must be {"spec": {...}, "id": ..., "source": ...}'])
         name = caller.principal.name
@@ -121,8 +121,8 @@ class Api:
         except AuthError as e:
             self._refused(caller, Action.SUBMIT, job_id or "new job", e.reason, str(e))
             if e.reason == "rate_limited":
-                return _error(429, [str(e)], headers={"Retry-After": "60"})
-            return _error(403, [str(e)])
+                return _error(429, [str(e)], {"Retry-After": "60"}, e.reason)
+            return _error(403, [str(e)], reason=e.reason)
         except InvalidSpec as e:
             return _error(400, e.problems)
         except JobConflict as e:
@@ -134,7 +134,7 @@ class Api:
     async def cancel_job(self, request: web.Request) -> web.Response:
         status, problem, job = await self.cancel_as(request[CALLER], request.match_info["id"])
         if job is None:
-            return _error(status, [problem])
+            return _error(status, [problem], reason="forbidden" if status == 403 else None)
         return web.json_response({"job": job_view(job)})
 
     async def cancel_as(self, caller: Caller, job_id: str) -> tuple[int, str, Job | None]:
@@ -278,5 +278,15 @@ def _int_query(request: web.Request, name: str, default: int, low: int, high: in
     return value
 
 
-def _error(status: int, problems: list[str], headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"errors": problems}, status=status, headers=headers)
+def _error(
+    status: int,
+    problems: list[str],
+    headers: dict[str, str] | None = None,
+    reason: str | None = None,
+) -> web.Response:
+    """The errors, and for a refusal its reason as the guard gives it (`forbidden`,
+    `rate_limited`, ...) so a client can tell a refusal from a failure without parsing text."""
+    body: dict[str, Any] = {"errors": problems}
+    if reason:
+        body["reason"] = reason
+    return web.json_response(body, status=status, headers=headers)

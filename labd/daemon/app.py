@@ -17,19 +17,17 @@ from urllib.parse import urlsplit
 import structlog
 
 from labd import __version__
-from labd.analysis import BaselineAnalyst
 from labd.auth import Audit, Credentials, Principals, RateLimiter, ensure_local_credentials
 from labd.config import LoadedConfig, Settings, load_config
 from labd.daemon.health import ComponentHealth
 from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
+from labd.daemon.statedir import prepare_state_dir
 from labd.daemon.systemd import SystemdNotifier
 from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
-from labd.metrics import DaemonMetrics
-from labd.metrics.access import AccessMetrics
-from labd.metrics.lab import LabMetrics
+from labd.metrics import AccessMetrics, DaemonMetrics, LabMetrics
 from labd.model import Policy
 from labd.mqtt import (
     Accounts,
@@ -41,7 +39,7 @@ from labd.mqtt import (
     listening,
 )
 from labd.pool import Pool, load_drivers, load_power
-from labd.scheduler import JobService, Scheduler
+from labd.scheduler import BaselineAnalyst, JobService, Scheduler
 from labd.store import Store, default_sqlite_url
 from labd.tasks import TaskSet
 
@@ -167,7 +165,7 @@ class Daemon:
         """The components in start order; each is built once the ones before it run."""
         settings = self.settings
         state_dir = settings.daemon.state_path
-        await asyncio.to_thread(state_dir.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(prepare_state_dir, state_dir, not settings.store.url)
         host = settings.daemon.host_name
         if settings.auth.local_credentials:
             self.local_credentials = await asyncio.to_thread(ensure_local_credentials, state_dir)
@@ -208,9 +206,10 @@ class Daemon:
         if settings.mqtt.enabled:
             async for component in self._mqtt(store.store):
                 yield component
-        probe = self._bridge.probe if self._bridge is not None else None
+        bridge = self._bridge
+        connected = (lambda: bridge.connected) if bridge is not None else None
         yield LabMetrics(
-            self.metrics.registry, self.bus, store.store, self.pool, settings.metrics, probe
+            self.metrics.registry, self.bus, store.store, self.pool, settings.metrics, connected
         )
         if settings.http.enabled:
             from labd.daemon.api import Api, api_application
@@ -223,7 +222,7 @@ class Daemon:
                 api_application(api, self.principals, settings.http), api_socket_path(settings)
             )
             if settings.http.console:
-                from labd.console import PREFIX, console_application
+                from labd.daemon.console import PREFIX, console_application
 
                 console = console_application(
                     api, self.bus, self.principals, self.audit, settings.http, state_dir / "jobs"

@@ -20,9 +20,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from labd.auth import Audit, Principal, Principals, Role
-from labd.auth.principals import Action
-from labd.config.models import LOCAL_PRINCIPAL
+from labd.auth import Action, Audit, Principal, Principals, Role
+from labd.config import LOCAL_PRINCIPAL
 from labd.daemon.listeners import peer_of
 
 CHANNEL = "http"

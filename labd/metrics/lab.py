@@ -13,7 +13,7 @@ import fnmatch
 import statistics
 import time
 from collections import Counter as Tally
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import structlog
@@ -36,8 +36,7 @@ from labd.events import (
 )
 from labd.metrics.fleet import FleetRole
 from labd.pool import Pool
-from labd.results import measured
-from labd.store import Store
+from labd.store import Store, measured
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.metrics")
@@ -53,8 +52,10 @@ def priority_class(priority: int) -> str:
 class SnapshotCollector(Collector):
     """Renders the latest snapshot (plain data, replaced whole: safe to read from a thread)."""
 
-    def __init__(self) -> None:
+    def __init__(self, mqtt_connected: Callable[[], bool] | None = None) -> None:
         self.snapshot: dict[str, Any] = {}
+        # Read at each scrape, not from the snapshot: the link's state must not lag /readyz.
+        self.mqtt_connected = mqtt_connected
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         snap = self.snapshot
@@ -108,7 +109,7 @@ class SnapshotCollector(Collector):
         connected = GaugeMetricFamily(
             "labd_mqtt_connected", "1 while the MQTT bridge is connected to its broker."
         )
-        connected.add_metric([], snap["mqtt_connected"])
+        connected.add_metric([], int(self.mqtt_connected()) if self.mqtt_connected else 0)
         backlog = GaugeMetricFamily(
             "labd_outbox_backlog", "Messages waiting in this host's outbox."
         )
@@ -128,10 +129,9 @@ class LabMetrics:
         store: Store,
         pool: Pool,
         settings: MetricsSettings,
-        mqtt_probe: Callable[[], Awaitable[str | None]] | None = None,
+        mqtt_connected: Callable[[], bool] | None = None,
     ) -> None:
         self.bus, self.store, self.pool, self.settings = bus, store, pool, settings
-        self.mqtt_probe = mqtt_probe
         r = registry
         self.jobs_finished = Counter(
             "labd_jobs_finished", "Jobs that reached an end, by state.", ["state"], registry=r
@@ -187,7 +187,7 @@ class LabMetrics:
             registry=r,
         )
         self.fleet = FleetRole(store)
-        self.snapshot = SnapshotCollector()
+        self.snapshot = SnapshotCollector(mqtt_connected)
         r.register(self.snapshot)
         self._leased_at: dict[str, float] = {}
         self._events = bus.subscribe("metrics")
@@ -221,15 +221,11 @@ class LabMetrics:
             known = queue.get(cls, (0, 0.0))
             queue[cls] = (known[0] + count, max(known[1], now - oldest))
         devices = Tally((d.state.value, d.platform) for d in list(self.pool.devices.values()))
-        connected = 0
-        if self.mqtt_probe is not None:
-            connected = int(await self.mqtt_probe() is None)
         self.snapshot.snapshot = {
             "fleet": fleet,
             "jobs": await self.store.count_jobs() if fleet else {},
             "queue": queue,
             "devices": dict(devices),
-            "mqtt_connected": connected,
             "outbox": await self.store.outbox_depth(),
         }
 

@@ -41,9 +41,7 @@ from labd.mqtt.messages import (
 )
 from labd.mqtt.topics import Topics
 from labd.pool import Pool
-from labd.results import summary_of
-from labd.store import Store
-from labd.store.outbox import OutboxRow
+from labd.store import OutboxRow, Store, summary_of
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.mqtt")

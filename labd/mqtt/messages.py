@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.model import TestSpec
-from labd.model.ids import OPTIONAL_ID_PATTERN
+from labd.model import OPTIONAL_ID_PATTERN, TestSpec
 
 SCHEMA_VERSION = 1  # of what labd publishes; requests (signed) are at version 2
 

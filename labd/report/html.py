@@ -9,12 +9,10 @@ from typing import Any
 
 from labd.model import Iteration
 from labd.report import svg
+from labd.report.comparison import comparability, one_variant
 from labd.report.tables import by_severity, comparison_head, comparison_rows, environment, units_of
-from labd.results import comparability, measured, one_variant, set_aside
-from labd.stats import summarize
-from labd.stats.compare import compare
-from labd.stats.detect import detect, prediction_band
-from labd.stats.diagnostics import diagnose, tukey_outliers
+from labd.stats import compare, detect, diagnose, prediction_band, summarize, tukey_outliers
+from labd.store import measured, set_aside
 
 STYLE = (
     """

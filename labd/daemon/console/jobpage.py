@@ -10,17 +10,23 @@ from typing import Any
 
 from aiohttp import web
 
-from labd.console.artefacts import ArtefactFiles, changes, read_progress
-from labd.console.lab import progress
-from labd.console.layout import form, page, state, table, when
 from labd.daemon.api import Api
+from labd.daemon.console.artefacts import ArtefactFiles, changes, read_progress
+from labd.daemon.console.lab import progress
+from labd.daemon.console.layout import form, page, state, table, when
 from labd.daemon.guard import CALLER
 from labd.daemon.heavy import Busy
 from labd.model import Iteration, Job, JobState
-from labd.report import svg
-from labd.report.html import summary_table
-from labd.report.tables import by_severity, comparison_head, comparison_rows, environment
-from labd.results import compare_variants, measured
+from labd.report import (
+    by_severity,
+    comparison_head,
+    comparison_rows,
+    environment,
+    progress_curve,
+    series_plot,
+    summary_table,
+)
+from labd.store import compare_variants, measured
 
 ITERATIONS_SHOWN = 500
 
@@ -117,7 +123,7 @@ class JobPage:
             frames = await asyncio.to_thread(read_progress, paths["progress"])
             out.append(_filmstrip(base, frames, paths["video"] is not None))
             out.append(
-                svg.progress_curve(
+                progress_curve(
                     "visual progress",
                     [float(f["t_ms"]) for f in frames],
                     [float(f["progress"]) for f in frames],
@@ -178,7 +184,7 @@ def _figures(job: Job, its: list[Iteration]) -> str:
     for name in names:
         order = [it.values[name] for it in shown if name in it.values]
         out.append(
-            svg.series_plot(
+            series_plot(
                 f"{name} in iteration order",
                 order,
                 units.get(name, ""),

@@ -23,8 +23,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from labd.auth import Audit, Principal, Principals
-from labd.auth.principals import Action
+from labd.auth import Action, Audit, Principal, Principals
 from labd.daemon.guard import CALLER, CHANNEL, ApiGuard, Caller, Refused, source_of
 
 COOKIE = "labd_console"

@@ -10,15 +10,20 @@ from typing import Any
 
 from aiohttp import web
 
-from labd.console.layout import job_link, page, table
 from labd.daemon.api import Api
+from labd.daemon.console.layout import job_link, page, table
 from labd.daemon.heavy import Busy
 from labd.model import Job, JobState
-from labd.report import svg
-from labd.report.html import history_section
-from labd.report.tables import SEVERITY, by_severity, comparison_head, comparison_rows
-from labd.results import history_view, measured_values
-from labd.stats.compare import compare
+from labd.report import (
+    SEVERITY,
+    by_severity,
+    comparison_head,
+    comparison_rows,
+    history_section,
+    intervals,
+)
+from labd.stats import compare
+from labd.store import history_view, measured_values
 
 RECENT = 1000  # succeeded jobs searched for a revision's runs and for the list of tests
 EFFECTS = ("0.005", "0.01", "0.02", "0.05")
@@ -88,7 +93,7 @@ class TrendPages:
         verdicts = [r.verdict for r in ordered]
         counts = ", ".join(f"{verdicts.count(v)} {v}" for v in SEVERITY if v in verdicts)
         html_rows = "".join(comparison_rows([r], units, label_of[id(r)]) for r in ordered)
-        chart = svg.intervals(
+        chart = intervals(
             "change of new against base, with 95% intervals",
             [
                 (

@@ -3,7 +3,7 @@
 Server-rendered HTML with one small CSS file and one small script (live progress only), all
 served by the daemon: it works offline, loads fast on a lab machine, and every page can be
 read with `curl`. Reads need a viewer, device actions an admin, cancelling what the API's
-cancel needs (see `labd.console.access`).
+cancel needs (see `labd.daemon.console.access`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 
 from aiohttp import web
 
-from labd.auth import Audit, Principals
-from labd.auth.principals import Action
+from labd.auth import Action, Audit, Principals
 from labd.config import HttpSettings
-from labd.console.access import (
+from labd.daemon.api import Api
+from labd.daemon.console.access import (
     COOKIE,
     SESSION_IDLE_S,
     ConsoleGuard,
@@ -25,16 +25,15 @@ from labd.console.access import (
     Sessions,
     security_headers,
 )
-from labd.console.artefacts import ArtefactFiles
-from labd.console.jobpage import JobPage
-from labd.console.lab import LabPages
-from labd.console.layout import page
-from labd.console.live import LiveFeed
-from labd.console.trends import TrendPages
-from labd.daemon.api import Api
+from labd.daemon.console.artefacts import ArtefactFiles
+from labd.daemon.console.jobpage import JobPage
+from labd.daemon.console.lab import LabPages
+from labd.daemon.console.layout import page
+from labd.daemon.console.live import LiveFeed
+from labd.daemon.console.trends import TrendPages
 from labd.daemon.guard import CALLER, WILDCARDS, ApiGuard, allowed_host_names
 from labd.events import EventBus
-from labd.report.svg import STYLE as CHART_STYLE
+from labd.report import CHART_STYLE
 
 PREFIX = "/console"
 
@@ -153,7 +152,7 @@ def _local(target: str) -> str:
 
 
 def _static(name: str, content_type: str, extra: str = "") -> Handler:
-    text = resources.files("labd.console").joinpath("static", name).read_text() + extra
+    text = resources.files("labd.daemon.console").joinpath("static", name).read_text() + extra
 
     async def serve(_: web.Request) -> web.Response:
         return web.Response(

@@ -10,9 +10,15 @@ from typing import Any
 
 from aiohttp import web
 
-from labd.events import EventBus
-from labd.events.bus import Subscription
-from labd.events.types import Event, IterationDone, JobFinished, JobLeased, JobStarted
+from labd.events import (
+    Event,
+    EventBus,
+    IterationDone,
+    JobFinished,
+    JobLeased,
+    JobStarted,
+    Subscription,
+)
 
 MAX_STREAMS = 32
 KEEP_ALIVE_S = 15.0
