@@ -24,7 +24,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from labd.auth import Action, Audit, Principal, Principals
-from labd.daemon.guard import CALLER, CHANNEL, ApiGuard, Caller, Refused, source_of
+from labd.daemon.guard import CALLER, ApiGuard, Caller, Refused, audit_refusal, source_of
 
 COOKIE = "labd_console"
 SESSION_IDLE_S = 8 * 3600
@@ -90,15 +90,7 @@ class ConsoleGuard:
         try:
             response = await self._admit(request, action, handler)
         except Refused as e:
-            self.audit.refused(
-                CHANNEL,
-                e.principal,
-                action.value if action else request.method,
-                request.path,
-                source_of(request),
-                e.reason,
-                str(e),
-            )
+            audit_refusal(self.audit, request, action, e)
             if e.status == 401 and request.method == "GET" and _wants_page(request):
                 raise web.HTTPSeeOther(f"/console/login?next={quote(request.path_qs)}") from None
             return web.Response(status=e.status, text=f"{e}\n", headers=security_headers())
