@@ -25,6 +25,7 @@ from labd.report import (
     progress_curve,
     series_plot,
     summary_table,
+    units_of,
 )
 from labd.store import compare_variants, measured
 
@@ -157,11 +158,12 @@ def _filmstrip(base: str, frames: list[dict[str, Any]], video: bool) -> str:
 
 def _figures(job: Job, its: list[Iteration]) -> str:
     """The summary (or an A/B job's comparison) and each metric in iteration order."""
-    units = {m.name: m.unit for m in job.spec.metrics if m.unit}
-    for it in its[:1]:
-        for name, spec in it.fingerprint.get("metrics", {}).items():
-            if isinstance(spec, dict) and spec.get("unit"):
-                units.setdefault(name, str(spec["unit"]))
+    units = units_of(
+        {
+            "job": {"spec": job.spec.model_dump(mode="json")},
+            "iterations": [it.model_dump(mode="json") for it in its[:1]],
+        }
+    )
     out = ["<h2>Figures</h2>"]
     if job.spec.ab is not None:
         rows = by_severity(compare_variants(job, its))
