@@ -15,6 +15,7 @@ import socketserver
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 Handler = Callable[[list[str]], str]
 
@@ -28,6 +29,7 @@ class FakeDevice:
     reverses: list[str] = field(default_factory=list)
     logcat: list[str] = field(default_factory=list)
     logcat_event: threading.Event = field(default_factory=threading.Event)
+    logcat_readers: list[int] = field(default_factory=list)  # their client ports
     on_command: Callable[[FakeDevice, list[str]], None] | None = None
     state: str = "device"
     statuses: dict[str, int] = field(default_factory=lambda: {"su": 127})  # not rooted
@@ -181,6 +183,7 @@ class AdbStandIn:
                 conn.sendall(device.run(line.decode()).encode())
 
     def _logcat(self, conn: socket.socket, device: FakeDevice) -> None:
+        device.logcat_readers.append(conn.getpeername()[1])
         sent = 0
         while device.serial in self.devices:
             if sent < len(device.logcat):
@@ -193,6 +196,17 @@ class AdbStandIn:
             else:
                 device.logcat_event.wait(0.05)
                 device.logcat_event.clear()
+
+
+def unread_bytes(client_port: int) -> int | None:
+    """Bytes waiting in the receive queue of a loopback client's socket (Linux
+    /proc/net/tcp): 0 once the client has read all that was sent; None when it has gone."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port = int(fields[1].rsplit(":", 1)[1], 16)
+        if local_port == client_port:
+            return int(fields[4].split(":")[1], 16)
+    return None
 
 
 def _block(data: bytes) -> bytes:

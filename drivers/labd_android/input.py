@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from labd.sdk import TestFailure, UsageError
+from labd.sdk import TestFailure, UsageError, timed
 from labd_android.shell import PersistentShell
 
 KEYCODES = {"enter": 66, "return": 66, "back": 4, "home": 3, "menu": 82, "tab": 61, "del": 67,
@@ -43,9 +43,8 @@ class AndroidInput:
         if self.tool is None:
             _, status = self.shell.run(["cmd", "input"])  # its usage, when the service has one
             self.tool = ["cmd", "input"] if status == 0 else ["input"]
-        began = time.perf_counter()
-        output, status = self.shell.run([*self.tool, *args])
-        self.latencies_ms.append((time.perf_counter() - began) * 1000)
+        with timed(self.latencies_ms):  # labd.sdk.TimedInput: stored with the iteration
+            output, status = self.shell.run([*self.tool, *args])
         if status != 0:
             raise TestFailure(
                 f"{' '.join(self.tool)} {args[0]}: exit status {status}: {output.strip()[:200]}"

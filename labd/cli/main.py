@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_marker_commands(nouns)
 
     _add_auth_commands(nouns)
+    from labd.cli.artefacts_cmd import add_commands  # small: no heavy imports
+
+    add_commands(nouns, _name, _lazy)
 
     config = nouns.add_parser("config", help="inspect the configuration")
     config_verbs = config.add_subparsers(dest="verb", metavar="VERB", required=True)

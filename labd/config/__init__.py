@@ -1,5 +1,6 @@
 """Configuration: TOML file plus LABD_<SECTION>__<KEY> environment overrides, validated."""
 
+from labd.config.artefacts import ArtefactSettings, SuiteRetention
 from labd.config.example import render_example
 from labd.config.loader import LoadedConfig, find_config_file, load_config
 from labd.config.models import (
@@ -25,6 +26,7 @@ from labd.config.show import masked_dump, render_toml, secret_values
 
 __all__ = [
     "LOCAL_PRINCIPAL",
+    "ArtefactSettings",
     "AuthSettings",
     "DaemonSettings",
     "EventSettings",
@@ -42,6 +44,7 @@ __all__ = [
     "SchedulerSettings",
     "Settings",
     "StoreSettings",
+    "SuiteRetention",
     "find_config_file",
     "load_config",
     "masked_dump",

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from labd.config.artefacts import ArtefactSettings
 from labd.model import ID_PATTERN, OPTIONAL_ID_PATTERN, id_problem
 
 LOCAL_PRINCIPAL = "local"
@@ -545,6 +546,9 @@ class Settings(Section):
     )
     auth: AuthSettings = Field(default_factory=AuthSettings, description="Principals.")
     policy: PolicySettings = Field(default_factory=PolicySettings, description="Job policy.")
+    artefacts: ArtefactSettings = Field(
+        default_factory=ArtefactSettings, description="Artefacts of jobs."
+    )
     drivers: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Options per driver plugin, e.g. [drivers.host]; see each driver.",

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from labd.auth import Action, Audit, Principals, redact_job
 from labd.config import HttpSettings
+from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
 from labd.errors import AuthError, InvalidSpec
@@ -62,9 +63,10 @@ class Api:
         pool: Pool,
         audit: Audit,
         heavy: HeavyQueries,
+        artefacts: ArtefactRoutes | None = None,
     ) -> None:
         self.store, self.jobs, self.scheduler, self.pool = store, jobs, scheduler, pool
-        self.audit, self.heavy = audit, heavy
+        self.audit, self.heavy, self.artefacts = audit, heavy, artefacts
 
     def table(self) -> list[tuple[str, str, Handler, Action]]:
         """Every route: method, path, handler and the action a principal's role must allow."""
@@ -79,13 +81,17 @@ class Api:
             ("GET", f"{v1}/devices", self.list_devices, read),
             ("GET", f"{v1}/devices/{{id}}", self.show_device, read),
             ("POST", f"{v1}/devices/{{id}}/{{action}}", self.device_action, Action.ADMINISTER),
+            *(self.artefacts.table() if self.artefacts else []),
         ]
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route(method, path, handler) for method, path, handler, _ in self.table()]
 
     def actions(self) -> Mapping[tuple[str, str], Action]:
-        return {(method, path): action for method, path, _, action in self.table()}
+        table = self.table()
+        # aiohttp answers HEAD on every GET route: the same action decides.
+        heads = {("HEAD", path): action for method, path, _, action in table if method == "GET"}
+        return heads | {(method, path): action for method, path, _, action in table}
 
     # Writes ---------------------------------------------------------------------------------
 
@@ -220,7 +226,13 @@ class Api:
         job = await self.store.get_job(request.match_info["id"])
         if job is None:
             return _error(404, [f"no job {request.match_info['id']!r}"])
-        return await self._heavy(lambda: results_page(self.store, job, offset, limit))
+        return await self._heavy(lambda: self._results_page(job, offset, limit))
+
+    async def _results_page(self, job: Job, offset: int, limit: int) -> dict[str, Any]:
+        page = await results_page(self.store, job, offset, limit)
+        if offset == 0 and self.artefacts is not None:  # the first page, as the summary
+            page["artefacts"] = (await self.artefacts.listing(job))["artefacts"]
+        return page
 
     async def history(self, request: web.Request) -> web.Response:
         suite, test = request.query.get("suite", ""), request.query.get("test", "")

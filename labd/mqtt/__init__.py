@@ -1,6 +1,6 @@
 """The MQTT interface: CI submits and follows jobs; labd publishes events and state."""
 
-from labd.mqtt.bridge import MqttBridge, broker_credentials, default_client_id
+from labd.mqtt.bridge import ArtefactLinks, MqttBridge, broker_credentials, default_client_id
 from labd.mqtt.broker import Accounts, EmbeddedBroker, listening
 from labd.mqtt.inbound import Inbound
 from labd.mqtt.schemas import export_files
@@ -8,6 +8,7 @@ from labd.mqtt.topics import Topics
 
 __all__ = [
     "Accounts",
+    "ArtefactLinks",
     "EmbeddedBroker",
     "Inbound",
     "MqttBridge",

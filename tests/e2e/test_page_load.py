@@ -120,6 +120,11 @@ def check_job(results: dict[str, Any], events: list[dict[str, Any]]) -> list[flo
     for iteration in iterations:
         assert iteration["values"]["sync_confidence"] > 0.95
         assert iteration["values"]["browser.load"] > 0  # the browser's own marks, beside
+        # Every XTEST dispatch of the iteration (green page URL, page URL, Enter), kept.
+        latency = iteration["values"]
+        assert 0 < latency["input_latency_p50_ms"] <= latency["input_latency_p95_ms"]
+        kept = json.loads(Path(iteration["fingerprint"]["artifacts"]["input_latency"]).read_text())
+        assert len(kept["dispatch"]) > len("http://www.labd.test/")
         video = iteration["fingerprint"]["artifacts"]["video"]
         playback = cv2.VideoCapture(video)
         assert playback.read()[0], f"{video} does not play"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from labd.daemon.console import access, app
-from labd.daemon.console.artefacts import changes
-from labd.daemon.console.live import message
+from labd.console import access, app
+from labd.console.artefacts import changes
+from labd.console.live import message
 from labd.events import IterationDone, JobFinished
 
 

@@ -8,8 +8,8 @@ from html import escape
 from aiohttp import web
 
 from labd.auth import Action
+from labd.console.layout import form, job_link, page, state, table, when
 from labd.daemon.api import Api
-from labd.daemon.console.layout import form, job_link, page, state, table, when
 from labd.daemon.guard import CALLER
 from labd.model import AdminState, Device, DeviceState, Job, JobState
 

@@ -3,11 +3,12 @@
 Server-rendered HTML with one small CSS file and one small script (live progress only), all
 served by the daemon: it works offline, loads fast on a lab machine, and every page can be
 read with `curl`. Reads need a viewer, device actions an admin, cancelling what the API's
-cancel needs (see `labd.daemon.console.access`).
+cancel needs (see `labd.console.access`).
 """
 
 from __future__ import annotations
 
+import re
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -16,8 +17,7 @@ from aiohttp import web
 
 from labd.auth import Action, Audit, Principals
 from labd.config import HttpSettings
-from labd.daemon.api import Api
-from labd.daemon.console.access import (
+from labd.console.access import (
     COOKIE,
     SESSION_IDLE_S,
     ConsoleGuard,
@@ -25,12 +25,13 @@ from labd.daemon.console.access import (
     Sessions,
     security_headers,
 )
-from labd.daemon.console.artefacts import ArtefactFiles
-from labd.daemon.console.jobpage import JobPage
-from labd.daemon.console.lab import LabPages
-from labd.daemon.console.layout import page
-from labd.daemon.console.live import LiveFeed
-from labd.daemon.console.trends import TrendPages
+from labd.console.artefacts import ArtefactFiles
+from labd.console.jobpage import JobPage
+from labd.console.lab import LabPages
+from labd.console.layout import page
+from labd.console.live import LiveFeed
+from labd.console.trends import TrendPages
+from labd.daemon.api import Api
 from labd.daemon.guard import CALLER, WILDCARDS, ApiGuard, allowed_host_names
 from labd.events import EventBus
 from labd.report import CHART_STYLE
@@ -48,7 +49,7 @@ def console_application(
 ) -> web.Application:
     """The console, behind its guard; mount it with `app.add_subapp(PREFIX, ...)`."""
     lab, trends = LabPages(api), TrendPages(api)
-    files = ArtefactFiles(api.store, jobs_dir)
+    files = ArtefactFiles(jobs_dir)
     job = JobPage(api, files)
     live = LiveFeed(bus, security_headers())
     signin = SignIn()
@@ -62,8 +63,8 @@ def console_application(
         ("GET", "/jobs", lab.jobs, read),
         ("GET", "/jobs/{id}", job.show, read),
         ("POST", "/jobs/{id}/cancel", job.cancel, Action.CANCEL),
-        ("GET", "/jobs/{id}/artefacts/{iteration}/frames/{frame}.jpg", files.still, read),
-        ("GET", "/jobs/{id}/artefacts/{iteration}/{kind}", files.serve, read),
+        ("GET", "/jobs/{id}/still", files.still, read),
+        ("GET", "/jobs/{id}/artefacts/{name:.+}", files.serve, read),
         ("GET", "/compare", trends.compare, read),
         ("GET", "/history", trends.history, read),
         ("GET", "/live", live.stream, read),
@@ -81,7 +82,7 @@ def console_application(
         principals,
         audit,
         signin.sessions,
-        {(method, PREFIX + path): action for method, path, _, action in table},
+        {(method, PREFIX + _canonical(path)): action for method, path, _, action in table},
     )
     signin.guard = guard
     app = web.Application(middlewares=[guard.middleware], client_max_size=64 * 1024)
@@ -144,6 +145,11 @@ class SignIn:
         raise response
 
 
+def _canonical(path: str) -> str:
+    """A route's path as aiohttp names its resource: `{name:.+}` is `{name}`."""
+    return re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path)
+
+
 def _local(target: str) -> str:
     """A redirect target inside the console (never elsewhere: no open redirect)."""
     if target.startswith(PREFIX + "/") and not target.startswith("//") and "\\" not in target:
@@ -152,7 +158,7 @@ def _local(target: str) -> str:
 
 
 def _static(name: str, content_type: str, extra: str = "") -> Handler:
-    text = resources.files("labd.daemon.console").joinpath("static", name).read_text() + extra
+    text = resources.files("labd.console").joinpath("static", name).read_text() + extra
 
     async def serve(_: web.Request) -> web.Response:
         return web.Response(

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from html import escape
-from typing import Any
 
 from aiohttp import web
 
+from labd.console.artefacts import ArtefactFiles
+from labd.console.evidence import evidence_section
+from labd.console.lab import progress
+from labd.console.layout import form, page, state, table, when
 from labd.daemon.api import Api
-from labd.daemon.console.artefacts import ArtefactFiles, changes, read_progress
-from labd.daemon.console.lab import progress
-from labd.daemon.console.layout import form, page, state, table, when
 from labd.daemon.guard import CALLER
 from labd.daemon.heavy import Busy
 from labd.model import Iteration, Job, JobState
@@ -22,7 +22,6 @@ from labd.report import (
     comparison_head,
     comparison_rows,
     environment,
-    progress_curve,
     series_plot,
     summary_table,
     units_of,
@@ -51,7 +50,7 @@ class JobPage:
             await self._facts(request, job)
             + figures
             + _set_aside(its)
-            + await self._evidence(request, job)
+            + await evidence_section(self.files, request.query, job.id)
             + _environment(its)
         )
         title = f"Job {job.id}"
@@ -96,64 +95,6 @@ class JobPage:
                 else ""
             )
         return facts
-
-    async def _evidence(self, request: web.Request, job: Job) -> str:
-        kept = await self.files.with_artefacts(job)
-        if not kept:
-            return ""
-        wanted = request.query.get("iteration", "")
-        chosen = next((it for it in kept if str(it.index) == wanted), kept[-1])
-        links = " ".join(
-            f"<a href='?iteration={it.index}#evidence'"
-            + (" class='here'" if it is chosen else "")
-            + f">{it.index + 1}</a>"
-            for it in kept
-        )
-        base = f"/console/jobs/{job.id}/artefacts/{chosen.index}"
-        out = [
-            "<h2 id='evidence'>Evidence</h2>",
-            f"<p class='note'>Iteration {chosen.index + 1} (kept for: {links}).</p>",
-        ]
-        paths = {k: self.files.path(job, chosen, k) for k in ("video", "heatmap", "progress")}
-        if paths["video"] is not None:
-            out.append(
-                f"<video controls preload='metadata' src='{base}/video' "
-                "class='evidence'>The video is a WebM (VP8) file.</video>"
-            )
-        if paths["progress"] is not None:
-            frames = await asyncio.to_thread(read_progress, paths["progress"])
-            out.append(_filmstrip(base, frames, paths["video"] is not None))
-            out.append(
-                progress_curve(
-                    "visual progress",
-                    [float(f["t_ms"]) for f in frames],
-                    [float(f["progress"]) for f in frames],
-                )
-            )
-        if paths["heatmap"] is not None:
-            out.append(
-                f"<figure><img src='{base}/heatmap' alt='heat map of changes' class='heatmap'>"
-                "<figcaption>Heat map: how often each pixel changed (blue never, red most)."
-                "</figcaption></figure>"
-            )
-        missing = [k for k, p in paths.items() if p is None]
-        if missing:
-            out.append(f"<p class='note'>Not on this host any more: {', '.join(missing)}.</p>")
-        return "".join(out)
-
-
-def _filmstrip(base: str, frames: list[dict[str, Any]], video: bool) -> str:
-    if not video:
-        return ""
-    cells = "".join(
-        f"<figure><img src='{base}/frames/{k}.jpg' alt='frame at {t:.0f} ms' loading='lazy'>"
-        f"<figcaption>{t:.0f} ms · {100 * p:.0f}%</figcaption></figure>"
-        for k, t, p in changes(frames)
-    )
-    return (
-        "<h3>Filmstrip: the frames where visual progress changed</h3>"
-        f"<div class='filmstrip'>{cells}</div>"
-    )
 
 
 def _figures(job: Job, its: list[Iteration]) -> str:

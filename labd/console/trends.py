@@ -10,8 +10,8 @@ from typing import Any
 
 from aiohttp import web
 
+from labd.console.layout import job_link, page, table
 from labd.daemon.api import Api
-from labd.daemon.console.layout import job_link, page, table
 from labd.daemon.heavy import Busy
 from labd.model import Job, JobState
 from labd.report import (

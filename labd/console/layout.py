@@ -59,7 +59,7 @@ def form(
     fields: Sequence[tuple[str, str]] = (),
 ) -> str:
     """A one-button form posting to `action` with the session's anti-forgery token."""
-    from labd.daemon.console.access import CSRF
+    from labd.console.access import CSRF
 
     token = request.get(CSRF, "")
     hidden = "".join(

@@ -32,6 +32,7 @@ MAX_SESSIONS = 1000
 FORM = "application/x-www-form-urlencoded"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CSRF = web.RequestKey("csrf", str)
+OPEN_PATHS = frozenset({"/console/login", "/console/static/console.css", "/console/static/live.js"})
 
 
 @dataclass
@@ -86,7 +87,9 @@ class ConsoleGuard:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        action = self.actions.get((request.method, _canonical(request)))  # None: open
+        action = self.actions.get((request.method, _canonical(request)))
+        if action is None and request.path not in OPEN_PATHS:
+            action = Action.READ  # whatever else is asked for, a 404 too, needs a session
         try:
             response = await self._admit(request, action, handler)
         except Refused as e:
@@ -108,7 +111,7 @@ class ConsoleGuard:
         sid = request.cookies.get(COOKIE, "")
         session = self.sessions.get(sid) if sid else None
         principal = self.principals.get(session.principal) if session else None
-        if action is None:  # sign-in page and static files
+        if action is None:  # the sign-in page and the static files
             if principal is not None and session is not None:
                 request[CALLER] = Caller(principal, source_of(request))
                 request[CSRF] = session.csrf
