@@ -24,7 +24,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from labd.auth import Action, Audit, Principal, Principals
-from labd.daemon.guard import CALLER, CHANNEL, ApiGuard, Caller, Refused, source_of
+from labd.daemon.guard import CALLER, ApiGuard, Caller, Refused, audit_refusal, source_of
 
 COOKIE = "labd_console"
 SESSION_IDLE_S = 8 * 3600
@@ -32,6 +32,7 @@ MAX_SESSIONS = 1000
 FORM = "application/x-www-form-urlencoded"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CSRF = web.RequestKey("csrf", str)
+OPEN_PATHS = frozenset({"/console/login", "/console/static/console.css", "/console/static/live.js"})
 
 
 @dataclass
@@ -86,19 +87,13 @@ class ConsoleGuard:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        action = self.actions.get((request.method, _canonical(request)))  # None: open
+        action = self.actions.get((request.method, _canonical(request)))
+        if action is None and request.path not in OPEN_PATHS:
+            action = Action.READ  # whatever else is asked for, a 404 too, needs a session
         try:
             response = await self._admit(request, action, handler)
         except Refused as e:
-            self.audit.refused(
-                CHANNEL,
-                e.principal,
-                action.value if action else request.method,
-                request.path,
-                source_of(request),
-                e.reason,
-                str(e),
-            )
+            audit_refusal(self.audit, request, action, e)
             if e.status == 401 and request.method == "GET" and _wants_page(request):
                 raise web.HTTPSeeOther(f"/console/login?next={quote(request.path_qs)}") from None
             return web.Response(status=e.status, text=f"{e}\n", headers=security_headers())
@@ -116,7 +111,7 @@ class ConsoleGuard:
         sid = request.cookies.get(COOKIE, "")
         session = self.sessions.get(sid) if sid else None
         principal = self.principals.get(session.principal) if session else None
-        if action is None:  # sign-in page and static files
+        if action is None:  # the sign-in page and the static files
             if principal is not None and session is not None:
                 request[CALLER] = Caller(principal, source_of(request))
                 request[CSRF] = session.csrf

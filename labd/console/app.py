@@ -8,6 +8,7 @@ cancel needs (see `labd.console.access`).
 
 from __future__ import annotations
 
+import re
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -33,7 +34,7 @@ from labd.console.trends import TrendPages
 from labd.daemon.api import Api
 from labd.daemon.guard import CALLER, WILDCARDS, ApiGuard, allowed_host_names
 from labd.events import EventBus
-from labd.report.svg import STYLE as CHART_STYLE
+from labd.report import CHART_STYLE
 
 PREFIX = "/console"
 
@@ -48,7 +49,7 @@ def console_application(
 ) -> web.Application:
     """The console, behind its guard; mount it with `app.add_subapp(PREFIX, ...)`."""
     lab, trends = LabPages(api), TrendPages(api)
-    files = ArtefactFiles(api.store, jobs_dir)
+    files = ArtefactFiles(jobs_dir)
     job = JobPage(api, files)
     live = LiveFeed(bus, security_headers())
     signin = SignIn()
@@ -62,8 +63,8 @@ def console_application(
         ("GET", "/jobs", lab.jobs, read),
         ("GET", "/jobs/{id}", job.show, read),
         ("POST", "/jobs/{id}/cancel", job.cancel, Action.CANCEL),
-        ("GET", "/jobs/{id}/artefacts/{iteration}/frames/{frame}.jpg", files.still, read),
-        ("GET", "/jobs/{id}/artefacts/{iteration}/{kind}", files.serve, read),
+        ("GET", "/jobs/{id}/still", files.still, read),
+        ("GET", "/jobs/{id}/artefacts/{name:.+}", files.serve, read),
         ("GET", "/compare", trends.compare, read),
         ("GET", "/history", trends.history, read),
         ("GET", "/live", live.stream, read),
@@ -81,7 +82,7 @@ def console_application(
         principals,
         audit,
         signin.sessions,
-        {(method, PREFIX + path): action for method, path, _, action in table},
+        {(method, PREFIX + _canonical(path)): action for method, path, _, action in table},
     )
     signin.guard = guard
     app = web.Application(middlewares=[guard.middleware], client_max_size=64 * 1024)
@@ -142,6 +143,11 @@ class SignIn:
         response = web.HTTPSeeOther(f"{PREFIX}/login")
         response.del_cookie(COOKIE, path=PREFIX)
         raise response
+
+
+def _canonical(path: str) -> str:
+    """A route's path as aiohttp names its resource: `{name:.+}` is `{name}`."""
+    return re.sub(r"\{(\w+):[^}]*\}", r"{\1}", path)
 
 
 def _local(target: str) -> str:

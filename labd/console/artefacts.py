@@ -1,106 +1,133 @@
-"""A job's artefacts, read-only, behind the console's sign-in: the WebM of an iteration, its
-heat map and per-frame progress, and filmstrip stills of the frames where visual progress
-changed (cut from the WebM on demand, kept in memory for the last few videos).
-
-Only files under the job's own folder in the state directory are served, whatever path an
-iteration's record names; the video is served with byte ranges, so a player can seek.
-"""
+"""A job's artefacts in the console: the same files, names and checks as the API's artefact
+routes (`labd.artefacts`: no link followed, nothing outside the job's folder, byte ranges so
+a player can seek), behind the console's sign-in instead of a bearer token; and filmstrip
+stills of the frames where visual progress changed, cut from the WebM on demand and kept in
+memory for the last few videos."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
-from labd.model import Iteration, Job
-from labd.store import Store
+from labd.artefacts import (
+    INLINE,
+    Artefact,
+    ArtefactError,
+    content_type,
+    list_artefacts,
+    open_artefact,
+    path_problem,
+)
+from labd.daemon.artefact_routes import OpenedFile
 
-KINDS = {"video": "video/webm", "heatmap": "image/png", "progress": "application/json"}
 FILMSTRIP_WIDTH = 240
 FILMSTRIP_MOST = 24  # stills in one filmstrip: the changes, evenly thinned past this
 KEPT_FILMSTRIPS = 8
+Evidence = dict[str, Artefact]  # kind (video, heatmap, progress) -> file, of one iteration
+
+
+def url(job_id: str, name: str) -> str:
+    """Where the console serves one artefact."""
+    return f"/console/jobs/{quote(job_id, safe='')}/artefacts/{quote(name)}"
+
+
+def still_url(job_id: str, video: str, frame: int) -> str:
+    return f"/console/jobs/{quote(job_id, safe='')}/still?video={quote(video)}&frame={frame}"
 
 
 class ArtefactFiles:
-    """Finds and serves the artefacts the runner kept for a job's iterations."""
+    """Lists and serves the artefacts a job keeps on this host."""
 
-    def __init__(self, store: Store, jobs_dir: Path) -> None:
-        self.store, self.jobs_dir = store, jobs_dir
-        self._stills: OrderedDict[tuple[str, float], dict[int, bytes]] = OrderedDict()
+    def __init__(self, jobs_dir: Path) -> None:
+        self.jobs_dir = jobs_dir
+        self._stills: OrderedDict[tuple[str, str, float], dict[int, bytes]] = OrderedDict()
 
-    async def with_artefacts(self, job: Job) -> list[Iteration]:
-        """The last attempt's iterations that kept artefacts, in order."""
-        its = await self.store.iterations(job.id, attempt=job.attempts)
-        return [it for it in its if it.fingerprint.get("artifacts")]
-
-    def path(self, job: Job, iteration: Iteration, kind: str) -> Path | None:
-        """The artefact's file if it is one of the job's own and still there."""
-        named = iteration.fingerprint.get("artifacts", {}).get(kind)
-        if kind not in KINDS or not isinstance(named, str):
-            return None
-        own = (self.jobs_dir / job.id).resolve()
-        found = Path(named).resolve()
-        if not found.is_relative_to(own) or not found.is_file():
-            return None
-        return found
-
-    async def locate(self, request: web.Request, kind: str) -> tuple[Job, Iteration, Path]:
-        job_id = request.match_info["id"]
-        job = await self.store.get_job(job_id)
-        if job is None:
-            raise web.HTTPNotFound(text=f"no job {job_id!r}\n")
-        try:
-            index = int(request.match_info["iteration"])
-        except ValueError:
-            raise web.HTTPNotFound(text="an iteration is a number\n") from None
-        found = [it for it in await self.with_artefacts(job) if it.index == index]
-        path = await asyncio.to_thread(self.path, job, found[0], kind) if found else None
-        if path is None:
-            raise web.HTTPNotFound(
-                text=f"job {job_id!r} kept no {kind} for iteration {index} on this host\n"
-            )
-        return job, found[0], path
+    async def listing(self, job_id: str) -> list[Artefact]:
+        return await asyncio.to_thread(list_artefacts, self.jobs_dir, job_id)
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
-        kind = request.match_info["kind"]
-        if kind not in KINDS:
-            raise web.HTTPNotFound(text=f"no artefact kind {kind!r} ({', '.join(KINDS)})\n")
-        _, _, path = await self.locate(request, kind)
-        return web.FileResponse(path, headers={"Content-Type": KINDS[kind]})
+        job_id, name = request.match_info["id"], request.match_info["name"]
+        try:
+            fd, _ = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, name)
+        except ArtefactError as e:
+            return web.Response(status=e.status, text=f"{e}\n")
+        kind = content_type(name)
+        headers = {
+            "Content-Type": kind,
+            # A file a job wrote is never a page of the console's origin.
+            "Content-Security-Policy": "sandbox; default-src 'none'",
+            "Cache-Control": "private, max-age=300",
+        }
+        if kind not in INLINE:
+            headers["Content-Disposition"] = 'attachment; filename="{}"'.format(
+                name.rsplit("/", 1)[-1].replace('"', "")
+            )
+        return OpenedFile(fd, headers)
 
     async def still(self, request: web.Request) -> web.Response:
-        """One filmstrip still (JPEG), by its frame number in the video."""
-        _, _, video = await self.locate(request, "video")
-        _, _, progress = await self.locate(request, "progress")
+        """One filmstrip still (JPEG): ?video=NAME&frame=N, N a frame of the video where
+        visual progress changed."""
+        job_id, video = request.match_info["id"], request.query.get("video", "")
         try:
-            frame = int(request.match_info["frame"])
+            frame = int(request.query.get("frame", ""))
         except ValueError:
-            raise web.HTTPNotFound(text="a frame is a number\n") from None
-        stills = await self._filmstrip(video, progress)
+            return web.Response(status=400, text="frame: a number of the video's frames\n")
+        if problem := path_problem(video) or (
+            None if video.endswith(".webm") else "video: a .webm artefact"
+        ):
+            return web.Response(status=400, text=f"{problem}\n")
+        progress = f"{video.rsplit('/', 1)[0]}/progress.json" if "/" in video else "progress.json"
+        try:
+            stills = await self._filmstrip(job_id, video, progress)
+        except ArtefactError as e:
+            return web.Response(status=e.status, text=f"{e}\n")
         if frame not in stills:
-            raise web.HTTPNotFound(text=f"frame {frame} is not in the filmstrip\n")
+            return web.Response(status=404, text=f"frame {frame} is not in the filmstrip\n")
         return web.Response(body=stills[frame], content_type="image/jpeg")
 
-    async def _filmstrip(self, video: Path, progress: Path) -> dict[int, bytes]:
-        key = (str(video), (await asyncio.to_thread(video.stat)).st_mtime)
-        if (kept := self._stills.get(key)) is not None:
-            self._stills.move_to_end(key)
-            return kept
-        frames = await asyncio.to_thread(read_progress, progress)
-        wanted = {k for k, _, _ in changes(frames)}
-        stills = await asyncio.to_thread(cut_stills, video, wanted)
+    async def progress(self, job_id: str, name: str) -> list[dict[str, Any]]:
+        """The per-frame progress an analysis kept (`frames` of progress.json)."""
+        fd, _ = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, name)
+        return await asyncio.to_thread(_read_frames, fd)
+
+    async def _filmstrip(self, job_id: str, video: str, progress: str) -> dict[int, bytes]:
+        fd, info = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, video)
+        try:
+            key = (job_id, video, info.st_mtime)
+            if (kept := self._stills.get(key)) is not None:
+                self._stills.move_to_end(key)
+                return kept
+            frames = await self.progress(job_id, progress)
+            wanted = {k for k, _, _ in changes(frames)}
+            # Read through the descriptor: the very file checked, whatever its path now.
+            stills = await asyncio.to_thread(cut_stills, Path(f"/proc/self/fd/{fd}"), wanted)
+        finally:
+            os.close(fd)
         self._stills[key] = stills
         while len(self._stills) > KEPT_FILMSTRIPS:
             self._stills.popitem(last=False)
         return stills
 
 
-def read_progress(path: Path) -> list[dict[str, Any]]:
-    frames: list[dict[str, Any]] = json.loads(path.read_text())["frames"]
+def evidence(listing: list[Artefact]) -> dict[tuple[str, int], Evidence]:
+    """The iterations (variant, index) that kept a video, heat map or progress, in order."""
+    found: dict[tuple[str, int], Evidence] = {}
+    for artefact in listing:
+        if artefact.iteration is not None and artefact.kind in ("video", "heatmap", "progress"):
+            found.setdefault((artefact.variant, artefact.iteration), {})[artefact.kind] = artefact
+    return dict(sorted(found.items(), key=lambda item: (item[0][1], item[0][0])))
+
+
+def _read_frames(fd: int) -> list[dict[str, Any]]:
+    with os.fdopen(fd, "rb") as file:
+        frames: list[dict[str, Any]] = json.loads(file.read())["frames"]
     return frames
 
 

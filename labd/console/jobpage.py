@@ -6,20 +6,26 @@ from __future__ import annotations
 
 import asyncio
 from html import escape
-from typing import Any
 
 from aiohttp import web
 
-from labd.console.artefacts import ArtefactFiles, changes, read_progress
+from labd.console.artefacts import ArtefactFiles
+from labd.console.evidence import evidence_section
 from labd.console.lab import progress
 from labd.console.layout import form, page, state, table, when
 from labd.daemon.api import Api
 from labd.daemon.guard import CALLER
 from labd.daemon.heavy import Busy
 from labd.model import Iteration, Job, JobState
-from labd.report import svg
-from labd.report.html import summary_table
-from labd.report.tables import by_severity, comparison_head, comparison_rows, environment
+from labd.report import (
+    by_severity,
+    comparison_head,
+    comparison_rows,
+    environment,
+    series_plot,
+    summary_table,
+    units_of,
+)
 from labd.store import compare_variants, measured
 
 ITERATIONS_SHOWN = 500
@@ -44,7 +50,7 @@ class JobPage:
             await self._facts(request, job)
             + figures
             + _set_aside(its)
-            + await self._evidence(request, job)
+            + await evidence_section(self.files, request.query, job.id)
             + _environment(its)
         )
         title = f"Job {job.id}"
@@ -90,72 +96,15 @@ class JobPage:
             )
         return facts
 
-    async def _evidence(self, request: web.Request, job: Job) -> str:
-        kept = await self.files.with_artefacts(job)
-        if not kept:
-            return ""
-        wanted = request.query.get("iteration", "")
-        chosen = next((it for it in kept if str(it.index) == wanted), kept[-1])
-        links = " ".join(
-            f"<a href='?iteration={it.index}#evidence'"
-            + (" class='here'" if it is chosen else "")
-            + f">{it.index + 1}</a>"
-            for it in kept
-        )
-        base = f"/console/jobs/{job.id}/artefacts/{chosen.index}"
-        out = [
-            "<h2 id='evidence'>Evidence</h2>",
-            f"<p class='note'>Iteration {chosen.index + 1} (kept for: {links}).</p>",
-        ]
-        paths = {k: self.files.path(job, chosen, k) for k in ("video", "heatmap", "progress")}
-        if paths["video"] is not None:
-            out.append(
-                f"<video controls preload='metadata' src='{base}/video' "
-                "class='evidence'>The video is a WebM (VP8) file.</video>"
-            )
-        if paths["progress"] is not None:
-            frames = await asyncio.to_thread(read_progress, paths["progress"])
-            out.append(_filmstrip(base, frames, paths["video"] is not None))
-            out.append(
-                svg.progress_curve(
-                    "visual progress",
-                    [float(f["t_ms"]) for f in frames],
-                    [float(f["progress"]) for f in frames],
-                )
-            )
-        if paths["heatmap"] is not None:
-            out.append(
-                f"<figure><img src='{base}/heatmap' alt='heat map of changes' class='heatmap'>"
-                "<figcaption>Heat map: how often each pixel changed (blue never, red most)."
-                "</figcaption></figure>"
-            )
-        missing = [k for k, p in paths.items() if p is None]
-        if missing:
-            out.append(f"<p class='note'>Not on this host any more: {', '.join(missing)}.</p>")
-        return "".join(out)
-
-
-def _filmstrip(base: str, frames: list[dict[str, Any]], video: bool) -> str:
-    if not video:
-        return ""
-    cells = "".join(
-        f"<figure><img src='{base}/frames/{k}.jpg' alt='frame at {t:.0f} ms' loading='lazy'>"
-        f"<figcaption>{t:.0f} ms · {100 * p:.0f}%</figcaption></figure>"
-        for k, t, p in changes(frames)
-    )
-    return (
-        "<h3>Filmstrip: the frames where visual progress changed</h3>"
-        f"<div class='filmstrip'>{cells}</div>"
-    )
-
 
 def _figures(job: Job, its: list[Iteration]) -> str:
     """The summary (or an A/B job's comparison) and each metric in iteration order."""
-    units = {m.name: m.unit for m in job.spec.metrics if m.unit}
-    for it in its[:1]:
-        for name, spec in it.fingerprint.get("metrics", {}).items():
-            if isinstance(spec, dict) and spec.get("unit"):
-                units.setdefault(name, str(spec["unit"]))
+    units = units_of(
+        {
+            "job": {"spec": job.spec.model_dump(mode="json")},
+            "iterations": [it.model_dump(mode="json") for it in its[:1]],
+        }
+    )
     out = ["<h2>Figures</h2>"]
     if job.spec.ab is not None:
         rows = by_severity(compare_variants(job, its))
@@ -178,7 +127,7 @@ def _figures(job: Job, its: list[Iteration]) -> str:
     for name in names:
         order = [it.values[name] for it in shown if name in it.values]
         out.append(
-            svg.series_plot(
+            series_plot(
                 f"{name} in iteration order",
                 order,
                 units.get(name, ""),

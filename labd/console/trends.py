@@ -14,9 +14,15 @@ from labd.console.layout import job_link, page, table
 from labd.daemon.api import Api
 from labd.daemon.heavy import Busy
 from labd.model import Job, JobState
-from labd.report import svg
-from labd.report.html import history_section
-from labd.report.tables import SEVERITY, by_severity, comparison_head, comparison_rows
+from labd.report import (
+    SEVERITY,
+    by_severity,
+    comparison_head,
+    comparison_rows,
+    history_section,
+    intervals,
+    units_of,
+)
 from labd.stats import compare
 from labd.store import history_view, measured_values
 
@@ -78,7 +84,7 @@ class TrendPages:
             b = await measured_values(self.api.store, base)
             n = await measured_values(self.api.store, new)
             directions = {m.name: m.higher_is_better for m in new.spec.metrics}
-            units |= {m.name: m.unit for m in new.spec.metrics if m.unit}
+            units |= await self._units_of(new)
             shared = sorted(b.keys() & n.keys())
             samples = {m: (b[m], n[m], directions.get(m, False)) for m in shared}
             found = await asyncio.to_thread(compare, samples, effect=effect)
@@ -88,7 +94,7 @@ class TrendPages:
         verdicts = [r.verdict for r in ordered]
         counts = ", ".join(f"{verdicts.count(v)} {v}" for v in SEVERITY if v in verdicts)
         html_rows = "".join(comparison_rows([r], units, label_of[id(r)]) for r in ordered)
-        chart = svg.intervals(
+        chart = intervals(
             "change of new against base, with 95% intervals",
             [
                 (
@@ -129,7 +135,13 @@ class TrendPages:
 
     async def _units(self, suite: str, test: str) -> dict[str, str]:
         runs = await self.api.store.finished_jobs(suite, test, limit=1)
-        return {m.name: m.unit for run in runs for m in run.spec.metrics if m.unit}
+        return await self._units_of(runs[-1]) if runs else {}
+
+    async def _units_of(self, job: Job) -> dict[str, str]:
+        """Each metric's unit: the spec's, else what the scenario declared (in the first
+        iteration's fingerprint)."""
+        first, _ = await self.api.store.iteration_records(job.id, 0, 1)
+        return units_of({"job": {"spec": job.spec.model_dump(mode="json")}, "iterations": first})
 
     async def _tests(self) -> str:
         recent = await self.api.store.list_jobs([JobState.SUCCEEDED], RECENT)

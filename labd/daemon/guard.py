@@ -103,15 +103,7 @@ class ApiGuard:
         try:
             caller = self.admit(request, action)
         except Refused as e:
-            self.audit.refused(
-                CHANNEL,
-                e.principal,
-                action.value if action else request.method,
-                request.path,
-                source_of(request),
-                e.reason,
-                str(e),
-            )
+            audit_refusal(self.audit, request, action, e)
             headers = {"WWW-Authenticate": 'Bearer realm="labd"'} if e.status == 401 else {}
             return web.json_response(
                 {"errors": [str(e)], "reason": e.reason}, status=e.status, headers=headers
@@ -205,6 +197,19 @@ class ApiGuard:
                 "(auth.principals.<name>.unix_users)",
             )
         return Caller(principal, source)
+
+
+def audit_refusal(audit: Audit, request: web.Request, action: Action | None, e: Refused) -> None:
+    """Write a front door's refusal to the audit trail (and so to the refusal counters)."""
+    audit.refused(
+        CHANNEL,
+        e.principal,
+        action.value if action else request.method,
+        request.path,
+        source_of(request),
+        e.reason,
+        str(e),
+    )
 
 
 def _account(uid: int) -> str | None:
