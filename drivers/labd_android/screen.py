@@ -21,8 +21,7 @@ import adbutils
 import cv2
 import numpy as np
 
-from labd.capture import CaptureError
-from labd.capture.live import H264Decoder
+from labd.capture import CaptureError, H264Decoder
 from labd.sdk import FrameSource, Image, InfrastructureError, TestFailure
 from labd_android.shell import PersistentShell
 

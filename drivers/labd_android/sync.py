@@ -13,10 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from labd.capture import AnalysisOptions, Artifacts, Checkerboard, VideoFile, analyze
-from labd.capture.motion import Frame, gesture_metrics
-from labd.capture.sync import fraction_matching
-from labd.capture.syncpages import SyncPages
+from labd.capture import (
+    AnalysisOptions,
+    Artifacts,
+    Checkerboard,
+    Frame,
+    SyncPages,
+    VideoFile,
+    analyze,
+    fraction_matching,
+    gesture_metrics,
+)
 from labd.sdk import TestFailure
 from labd_android.screen import AndroidScreen
 

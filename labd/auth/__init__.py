@@ -1,9 +1,10 @@
 """Who may use the lab: principals and roles, signed MQTT messages, credentials, broker
 accounts and their topics, rate limits and the audit trail."""
 
-from labd.auth.acl import mosquitto_acl, permits, replies_prefix, rules_for
+from labd.auth.acl import Rule, mosquitto_acl, permits, replies_prefix, rules_for
 from labd.auth.audit import Audit
 from labd.auth.credentials import (
+    LOCAL_FILE,
     Credentials,
     ensure_local_credentials,
     find_credentials,
@@ -12,11 +13,19 @@ from labd.auth.credentials import (
 )
 from labd.auth.limits import RateLimiter
 from labd.auth.passwords import check_password, hash_password
-from labd.auth.principals import Action, Principal, Principals, Role, token_digest
+from labd.auth.principals import (
+    Action,
+    Principal,
+    Principals,
+    Role,
+    from_settings,
+    token_digest,
+)
 from labd.auth.redaction import redact_job, redact_params, redact_spec
 from labd.auth.signing import Signed, sign, verify
 
 __all__ = [
+    "LOCAL_FILE",
     "Action",
     "Audit",
     "Credentials",
@@ -24,10 +33,12 @@ __all__ = [
     "Principals",
     "RateLimiter",
     "Role",
+    "Rule",
     "Signed",
     "check_password",
     "ensure_local_credentials",
     "find_credentials",
+    "from_settings",
     "hash_password",
     "mosquitto_acl",
     "new_credentials",

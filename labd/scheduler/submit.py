@@ -15,16 +15,13 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from labd.auth.limits import RateLimiter
-from labd.auth.principals import Principal
+from labd.auth import Principal, RateLimiter
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import InvalidSpec, UsageError
 from labd.events import EventBus, JobQueued, JobRejected
-from labd.model import Device, DeviceState, Job, Policy, TestSpec, id_problem
-from labd.model.manifest import parse_spec
-from labd.replay.har import load
-from labd.replay.shaping import profile_for
-from labd.runner.network import archive_path
+from labd.model import Device, DeviceState, Job, Policy, TestSpec, id_problem, parse_spec
+from labd.replay import load, profile_for
+from labd.runner import archive_path
 from labd.sdk import Driver
 from labd.store import Store
 from labd.validation import describe_errors, did_you_mean

@@ -21,9 +21,7 @@ walks through a complete driver.
 """
 
 from labd.errors import CannotStart, InfrastructureError, LabdError, TestFailure, UsageError
-from labd.model.device import Device
-from labd.model.policy import Policy, ProgramNotFound, RunAs
-from labd.model.spec import MetricSpec
+from labd.model import Device, MetricSpec, Policy, ProgramNotFound, RunAs
 from labd.sdk.bindings import PluginError, Resources
 from labd.sdk.capture import CaptureSource, FrameSource, Image
 from labd.sdk.controller import FOCUS_WAIT_S, TYPING_DELAY_MS, Controller, color_page

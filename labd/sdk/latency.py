@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from labd.model.spec import MetricSpec
+from labd.model import MetricSpec
 
 P50, P95 = "input_latency_p50_ms", "input_latency_p95_ms"
 LATENCY_METRICS = (MetricSpec(name=P50, unit="ms"), MetricSpec(name=P95, unit="ms"))
