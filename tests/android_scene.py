@@ -9,7 +9,8 @@ What it does, so tests can predict what the capture must show:
 - content is painted at most PAINT_PX_S ahead of the viewport: a fast fling shows a
   checkerboard (white and #c0c0c0, 16 px squares, as Fennec drew it) where paint lags;
 - `jank_every`: while the content moves, every n-th frame repeats the one before (a missed
-  frame), so a test knows how many janks the analysis must find.
+  frame; counted in `janks` when it would have shown something new), so a test knows how
+  many janks the analysis must find.
 """
 
 from __future__ import annotations
@@ -172,13 +173,14 @@ class Scene:
             self._advance(now)
             moving = self.scroller.moving
             self.frames_rendered += 1
+            frame = self._draw(now)
             if moving:
                 self.moving_frames += 1
                 jank = self.jank_every and self.moving_frames % self.jank_every == 0
-                if jank and self.previous is not None:
+                # Only a frame that would have shown something new can be missed visibly.
+                if jank and self.previous is not None and not np.array_equal(frame, self.previous):
                     self.janks += 1
                     return self.previous
-            frame = self._draw(now)
             self.previous = frame
             return frame
 

@@ -114,7 +114,8 @@ class Gestures(Scenario[GestureParams]):
 
     async def setup(self) -> None:
         self.size = await asyncio.to_thread(self.screen.size)
-        await self.sync.start()
+        proxy = self.ctx.network.get("address", "")  # a job's replay server, for its url
+        await self.sync.start(proxy=proxy)
         self.ctx.fingerprint["screen"] = {"size": list(self.size), "capture": "screenrecord"}
 
     async def run_iteration(self, index: int) -> dict[str, float]:

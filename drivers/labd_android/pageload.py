@@ -100,7 +100,6 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
         super().__init__(params, ctx)
         self.sync = PhoneSync(self.screen, params.browser_package)
         self.size = (0, 0)
-        self.proxy = False
         self.pool = concurrent.futures.ProcessPoolExecutor(1)
 
     @classmethod
@@ -111,11 +110,8 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
 
     async def setup(self) -> None:
         self.size = await asyncio.to_thread(self.screen.size)
-        await self.sync.start()
-        address = self.ctx.network.get("address", "")
-        if address:  # the replay server, already on the phone's loopback (adb reverse)
-            await asyncio.to_thread(self.screen.set_proxy, address)
-            self.proxy = True
+        address = self.ctx.network.get("address", "")  # the replay server, reversed
+        await self.sync.start(proxy=address)
         self.ctx.fingerprint["browser"] = {
             "package": self.params.browser_package,
             "proxy": address or "none",
@@ -185,8 +181,6 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
         return timing
 
     async def teardown(self) -> None:
-        if self.proxy:
-            await asyncio.to_thread(self.screen.set_proxy, "")
         await self.sync.stop()
         await asyncio.to_thread(self.screen.close)
         self.pool.shutdown(cancel_futures=True)

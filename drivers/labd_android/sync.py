@@ -49,11 +49,17 @@ class PhoneSync:
     screen: AndroidScreen
     browser: str  # the package that shows the sync pages
     pages: SyncPages | None = None
+    proxy: str = ""
 
-    async def start(self) -> None:
+    async def start(self, proxy: str = "") -> None:
+        """Sync pages served and reversed; with `proxy` (the job's replay server, already on
+        the phone's loopback), the phone's HTTP proxy until `stop`."""
         self.pages = SyncPages()
         port = await self.pages.start()
         await asyncio.to_thread(self.screen.reverse, port)
+        if proxy:
+            await asyncio.to_thread(self.screen.set_proxy, proxy)
+            self.proxy = proxy
 
     async def show(self, rgb: tuple[int, int, int], next_url: str = "") -> np.ndarray:
         """The colour full screen in the browser, once it is on screen (that screenshot);
@@ -98,6 +104,9 @@ class PhoneSync:
                 raise TestFailure(f"the screen did not come to rest within {timeout_s:g} s ({why})")
 
     async def stop(self) -> None:
+        if self.proxy:
+            await asyncio.to_thread(self.screen.set_proxy, "")
+            self.proxy = ""
         if self.pages is not None:
             await self.pages.stop()
             self.pages = None

@@ -2,8 +2,8 @@
 the frames of a recording, which ones changed, and when input was sent.
 
 - unique frame rate while the content moved, and the time between new frames (percentiles);
-- jank: while the content moves (new frames on every frame interval on both sides), a new
-  frame that came one or more intervals late (frames repeated). Frame times ignore gaps
+- jank: while the content moves (new frames on every frame interval on one side at least),
+  a new frame that came one or more intervals late (frames repeated). Frame times ignore gaps
   longer than IDLE_MS (the content at rest). A capture that holds unchanged frames (a fifth
   or more) sends every frame: gaps are counted in its frames, whenever the host received
   them. Otherwise (a phone's screenrecord sends a frame only on change) gaps are measured
@@ -70,14 +70,13 @@ def gesture_metrics(
 
 
 def _janky(slots: np.ndarray) -> np.ndarray:
-    """Gaps of 2 to MAX_JANK_SLOTS frame intervals with motion on both sides: the new frame
-    before the gap followed one a frame earlier, and the one after it is followed by one a
-    frame later. A lone change (a tap's highlight) or the start or end of a movement is not
-    jank, nor is a longer pause."""
+    """Gaps of 2 to MAX_JANK_SLOTS frame intervals next to motion: the new frame before the
+    gap followed one a frame earlier, or the one after it is followed by one a frame later.
+    A lone change (a tap's highlight on, then off) or a longer pause is not jank."""
     long = (slots >= 2) & (slots <= MAX_JANK_SLOTS)
     before = np.concatenate(([False], slots[:-1] == 1))
     after = np.concatenate((slots[1:] == 1, [False]))
-    return long & before & after
+    return long & (before | after)
 
 
 def _slots(

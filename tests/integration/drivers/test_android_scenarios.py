@@ -119,3 +119,22 @@ def test_pinch_is_refused_before_the_job_starts() -> None:
     assert problem.startswith("params.steps.0: pinch needs two pointers")
     with pytest.raises(ValueError, match="give two of"):
         GestureStep(kind="swipe", distance_px=1, velocity_px_s=1, duration_ms=1)
+
+
+async def test_gestures_on_a_page_in_the_browser(tmp_path: Path) -> None:
+    """The target is a URL: the page comes through the job's replay server (proxy, reversed)
+    and the fling scrolls it in the browser's viewport."""
+    phone = Phone()
+    adb, driver, device = await lab(phone)
+    ctx = RunContext("j", 1, device, tmp_path, resources=driver.resources(device))
+    params = GestureParams(url="http://www.labd.test/", steps=SCRIPT[:1])
+    network = NetworkSpec(archive="examples/page/site.har", profile="none")
+    replay = ReplaySettings(archive_dir=str(ROOT))
+    try:
+        async with replay_network.test_network(network, replay, driver, device, ctx):
+            values = await one_iteration(Gestures(params, ctx))
+    finally:
+        adb.close()
+    assert [n["status"] for n in phone.navigations if "labd.test" in n["url"]] == [200]
+    assert values["unique_fps"] > 15 and values["sync_confidence"] > 0.95
+    assert phone.proxy == ""  # set for the job, taken off after it
