@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.console.conftest import Lab, command_spec
+from tests.e2e.console.conftest import ARTIFACTS, Lab, command_spec
 
 PROGRESS = "document.querySelector('tr[data-job=long] progress').value"
 STILLS_LOADED = (
@@ -60,6 +60,8 @@ def test_running_progress_moves_live_the_queue_says_why_and_an_admin_cancels(
     until(lambda: int(viewer.evaluate(PROGRESS)) >= first + 3, 30)
     assert viewer.evaluate("window.notReloaded") is True
     assert "Live: following the lab." in viewer.locator("#live-status").inner_text()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    viewer.screenshot(path=ARTIFACTS / "running-page-live.png")
 
     viewer.goto("/console/queue")
     waiting = viewer.locator("tr", has_text="behind").inner_text()
