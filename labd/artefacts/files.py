@@ -31,6 +31,13 @@ _ITERATION = re.compile(r"iteration-(\d+)")
 INLINE = frozenset(
     {"video/webm", "video/mp4", "image/png", "image/jpeg", "application/json", "text/plain"}
 )
+# The runner's and scenarios' own files, by name (as their iterations' fingerprints name them).
+KINDS = {
+    "heatmap.png": "heatmap",
+    "progress.json": "progress",
+    "input-latency.json": "input_latency",
+    "job.log": "log",
+}
 _TYPES = {".webm": "video/webm", ".log": "text/plain", ".json": "application/json"}
 
 
@@ -75,9 +82,7 @@ def kind_of(name: str) -> str:
     base = name.rsplit("/", 1)[-1]
     if base.endswith(".webm"):
         return "video"
-    return {"heatmap.png": "heatmap", "progress.json": "progress", "job.log": "log"}.get(
-        base, "file"
-    )
+    return KINDS.get(base, "file")
 
 
 def path_problem(name: str) -> str | None:

@@ -94,8 +94,9 @@ class ArtefactKeeper:
         ]  # fmt: skip
 
     async def _gc_loop(self) -> None:
+        # A pass at the start too: a daemon restarted more often than gc_interval_s applies
+        # the limits all the same.
         while True:
-            await asyncio.sleep(self.settings.gc_interval_s)
             report = await self.collect(dry_run=False)
             if report.removed or report.failed:
                 log.info(
@@ -105,6 +106,7 @@ class ArtefactKeeper:
                     kept_bytes=report.kept_bytes,
                     failed=report.failed,
                 )
+            await asyncio.sleep(self.settings.gc_interval_s)
 
     async def _on_event(self, event: Event) -> None:
         # A finished job's files are complete now: count them without waiting for a pass.

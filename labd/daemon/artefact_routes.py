@@ -38,6 +38,8 @@ V1 = "/api/v1"
 
 
 class ArtefactRoutes:
+    """The routes, and the listing the first results page shares."""
+
     def __init__(
         self,
         store: Store,
@@ -64,7 +66,10 @@ class ArtefactRoutes:
         variant, `path` on the API and, with `artefacts.base_url`, the full `url`."""
         files = await asyncio.to_thread(list_artefacts, self.jobs_dir, job.id)
         ran_on = job.lease_owner or self.host
-        view: dict[str, Any] = {"job_id": job.id, "host": ran_on, "artefacts": []}
+        # `host`: where the listed files are (this host); `ran_on`: the job's last host (a
+        # job taken over after a lost lease may have left files of its first attempt here).
+        view: dict[str, Any] = {"job_id": job.id, "host": self.host, "ran_on": ran_on}
+        view["artefacts"] = []
         for artefact in files:
             entry = artefact.as_dict()
             entry["path"] = api_path(job.id, artefact.name)

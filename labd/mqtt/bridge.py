@@ -30,18 +30,27 @@ from paho.mqtt.properties import Properties
 
 from labd import __version__
 from labd.config import MqttSettings
-from labd.events import ComponentDown, ComponentUp, DeviceChanged, EventBus, OutboxRowSetAside
-from labd.model import Device, Job
+from labd.events import (
+    ComponentDown,
+    ComponentUp,
+    DeviceChanged,
+    Event,
+    EventBus,
+    JobFinished,
+    OutboxRowSetAside,
+    deserialise,
+)
+from labd.model import Job
 from labd.mqtt.inbound import Inbound, Reply
 from labd.mqtt.messages import (
-    DeviceStateMessage,
     HostStatus,
     JobStateMessage,
     Message,
     ResultMessage,
 )
+from labd.mqtt.outbound import publications
 from labd.mqtt.topics import Topics
-from labd.pool import Pool
+from labd.pool import Pool, device_changed
 from labd.store import OutboxRow, Store, summary_of
 from labd.tasks import TaskSet
 
@@ -228,7 +237,7 @@ class MqttBridge:
         self._down.pop(COMPONENT, None)
         await client.publish(self.topics.host_status(self.host), self._status("online"), 1, True)
         for device in list(self.pool.devices.values()):
-            await self._publish_device(client, device)
+            await self._publish(client, device_changed(device), device.id)
         self.bus.publish(ComponentUp(component=COMPONENT))
         try:
             async with asyncio.TaskGroup() as group:
@@ -341,11 +350,18 @@ class MqttBridge:
         self.bus.publish(OutboxRowSetAside(stream=row.stream, key=ascii(row.key), error=reason))
 
     async def _deliver(self, client: aiomqtt.Client, row: OutboxRow) -> None:
+        if "event" not in row.body:
+            await self._deliver_written_as_message(client, row)
+            return
+        event = deserialise(row.body)
+        await self._publish(client, event, row.key, row.seq)
+        if isinstance(event, JobFinished):
+            await self._publish_result(client, row.key)
+
+    async def _deliver_written_as_message(self, client: aiomqtt.Client, row: OutboxRow) -> None:
+        """A row an older labd queued as the message itself (before typed events)."""
         if row.stream == "alert":
             await client.publish(self.topics.alerts, _dumps(row.body), 1)
-            return
-        if row.stream != "job":
-            log.warning("outbox row of an unknown stream dropped", stream=row.stream, id=row.id)
             return
         body = row.body
         await client.publish(self.topics.job_events(row.key), _dumps(body), 1)
@@ -384,13 +400,12 @@ class MqttBridge:
     async def _follow_devices(self, client: aiomqtt.Client) -> None:
         async for event in self._devices:
             assert isinstance(event, DeviceChanged)
-            if device := self.pool.devices.get(event.device_id):
-                try:
-                    await self._publish_device(client, device)
-                except aiomqtt.MqttError:
-                    raise
-                except Exception:
-                    log.exception("device state could not be published", device=ascii(device.id))
+            try:
+                await self._publish(client, event, event.device_id)
+            except aiomqtt.MqttError:
+                raise
+            except Exception:
+                log.exception("device state could not be published", device=ascii(event.device_id))
 
     async def _follow_health(self) -> None:
         """Keep the retained host status saying which components are down."""
@@ -409,17 +424,10 @@ class MqttBridge:
                 except Exception as e:  # the connection loop deals with a lost broker
                     log.debug("host status not updated", error=str(e))
 
-    async def _publish_device(self, client: aiomqtt.Client, device: Device) -> None:
-        message = DeviceStateMessage(
-            device_id=device.id,
-            host=device.host,
-            platform=device.platform,
-            model=device.model,
-            state=device.state.value,
-            admin=device.admin.value,
-            reason=device.reason,
-        )
-        await client.publish(self.topics.device_state(device.id), encode(message), 1, True)
+    async def _publish(self, client: aiomqtt.Client, event: Event, key: str, seq: int = 0) -> None:
+        """Publish what the outbound table makes of `event` (queued under `key`)."""
+        for out in publications(event, key, seq, self.host, self.topics):
+            await client.publish(out.topic, encode(out.message), 1, out.retain)
 
 
 def encode(message: Message) -> bytes:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,12 +31,12 @@ from labd.auth import (
 )
 from labd.config import AuthSettings, MqttSettings
 from labd.errors import AuthError, InvalidSpec
+from labd.events import JobRejected
 from labd.model import AdminState, JobState, id_problem
 from labd.mqtt.messages import (
     CancelRequest,
     DeviceCommand,
     ErrorMessage,
-    JobEvent,
     JobQuery,
     Message,
     QueryAnswer,
@@ -46,6 +45,7 @@ from labd.mqtt.messages import (
     SubmitAnswer,
     SubmitRequest,
 )
+from labd.mqtt.outbound import job_event_message
 from labd.mqtt.topics import Topics
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
@@ -274,9 +274,14 @@ class Inbound:
                 # A "rejected" event goes on the job's topic only when no job has that id: the
                 # events of an existing job (anyone's) are its own, never a refusal's.
                 if refused.job_free:
-                    replies.append(
-                        Reply(self.topics.job_events(job_id), _rejected(job_id, refused))
+                    rejected = JobRejected(
+                        job_id=job_id,
+                        source=request.source or topic,
+                        problems=refused.problems,
+                        reason=refused.reason,
                     )
+                    message = job_event_message(rejected, seq=0, host="")
+                    replies.append(Reply(self.topics.job_events(job_id), message))
             elif isinstance(request, JobQuery):
                 answer = QueryAnswer(
                     query=request.query,
@@ -398,19 +403,6 @@ class Inbound:
 def _replayed(topic: str) -> Refused:
     return Refused(
         [f"{topic}: replayed: a message with this nonce was already handled"], "replayed"
-    )
-
-
-def _rejected(job_id: str, refused: Refused) -> JobEvent:
-    return JobEvent(
-        event_id=f"rejected-{time.time_ns()}",
-        job_id=job_id,
-        seq=0,
-        kind="rejected",
-        state="rejected",
-        time=time.time(),
-        host="",
-        data={"problems": refused.problems, "reason": refused.reason},
     )
 
 

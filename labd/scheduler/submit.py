@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from labd.auth import Principal, RateLimiter
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import InvalidSpec, UsageError
-from labd.events import EventBus, JobQueued, JobRejected
+from labd.events import EventBus, JobRejected
 from labd.model import Device, DeviceState, Job, Policy, TestSpec, id_problem, parse_spec
 from labd.replay import load, profile_for
 from labd.runner import archive_path
@@ -39,7 +39,6 @@ class JobService:
         store: Store,
         drivers: Mapping[str, Driver],
         bus: EventBus,
-        on_queued: Callable[[], None] = lambda: None,
         replay: ReplaySettings | None = None,
         measurement: MeasurementSettings | None = None,
         perfherder: PerfherderSettings | None = None,
@@ -51,7 +50,6 @@ class JobService:
         self.limiter = limiter or RateLimiter()
         self.drivers = drivers
         self.bus = bus
-        self.on_queued = on_queued
         self.replay = replay or ReplaySettings()
         self.measurement = measurement or MeasurementSettings()
         self.perfherder = perfherder or PerfherderSettings()
@@ -96,16 +94,6 @@ class JobService:
                 submitter=job.submitter,
                 priority=spec.priority,
             )
-            self.bus.publish(
-                JobQueued(
-                    job_id=job.id,
-                    suite=spec.suite,
-                    test=spec.test,
-                    submitter=job.submitter,
-                    priority=spec.priority,
-                )
-            )
-            self.on_queued()
         return job, created
 
     async def _check_principal(self, spec: TestSpec, principal: Principal, source: str) -> None:
@@ -155,8 +143,17 @@ class JobService:
             return [f"{source}: params.url: {url} is not in the archive {path.name}"]
         return []
 
-    async def check(self, spec: TestSpec, source: str) -> None:
+    def _offering(self, spec: TestSpec) -> list[Driver]:
+        """Drivers offering the scenario, those of the job's platform when it names one: X11
+        and Android both offer page-load, each with its own parameters, and a job for one is
+        checked against that one only. (None on its platform: all of them, and the device
+        check says why none fits.)"""
         offering = [d for d in self.drivers.values() if spec.scenario in d.scenarios()]
+        platform = spec.device.platform
+        return [d for d in offering if d.platform == platform] or offering
+
+    async def check(self, spec: TestSpec, source: str) -> None:
+        offering = self._offering(spec)
         if not offering:
             known = sorted({s for d in self.drivers.values() for s in d.scenarios()})
             hint = did_you_mean(spec.scenario, known) or f" (known: {', '.join(known)})"
@@ -215,8 +212,7 @@ class JobService:
 
     async def why_waiting(self, job: Job) -> str:
         """For a queued job: which devices could take it and why none has yet."""
-        offering = [d for d in self.drivers.values() if job.spec.scenario in d.scenarios()]
-        devices = await self._fitting_devices(job.spec, offering)
+        devices = await self._fitting_devices(job.spec, self._offering(job.spec))
         if not devices:
             return f"no device matches {job.spec.device.describe()} any more"
         parts = []

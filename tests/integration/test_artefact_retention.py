@@ -78,6 +78,10 @@ def test_gc_removes_old_artefacts_and_says_what_it_freed(
     assert _metric(daemon, "labd_artefacts_bytes", "old") == old_bytes
     assert _metric(daemon, "labd_artefacts_jobs", "old") == 1
 
+    listed = _labd(daemon.config, "list", "k1")
+    assert re.search(r"^data\.bin\s+file\s+300\.0 KiB\s+/api/v1/jobs/k1/artefacts/data\.bin$",
+                     listed, re.M), listed  # fmt: skip
+
     _job(daemon, "r1", "old", ["sleep", "30"])  # running while the limits are applied
     _wait_state(daemon, "r1", {"running"})
     time.sleep(2.5)  # o1 and r1's folder are older than the suite's 2 s now

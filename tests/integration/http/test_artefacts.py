@@ -23,6 +23,7 @@ open("iteration-0/progress.json", "w").write('{"frames": []}')
 os.symlink(sys.argv[2], "secret-link")
 os.symlink("/etc", "etc-link")
 open(".hidden", "w").write("hidden")
+open("page.html", "w").write("<script>fetch('/api/v1/jobs')</script>")
 """
 
 
@@ -71,7 +72,9 @@ def test_a_viewer_lists_and_plays_a_jobs_video(lab: Lab, video: Path, tmp_path: 
     assert listing.status == 200, listing.body
     names = {a["name"]: a for a in listing.body["artefacts"]}
     # The job's log (its PERFHERDER_DATA line) is one of them too.
-    assert set(names) == {"iteration-0/video.webm", "iteration-0/progress.json", "job.log"}
+    assert set(names) == {
+        "iteration-0/video.webm", "iteration-0/progress.json", "job.log", "page.html"
+    }  # fmt: skip
     assert names["job.log"]["kind"] == "log"
     webm = names["iteration-0/video.webm"]
     source = video.read_bytes()
@@ -80,6 +83,11 @@ def test_a_viewer_lists_and_plays_a_jobs_video(lab: Lab, video: Path, tmp_path: 
     )  # fmt: skip
     results = lab.request("GET", f"/api/v1/jobs/{job_id}/results", token=viewer)
     assert [a["name"] for a in results.body["artefacts"]] == sorted(names)
+    # A page the job wrote is never shown as the API's own: downloaded, sandboxed.
+    page = _get(lab, names["page.html"]["path"], {})
+    assert page[1]["Content-Disposition"] == 'attachment; filename="page.html"'
+    assert page[1]["X-Content-Type-Options"] == "nosniff"
+    assert page[1]["Content-Security-Policy"].startswith("sandbox")
 
     whole = lab.request("GET", webm["path"], token=viewer)
     assert whole.status == 200 and whole.raw == source
