@@ -35,9 +35,11 @@ FALSE_LIMIT = 1.0  # per 1,000 builds of noise
 
 # The settings the selection may choose among: the first round's default (ETS and the CUSUM,
 # with the rank confirmer, the long-run noise scale, the interquartile floor, ETS confirming by
-# 3 builds and a CUSUM clip of 3; see docs/statistics.md), and ETS with the rank scan: with or
-# without the rank confirmer, its calibration against the quiet builds of the last 80 or 160,
-# two thresholds, two calibrations and two window lengths.
+# 3 builds and a CUSUM clip of 3; see docs/statistics.md), the second round's (ETS with the rank
+# scan starting afresh after its alarm), and ETS with the rank scan starting afresh at the
+# change's date (third round): as it stands, with a threshold of 3.25 or 3.75, a calibration of
+# 1.75 or 2.25, its calibration against the quiet builds of the last 80, the rank confirmer, or
+# windows of 40 builds.
 FIRST_ROUND: dict[str, Any] = {
     "method": "ets+cusum",
     "rank_p": 0.01,
@@ -53,15 +55,18 @@ SCAN: dict[str, Any] = {
     "quiet_span": 160,
     "window": 30,
     "rank_p": None,
+    "scan_restart": "change",
 }
 SETTINGS: list[dict[str, Any]] = [
     FIRST_ROUND,
-    {**SCAN, "quiet_span": 80, "rank_p": 0.01},
-    {**SCAN, "quiet_span": 80},
+    {**SCAN, "scan_restart": "alarm"},
     SCAN,
-    {**SCAN, "rank_p": 0.01},
     {**SCAN, "scan_threshold": 3.25},
+    {**SCAN, "scan_threshold": 3.75},
     {**SCAN, "calibrate": 1.75},
+    {**SCAN, "calibrate": 2.25},
+    {**SCAN, "quiet_span": 80},
+    {**SCAN, "rank_p": 0.01},
     {**SCAN, "window": 40},
 ]
 

@@ -14,8 +14,10 @@ the change began (`index`) and when the method could first tell (`raised_at`):
   them), where the ramp began. An alarm on a series whose values wander (strong
   autocorrelation before the change) is not reported, nor one on a trend the history began
   with.
-- `ets+cusum` (the default, chosen by measurement): both, a CUSUM alert near an ETS alert
-  counting as the same change.
+- `rank`: an online rank scan (a windowed Mann-Whitney test over every split of the recent
+  builds, calibrated against its own quiet builds; see rankscan.py).
+- `ets+rank` (the default, chosen leave-one-family-out), `ets+cusum` and `ets+cusum+rank`:
+  ensembles, an alert near one already taken counting as the same change.
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
   as the baseline every other method must beat.
 
@@ -34,7 +36,7 @@ from labd.stats.alert import Alert, describe_change
 from labd.stats.confirm import rank_confirmed
 from labd.stats.cusum import detect_cusum
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
-from labd.stats.rankscan import detect_rank_scan
+from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan
 from labd.stats.talos import detect_talos
 
 __all__ = [
@@ -70,10 +72,11 @@ def detect_ensemble(
     long_run: bool = True,
     spread: bool = True,
     rank_p: float | None = 0.01,
-    scan_threshold: float = 3.5,
+    scan_threshold: float = SCAN_THRESHOLD,
     calibrate: float = 2.0,
     quiet_span: int = 160,
     window: int = 30,
+    scan_restart: str = "change",
 ) -> list[Alert]:
     """ETS for the large changes it flags within a build; the CUSUM and the rank scan for the
     small sustained shifts and creeps it cannot see. An alert within `gap` builds of one
@@ -104,6 +107,7 @@ def detect_ensemble(
                 quiet_span=quiet_span,
                 after=window,
                 before=window,
+                restart=scan_restart,
             )
         )
     alerts = sorted(taken, key=lambda a: a.index)
