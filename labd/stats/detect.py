@@ -80,7 +80,8 @@ def detect_ensemble(
 ) -> list[Alert]:
     """ETS for the large changes it flags within a build; the CUSUM and the rank scan for the
     small sustained shifts and creeps it cannot see. An alert within `gap` builds of one
-    already taken (ETS first, then the CUSUM, then the rank scan) is the same change. With
+    already taken (ETS first, then the CUSUM, then the rank scan), or whose builds from its
+    date to its alarm hold one, is the same change. With
     `rank_p`, an alert is reported only when the builds since the change rank on its side of
     those before (one-sided Mann-Whitney p < rank_p). (The settings were chosen by the
     detection benchmarks; docs/statistics.md says how.)"""
@@ -88,7 +89,16 @@ def detect_ensemble(
 
     def add(found: list[Alert]) -> None:
         earlier = list(taken)  # a voter's own alerts are distinct changes
-        taken.extend(a for a in found if all(abs(a.index - b.index) > gap for b in earlier))
+        # The same change: an alert dated near one taken, or whose evidence (from its date to
+        # the build that raised it) holds one taken.
+        taken.extend(
+            a
+            for a in found
+            if all(
+                abs(a.index - b.index) > gap and not a.index <= b.index <= a.raised_at
+                for b in earlier
+            )
+        )
 
     if "ets" in voters:
         add(detect_ets(x, z=z, confirm=confirm))

@@ -16,8 +16,9 @@ behaviour on this history's noise), and raises nothing until it has seen enough 
 After an alert the scan starts afresh at the change's date, not after the alarm: the builds
 between the two are the new level's first builds, so the move back of a revert 8-20 builds
 later has a reference in time. It raises nothing at a build it has already passed (the alert
-stays online), and an alert in the same direction dated within `unfolding` builds after the
-previous alarm is that change still unfolding (a creep, a cycle's slope), not a new one.
+stays online), and an alert in the same direction dated within `unfolding_span` builds after the
+previous alarm is that change still unfolding (a creep, a cycle's slope), not a new one; nor
+is one dated at the first monitored build of a history whose first builds already trend its way.
 
 All splits at all builds come from one pass over the sign matrix of each build against the
 `after + before` builds before it, a block of rows at a time: memory is linear in the history.
@@ -33,7 +34,7 @@ from numpy.typing import NDArray
 
 from labd.stats.alert import Alert, describe_change
 from labd.stats.cusum import MEMORY_RHO
-from labd.stats.segments import memory, onset, settled
+from labd.stats.segments import memory, onset, settled, trends
 
 SCAN_THRESHOLD = 3.75  # chosen leave-one-family-out (benchmarks/stats/lofo_bench.py)
 HINDSIGHT = 10  # builds after an alarm that help date a creep (as the CUSUM's dating)
@@ -95,7 +96,7 @@ def detect_rank_scan(
     quiet_lag: int = 20,
     quiet_rows: int = 20,
     restart: str = "change",
-    unfolding: int = 10,
+    unfolding_span: int = 10,
 ) -> list[Alert]:
     """Alerts where the rank scan's statistic passes `threshold` and `calibrate` times the
     median of its values over the quiet builds `quiet_lag` to `quiet_span` builds before
@@ -168,17 +169,20 @@ def detect_rank_scan(
         index = onset(x, lo, min(n, t + 1 + HINDSIGHT), t - length + 1)
         index = min(max(index, lo + min_before), t)
         alert = describe_change(x, lo, index, t + 1, t, "rank")
-        unfolding_before = bool(
+        unfolding = bool(
             restart == "change"
             and alerts
             and alerts[-1].direction == alert.direction
-            and index <= passed + unfolding
+            and index <= passed + unfolding_span
         )
+        # As the CUSUM's: an alarm dated at the first monitored build while the history's
+        # first builds already trend its way is a trend the history began with (GDP, CO2).
+        inherited = lo == 0 and index == min_before and trends(x[:min_before], alert.direction)
         passed = t
-        if not unfolding_before:
+        if not (unfolding or inherited):
             alerts.append(alert)
             segments.append((lo, index))
-        # Afresh at the change; after the alarm where the change before is still unfolding.
-        at_change = restart == "change" and not unfolding_before
+        # Afresh at the change; after the alarm where nothing new was reported.
+        at_change = restart == "change" and not (unfolding or inherited)
         lo = settled(x, index if at_change else t + 1, alert.direction)
     return alerts
