@@ -6,7 +6,7 @@ Both variants are the same program (A/A), measured with 1% noise while the devic
 linearly over the job (thermal build-up, a background job starting): 0 to 5% from the first
 iteration to the last. Each trial orders the 2n iterations as labd would (all base then all
 new, or labd.runner.variants' alternating and random blocks), draws the values, and asks
-labd's comparison (labd.stats.compare, effect 1%) for a verdict; a "regression" is a false
+labd's comparison (labd.stats.comparison, effect 1%) for a verdict; a "regression" is a false
 alarm. The interleaved orders should stay at the rate with no drift (their nominal rate).
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from labd.model import TestSpec
 from labd.runner.variants import schedule
-from labd.stats.compare import compare
+from labd.stats.comparison import compare
 
 DRIFTS = (0.0, 0.01, 0.02, 0.05)
 

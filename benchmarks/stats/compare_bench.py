@@ -23,7 +23,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).parent))
 from generate import noise
 
-from labd.stats.compare import compare
+from labd.stats.comparison import compare
 from labd.stats.modality import mode_count
 
 SHAPES = ("normal", "lognormal", "bimodal", "heavy", "warm-up", "trimodal")

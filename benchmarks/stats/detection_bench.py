@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from generate import generate
 
-from labd.stats.detect import DEFAULT_METHOD, METHODS, detect
+from labd.stats.detection import DEFAULT_METHOD, METHODS, detect
 
 # The Turing data sit in shared/ beside the checkout (of the repository or of a worktree).
 TCPD = next(

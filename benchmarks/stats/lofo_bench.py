@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from detection_bench import match, published_comparison, tcpd_f1
 from families import FAMILIES, generate
 
-from labd.stats.detect import DEFAULT_METHOD, detect
+from labd.stats.detection import DEFAULT_METHOD, detect
 
 TUNE_SEED, REPORT_SEED = 1, 2
 NOISE_TUNE_SEED, NOISE_REPORT_SEED = 101, 102

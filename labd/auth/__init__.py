@@ -1,7 +1,7 @@
 """Who may use the lab: principals and roles, signed MQTT messages, credentials, broker
 accounts and their topics, rate limits and the audit trail."""
 
-from labd.auth.acl import mosquitto_acl, permits, replies_prefix, rules_for
+from labd.auth.acl import Rule, mosquitto_acl, permits, replies_prefix, rules_for
 from labd.auth.audit import Audit
 from labd.auth.credentials import (
     LOCAL_FILE,
@@ -13,7 +13,14 @@ from labd.auth.credentials import (
 )
 from labd.auth.limits import RateLimiter
 from labd.auth.passwords import check_password, hash_password
-from labd.auth.principals import Action, Principal, Principals, Role, token_digest
+from labd.auth.principals import (
+    Action,
+    Principal,
+    Principals,
+    Role,
+    from_settings,
+    token_digest,
+)
 from labd.auth.redaction import redact_job, redact_params, redact_spec
 from labd.auth.signing import Signed, sign, verify
 
@@ -26,10 +33,12 @@ __all__ = [
     "Principals",
     "RateLimiter",
     "Role",
+    "Rule",
     "Signed",
     "check_password",
     "ensure_local_credentials",
     "find_credentials",
+    "from_settings",
     "hash_password",
     "mosquitto_acl",
     "new_credentials",

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from labd.auth.passwords import hash_password
 from labd.auth.principals import Principal, Role, decode_key, token_digest
-from labd.config.models import LOCAL_PRINCIPAL
+from labd.config import LOCAL_PRINCIPAL
 from labd.errors import UsageError
 
 LOCAL_FILE = Path("credentials") / "local.toml"

@@ -13,8 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from labd.config import AuthSettings, PrincipalSettings
-from labd.config.models import LOCAL_PRINCIPAL
+from labd.config import LOCAL_PRINCIPAL, AuthSettings, PrincipalSettings
 
 
 class Role(StrEnum):

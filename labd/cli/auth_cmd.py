@@ -13,18 +13,17 @@ from labd.auth import (
     Credentials,
     Principals,
     find_credentials,
+    from_settings,
     hash_password,
     mosquitto_acl,
     new_credentials,
     read_credentials,
     token_digest,
 )
-from labd.auth.principals import from_settings
-from labd.config import load_config
-from labd.config.models import LOCAL_PRINCIPAL
+from labd.config import LOCAL_PRINCIPAL, load_config
 from labd.errors import UsageError
 from labd.model import id_problem
-from labd.mqtt.bridge import broker_credentials
+from labd.mqtt import broker_credentials
 
 BROKER_USER = "mosquitto"  # the account Debian's and upstream's packages run the broker as
 

@@ -12,7 +12,7 @@ from labd.errors import UsageError
 
 
 def _colors(text: str, what: str) -> list[tuple[int, int, int]]:
-    from labd.capture.colors import parse_color
+    from labd.capture import parse_color
 
     colors = [parse_color(part) for part in text.split(",") if part.strip()]
     if not colors:
@@ -21,8 +21,14 @@ def _colors(text: str, what: str) -> list[tuple[int, int, int]]:
 
 
 def analyze(args: argparse.Namespace) -> int:
-    from labd.capture import AnalysisOptions, Artifacts, Checkerboard, VideoFile, analyze
-    from labd.capture.colors import parse_color
+    from labd.capture import (
+        AnalysisOptions,
+        Artifacts,
+        Checkerboard,
+        VideoFile,
+        analyze,
+        parse_color,
+    )
 
     checkerboard = None
     if args.checkerboard:
@@ -56,7 +62,19 @@ def analyze(args: argparse.Namespace) -> int:
         heatmap=Path(args.heatmap) if args.heatmap else None,
         progress=Path(args.progress_out) if args.progress_out else None,
     )
-    result = analyze(VideoFile(Path(args.video), timestamps), options, artifacts)
+    from labd.cli.progress import ReportingRecording, progress_line
+
+    video = VideoFile(Path(args.video), timestamps)
+    line = progress_line(args.show_progress)
+    if line is None:
+        result = analyze(video, options, artifacts)
+    else:
+        try:
+            result = analyze(ReportingRecording(video, video.frame_count, line), options, artifacts)
+        except BaseException:
+            line.done(ok=False)
+            raise
+        line.done()
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0
@@ -90,7 +108,7 @@ def _ms(value: float | None) -> str:
 
 
 def capture(args: argparse.Namespace) -> int:
-    from labd.capture.live import Recorder, SourceSpec, spool_summary
+    from labd.capture import Recorder, SourceSpec, spool_summary
 
     if args.x11:
         display, _, region = args.x11.partition("+")
@@ -115,7 +133,7 @@ def capture(args: argparse.Namespace) -> int:
 def _adb_command(serial: str, size: tuple[int, int]) -> list[str]:
     import adbutils
 
-    from labd.capture.live import screenrecord_command
+    from labd.capture import screenrecord_command
 
     return screenrecord_command(serial, size, adbutils.adb_path())
 

@@ -71,7 +71,7 @@ class _UnixConnection(http.client.HTTPConnection):
         self.socket_path = path
 
     def connect(self) -> None:
-        from labd.daemon.listeners import reachable
+        from labd.daemon import reachable
 
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
@@ -99,7 +99,7 @@ class Client:
     def endpoints(self) -> list[Endpoint]:
         """Where to try, in order (see the module doc)."""
         from labd.auth import find_credentials
-        from labd.daemon.listeners import api_socket_path
+        from labd.daemon import api_socket_path
 
         state_dir = self.settings.daemon.state_path
         if self.api_url:

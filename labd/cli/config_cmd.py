@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from labd.config import load_config
-from labd.config.example import render_example
-from labd.config.show import masked_dump, render_toml
+from labd.config import load_config, masked_dump, render_example, render_toml
 
 
 def check(args: argparse.Namespace) -> int:

@@ -8,8 +8,7 @@ import json
 import urllib.error
 import urllib.request
 
-from labd.config import LoadedConfig, load_config
-from labd.config.show import secret_values
+from labd.config import LoadedConfig, load_config, secret_values
 from labd.errors import EXIT_RUNTIME
 from labd.logs import configure_logging
 
@@ -29,7 +28,7 @@ def load_and_log(args: argparse.Namespace) -> LoadedConfig:
 def run(args: argparse.Namespace) -> int:
     """Run the daemon in the foreground until SIGTERM or SIGINT."""
     loaded = load_and_log(args)
-    from labd.daemon.app import Daemon
+    from labd.daemon import Daemon
 
     return asyncio.run(Daemon(loaded).run())
 

@@ -15,7 +15,7 @@ from labd.cli.client import Client
 from labd.config import Settings, load_config
 from labd.errors import EXIT_RUNTIME, LabdError, UsageError
 from labd.model import TERMINAL as TERMINAL_STATES
-from labd.model.manifest import load_manifest
+from labd.model import load_manifest
 
 TERMINAL = {state.value for state in TERMINAL_STATES}
 

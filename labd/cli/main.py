@@ -21,7 +21,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 def _name(value: str) -> str:
     """An id given on the command line, checked against labd's one grammar for names."""
-    from labd.model.ids import id_problem  # small module, no heavy imports
+    from labd.model import id_problem
 
     if problem := id_problem(value):
         raise argparse.ArgumentTypeError(problem)
@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_marker_commands(nouns)
 
     _add_auth_commands(nouns)
+    from labd.cli.artefacts_cmd import add_commands  # small: no heavy imports
+
+    add_commands(nouns, _name, _lazy)
 
     config = nouns.add_parser("config", help="inspect the configuration")
     config_verbs = config.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -246,7 +249,7 @@ def _add_stats_commands(nouns: Any) -> None:
     detect.add_argument("--test", help="with --suite: the history stored by the daemon")
     detect.add_argument(
         "--method",
-        # labd.stats.detect.METHODS, spelled out: importing scipy would slow every command
+        # labd.stats.METHODS, spelled out: importing scipy would slow every command
         choices=["ets+rank", "ets+cusum", "ets+cusum+rank", "ets", "cusum", "rank", "talos"],
         default="ets+rank",
     )
@@ -304,6 +307,12 @@ def _add_capture_commands(nouns: Any) -> None:
     analyze.add_argument("--timestamps", metavar="FILE", help="per-frame times in ms, one per line")
     analyze.add_argument("--checkerboard", metavar="C1,C2,SIZE", help="measure checkerboarding")
     analyze.add_argument("--tearing-colors", metavar="C1,C2,...", help="detect tearing")
+    analyze.add_argument(
+        "--show-progress",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="progress on stderr (auto: when stderr is a terminal)",
+    )
     analyze.set_defaults(handler=_lazy("labd.cli.capture_cmd:analyze"))
 
     capture = nouns.add_parser(

@@ -11,13 +11,13 @@ from labd.errors import UsageError
 
 
 def _authority(directory: str | None):  # type: ignore[no-untyped-def]
-    from labd.replay.certs import Authority
+    from labd.replay import Authority
 
     return Authority.load(Path(directory)) if directory else None
 
 
 def record(args: argparse.Namespace) -> int:
-    from labd.replay.server import record
+    from labd.replay import record
 
     out = Path(args.out)
     if not out.parent.is_dir():
@@ -28,9 +28,7 @@ def record(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from labd.replay.har import load
-    from labd.replay.server import serve
-    from labd.replay.shaping import Profile, Shaper, profile
+    from labd.replay import Profile, Shaper, load, profile, serve
 
     custom = any(v is not None for v in (args.latency_ms, args.down_kbps, args.up_kbps))
     if args.profile and custom:
@@ -57,7 +55,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def ca(args: argparse.Namespace) -> int:
-    from labd.replay.certs import write_ca
+    from labd.replay import write_ca
 
     path = write_ca(Path(args.out_dir))
     print(f"wrote {path} (install it on test devices) and its key beside it")

@@ -10,7 +10,7 @@ from labd.errors import UsageError
 
 
 def report(args: argparse.Namespace) -> int:
-    from labd.report.html import render
+    from labd.report import render
 
     client = Client.from_args(args)
     first = client.results(args.job)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def export(args: argparse.Namespace) -> int:
-    from labd.mqtt.schemas import export_files
+    from labd.mqtt import export_files
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

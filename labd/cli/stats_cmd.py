@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from labd.errors import EXIT_NEGATIVE, UsageError
-from labd.results import comparability, one_variant
-from labd.stats.io import Samples, read_samples, samples_from_results
+from labd.report import comparability, one_variant
+from labd.stats import Samples, read_samples, samples_from_results
 
 
 def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any] | None]:
@@ -43,7 +43,7 @@ def _result_json(path: Path) -> dict[str, Any] | None:
 
 
 def compare(args: argparse.Namespace) -> int:
-    from labd.stats.compare import compare as run_compare
+    from labd.stats import compare as run_compare
 
     if not 0 < args.effect < 1:
         raise UsageError(f"--effect must be a fraction between 0 and 1, got {args.effect}")
@@ -124,8 +124,8 @@ def _spread(summary: Any) -> str:
 
 
 def detect(args: argparse.Namespace) -> int:
-    from labd.stats.detect import detect as run_detect
-    from labd.stats.io import read_history
+    from labd.stats import detect as run_detect
+    from labd.stats import read_history
 
     if args.file and (args.suite or args.test):
         raise UsageError("give a history file or --suite and --test, not both")
@@ -165,7 +165,7 @@ def detect(args: argparse.Namespace) -> int:
 
 
 def calibrate(args: argparse.Namespace) -> int:
-    from labd.stats.calibrate import calibrate as run_calibrate
+    from labd.stats import calibrate as run_calibrate
 
     samples = read_samples(Path(args.file))
     results = [

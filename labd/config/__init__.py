@@ -1,7 +1,10 @@
 """Configuration: TOML file plus LABD_<SECTION>__<KEY> environment overrides, validated."""
 
+from labd.config.artefacts import ArtefactSettings, SuiteRetention
+from labd.config.example import render_example
 from labd.config.loader import LoadedConfig, find_config_file, load_config
 from labd.config.models import (
+    LOCAL_PRINCIPAL,
     AuthSettings,
     DaemonSettings,
     EventSettings,
@@ -19,8 +22,11 @@ from labd.config.models import (
     Settings,
     StoreSettings,
 )
+from labd.config.show import masked_dump, render_toml, secret_values
 
 __all__ = [
+    "LOCAL_PRINCIPAL",
+    "ArtefactSettings",
     "AuthSettings",
     "DaemonSettings",
     "EventSettings",
@@ -38,6 +44,11 @@ __all__ = [
     "SchedulerSettings",
     "Settings",
     "StoreSettings",
+    "SuiteRetention",
     "find_config_file",
     "load_config",
+    "masked_dump",
+    "render_example",
+    "render_toml",
+    "secret_values",
 ]

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from labd.model.ids import ID_PATTERN, OPTIONAL_ID_PATTERN, id_problem
+from labd.config.artefacts import ArtefactSettings
+from labd.model import ID_PATTERN, OPTIONAL_ID_PATTERN, id_problem
 
 LOCAL_PRINCIPAL = "local"
 
@@ -117,6 +118,13 @@ class HttpSettings(Section):
             "Host names API requests may name in their Host header, besides the addresses "
             "labd listens on, localhost, 127.0.0.1, [::1] and this machine's name (a guard "
             "against DNS rebinding): e.g. the name remote clients use in --api-url."
+        ),
+    )
+    console: bool = Field(
+        True,
+        description=(
+            "Serve the web console at /console on the side port (sign-in with a principal's "
+            "API token; viewers read, admins act). Off the loopback, put TLS in front."
         ),
     )
     heavy_queries: int = Field(
@@ -538,6 +546,9 @@ class Settings(Section):
     )
     auth: AuthSettings = Field(default_factory=AuthSettings, description="Principals.")
     policy: PolicySettings = Field(default_factory=PolicySettings, description="Job policy.")
+    artefacts: ArtefactSettings = Field(
+        default_factory=ArtefactSettings, description="Artefacts of jobs."
+    )
     drivers: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Options per driver plugin, e.g. [drivers.host]; see each driver.",

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import structlog
 
 from labd import __version__
-from labd.analysis import BaselineAnalyst
+from labd.artefacts import ArtefactKeeper
 from labd.auth import Audit, Credentials, Principals, RateLimiter, ensure_local_credentials
 from labd.config import LoadedConfig, Settings, load_config
 from labd.daemon.health import ComponentHealth
@@ -28,12 +28,11 @@ from labd.daemon.systemd import SystemdNotifier
 from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
-from labd.metrics import DaemonMetrics
-from labd.metrics.access import AccessMetrics
-from labd.metrics.lab import LabMetrics
+from labd.metrics import AccessMetrics, ArtefactCollector, DaemonMetrics, LabMetrics
 from labd.model import Policy
 from labd.mqtt import (
     Accounts,
+    ArtefactLinks,
     EmbeddedBroker,
     Inbound,
     MqttBridge,
@@ -42,7 +41,7 @@ from labd.mqtt import (
     listening,
 )
 from labd.pool import Pool, load_drivers, load_power
-from labd.scheduler import JobService, Scheduler
+from labd.scheduler import BaselineAnalyst, JobService, Scheduler
 from labd.store import Store, default_sqlite_url
 from labd.tasks import TaskSet
 
@@ -206,8 +205,11 @@ class Daemon:
         )
         yield self.scheduler
         yield BaselineAnalyst(store.store, self.bus)
+        keeper = ArtefactKeeper(state_dir, settings.artefacts, store.store, self.bus)
+        self.metrics.registry.register(ArtefactCollector(lambda: keeper.usage))
+        yield keeper
         if settings.mqtt.enabled:
-            async for component in self._mqtt(store.store):
+            async for component in self._mqtt(store.store, lambda job: keeper.links(job, host)):
                 yield component
         bridge = self._bridge
         connected = (lambda: bridge.connected) if bridge is not None else None
@@ -220,14 +222,26 @@ class Daemon:
             from labd.daemon.listeners import api_socket_path
 
             heavy = HeavyQueries(settings.http.heavy_queries, settings.http.heavy_queue)
-            api = Api(store.store, self.jobs, self.scheduler, self.pool, self.audit, heavy)
+            from labd.daemon.artefact_routes import ArtefactRoutes
+
+            routes = ArtefactRoutes(
+                store.store, keeper, host, self.audit, settings.artefacts.base_url
+            )
+            api = Api(store.store, self.jobs, self.scheduler, self.pool, self.audit, heavy, routes)
             self.side_port.add_api(
                 api_application(api, self.principals, settings.http), api_socket_path(settings)
             )
+            if settings.http.console:
+                from labd.console import PREFIX, console_application
+
+                console = console_application(
+                    api, self.bus, self.principals, self.audit, settings.http, state_dir / "jobs"
+                )
+                self.side_port.add_console(console, PREFIX)
             self.side_port.add_probe("store", store.store.ping)
             yield self.side_port
 
-    async def _mqtt(self, store: Store) -> AsyncIterator[Component]:
+    async def _mqtt(self, store: Store, artefact_links: ArtefactLinks) -> AsyncIterator[Component]:
         """The embedded broker when none is configured or listening, then the bridge."""
         settings, lab = self.settings.mqtt, self.settings.daemon.lab
         mqtt5 = True
@@ -279,6 +293,7 @@ class Daemon:
             self.bus,
             mqtt5=mqtt5,
             credentials=credentials,
+            artefact_links=artefact_links,
         )
         self.side_port.add_probe("broker", bridge.probe)
         self._bridge = bridge

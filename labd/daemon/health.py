@@ -9,8 +9,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from labd.events import ComponentDown, ComponentUp, EventBus, dispatch
-from labd.events.types import Event
+from labd.events import ComponentDown, ComponentUp, Event, EventBus, dispatch
 from labd.tasks import TaskSet
 
 

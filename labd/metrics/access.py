@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter
 
-from labd.events import AccessRefused, EventBus, OutboxRowSetAside, dispatch
-from labd.events.types import Event
+from labd.events import AccessRefused, Event, EventBus, OutboxRowSetAside, dispatch
 from labd.tasks import TaskSet
 
 # Every reason labd refuses a request for, so each series exists (at 0) from the start.

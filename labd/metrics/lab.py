@@ -35,13 +35,15 @@ from labd.events import (
     dispatch,
 )
 from labd.metrics.fleet import FleetRole
+from labd.model import TERMINAL, DeviceState, JobState
 from labd.pool import Pool
-from labd.results import measured
-from labd.store import Store
+from labd.store import Store, measured
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.metrics")
 
+PRIORITY_CLASSES = ("high", "normal", "low")
+VERDICTS = ("regression", "improvement")
 JOB_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400)
 ITERATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
@@ -80,7 +82,9 @@ class SnapshotCollector(Collector):
             "Jobs in the lab by state (one host of the lab exports it).",
             labels=["state"],
         )
-        for state, count in sorted(snap["jobs"].items()):
+        # Every label set, 0 included: a panel shows 0 on a quiet lab, not "No data".
+        counts = {state.value: 0 for state in JobState} | snap["jobs"]
+        for state, count in sorted(counts.items()):
             jobs.add_metric([state], count)
         depth = GaugeMetricFamily(
             "labd_queue_depth",
@@ -93,7 +97,8 @@ class SnapshotCollector(Collector):
             "the lab exports it).",
             labels=["priority"],
         )
-        for cls, (count, wait) in sorted(snap["queue"].items()):
+        queue = {cls: (0, 0.0) for cls in PRIORITY_CLASSES} | snap["queue"]
+        for cls, (count, wait) in sorted(queue.items()):
             depth.add_metric([cls], count)
             oldest.add_metric([cls], wait)
         yield from (jobs, depth, oldest)
@@ -105,7 +110,8 @@ class SnapshotCollector(Collector):
             "This host's devices by state and platform.",
             labels=["state", "platform"],
         )
-        for (state, platform), count in sorted(snap["devices"].items()):
+        every = {(s.value, p): 0 for s in DeviceState for p in snap["platforms"]}
+        for (state, platform), count in sorted((every | snap["devices"]).items()):
             devices.add_metric([state, platform], count)
         connected = GaugeMetricFamily(
             "labd_mqtt_connected", "1 while the MQTT bridge is connected to its broker."
@@ -187,12 +193,34 @@ class LabMetrics:
             ["suite", "test", "metric", "device_class"],
             registry=r,
         )
+        self._initialise_label_sets()
         self.fleet = FleetRole(store)
         self.snapshot = SnapshotCollector(mqtt_connected)
         r.register(self.snapshot)
         self._leased_at: dict[str, float] = {}
         self._events = bus.subscribe("metrics")
         self._tasks = TaskSet("metrics")
+
+    def platforms(self) -> list[str]:
+        """The platforms of this host's drivers, whether or not a device is plugged in."""
+        return sorted({driver.platform for driver in self.pool.drivers.values()})
+
+    def _initialise_label_sets(self) -> None:
+        """Every series a dashboard or an alert reads exists from the start at 0: a panel shows
+        0 rather than "No data", and increase() sees the first increment (a counter whose
+        series appears at 1 has no increase)."""
+        for state in sorted(s.value for s in TERMINAL):
+            self.jobs_finished.labels(state)
+            self.job_duration.labels(state)
+        for cls in PRIORITY_CLASSES:
+            self.job_wait.labels(cls)
+        for result in ("ok", "failed"):
+            self.iterations.labels(result)
+        for platform in self.platforms():
+            self.health_failures.labels(platform)
+            self.quarantines.labels(platform)
+        for verdict in VERDICTS:
+            self.changes.labels(verdict)
 
     async def start(self) -> None:
         await self.refresh()
@@ -227,6 +255,7 @@ class LabMetrics:
             "jobs": await self.store.count_jobs() if fleet else {},
             "queue": queue,
             "devices": dict(devices),
+            "platforms": self.platforms(),
             "outbox": await self.store.outbox_depth(),
         }
 

@@ -2,13 +2,16 @@
 interfaces are the plugin SDK's: labd.sdk.)"""
 
 from labd.model.device import AdminState, Device, DeviceSelector, DeviceState
-from labd.model.ids import Identifier, check_id, id_problem
+from labd.model.ids import ID_PATTERN, OPTIONAL_ID_PATTERN, Identifier, check_id, id_problem
 from labd.model.iteration import Iteration
 from labd.model.job import TERMINAL, Job, JobState, can_move
-from labd.model.policy import Policy, RunAs
-from labd.model.spec import BuildInfo, MetricSpec, NetworkSpec, TestSpec
+from labd.model.manifest import load_manifest, parse_spec
+from labd.model.policy import Policy, ProgramNotFound, RunAs
+from labd.model.spec import ABSpec, BuildInfo, MetricSpec, NetworkSpec, TestSpec, Variant
 
 __all__ = [
+    "ID_PATTERN",
+    "OPTIONAL_ID_PATTERN",
     "TERMINAL",
     "ABSpec",
     "AdminState",
@@ -23,10 +26,13 @@ __all__ = [
     "MetricSpec",
     "NetworkSpec",
     "Policy",
+    "ProgramNotFound",
     "RunAs",
     "TestSpec",
     "Variant",
     "can_move",
     "check_id",
     "id_problem",
+    "load_manifest",
+    "parse_spec",
 ]

@@ -18,8 +18,9 @@ import secrets
 import socket
 import ssl
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 import aiomqtt
@@ -30,7 +31,7 @@ from paho.mqtt.properties import Properties
 from labd import __version__
 from labd.config import MqttSettings
 from labd.events import ComponentDown, ComponentUp, DeviceChanged, EventBus, OutboxRowSetAside
-from labd.model import Device
+from labd.model import Device, Job
 from labd.mqtt.inbound import Inbound, Reply
 from labd.mqtt.messages import (
     DeviceStateMessage,
@@ -41,15 +42,14 @@ from labd.mqtt.messages import (
 )
 from labd.mqtt.topics import Topics
 from labd.pool import Pool
-from labd.results import summary_of
-from labd.store import Store
-from labd.store.outbox import OutboxRow
+from labd.store import OutboxRow, Store, summary_of
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.mqtt")
 
 UNSUPPORTED_PROTOCOL = 132  # CONNACK reason code of a broker that speaks MQTT 3.1.1 only
 COMPONENT = "mqtt"
+ArtefactLinks = Callable[[Job], Awaitable[list[dict[str, Any]]]]
 HEALTHY_SESSION_S = 10.0  # a session that ran this long failed afresh: backoff starts over
 # What the client library or the row itself raises for a row that can never be published (a
 # wildcard in its topic, a body missing its fields). Anything else (the broker gone, the
@@ -75,6 +75,7 @@ class MqttBridge:
         bus: EventBus,
         mqtt5: bool = True,
         credentials: tuple[str, str] | None = None,
+        artefact_links: ArtefactLinks | None = None,
     ) -> None:
         self.settings, self.address, self.topics = settings, address, topics
         self.host, self.client_id = host, client_id
@@ -84,6 +85,7 @@ class MqttBridge:
         self.last_error = "not connected yet"
         self.credentials = credentials or broker_credentials(settings)
         self._down: dict[str, str] = {}  # failed components, for the host status
+        self._artefact_links = artefact_links
         self._client: aiomqtt.Client | None = None
         self._tasks = TaskSet("mqtt")
         self._wake = asyncio.Event()
@@ -364,9 +366,20 @@ class MqttBridge:
             device_id=job.device_id,
             build=job.spec.build.model_dump(),
             summary=await summary_of(self.store, job),
+            artefacts=await self._links(job),
         )
         topic = self.topics.results(job.spec.suite, job.spec.test)
         await client.publish(topic, encode(result), 1)
+
+    async def _links(self, job: Job) -> list[dict[str, Any]]:
+        """The job's artefact URLs; a listing that fails costs the result its links only."""
+        if self._artefact_links is None:
+            return []
+        try:
+            return await self._artefact_links(job)
+        except Exception as e:
+            log.warning("artefacts not listed in the result", job=ascii(job.id), error=repr(e))
+            return []
 
     async def _follow_devices(self, client: aiomqtt.Client) -> None:
         async for event in self._devices:

@@ -21,8 +21,7 @@ import structlog
 from amqtt.contexts import Action
 from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
 
-from labd.auth import Credentials, Principals, check_password, permits, rules_for
-from labd.auth.acl import Rule
+from labd.auth import Credentials, Principals, Rule, check_password, permits, rules_for
 from labd.errors import LabdError
 
 log = structlog.get_logger("labd.mqtt")

@@ -48,9 +48,8 @@ from labd.mqtt.messages import (
 )
 from labd.mqtt.topics import Topics
 from labd.pool import Pool
-from labd.results import results_page
 from labd.scheduler import JobService, Scheduler
-from labd.store import JobConflict, NonceSeen, StoreError
+from labd.store import JobConflict, NonceSeen, StoreError, results_page
 from labd.validation import describe_errors
 
 log = structlog.get_logger("labd.mqtt")

@@ -10,7 +10,7 @@ import signal
 from collections.abc import Callable, Collection
 from typing import Any
 
-from labd.model.policy import RunAs
+from labd.model import RunAs
 
 PR_SET_PDEATHSIG = 1  # prctl(2) option
 ADDR_NO_RANDOMIZE = 0x0040000  # personality(2) flag: no address-space randomisation

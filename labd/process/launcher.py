@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from labd.errors import CannotStart, InfrastructureError, TestFailure
-from labd.model.policy import RunAs
+from labd.model import RunAs
 
 __all__ = ["Launch", "RunAs", "Usage", "launcher_command"]
 

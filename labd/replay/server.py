@@ -18,8 +18,8 @@ from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 from labd.replay.certs import Authority
 from labd.replay.har import Archive
 from labd.replay.listener import Listener
-from labd.replay.record import RecordHandler
-from labd.replay.serve import ReplayHandler
+from labd.replay.recording import RecordHandler
+from labd.replay.replaying import ReplayHandler
 from labd.replay.shaping import Shaper
 
 

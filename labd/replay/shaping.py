@@ -15,7 +15,7 @@ import time
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.errors import UsageError
-from labd.model.spec import NetworkSpec
+from labd.model import NetworkSpec
 
 
 class Profile(BaseModel):

@@ -12,8 +12,7 @@ import structlog
 
 from labd.config import ReplaySettings
 from labd.model import Device, NetworkSpec
-from labd.replay.process import ReplayProcess
-from labd.replay.shaping import profile_for
+from labd.replay import ReplayProcess, profile_for
 from labd.sdk import Driver, RunContext
 
 log = structlog.get_logger("labd.runner")

@@ -173,7 +173,7 @@ async def _run(
 async def _job_log(store: Store, job: Job, workdir: Path, settings: PerfherderSettings) -> None:
     """The PERFHERDER_DATA line in the job's log; an export that cannot be made is logged,
     never the job's failure (its raw values are all stored)."""
-    from labd.results import write_job_log
+    from labd.runner.joblog import write_job_log
 
     try:
         path = await write_job_log(store, job, workdir, settings)
@@ -258,7 +258,7 @@ async def _teardown(scenario: Scenario, name: str) -> None:
 
 def _stable(measured: list[dict[str, float]], effect: float) -> bool:
     """The adaptive stopping rule: every metric's interval within half the effect."""
-    from labd.stats.calibrate import enough_iterations
+    from labd.stats import enough_iterations
 
     names = {name for values in measured for name in values}
     return bool(names) and all(

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from labd.model.device import Device
+from labd.model import Device
 from labd.sdk.bindings import PluginError, Resources
 from labd.sdk.generic import NoOptions, options_class
 from labd.sdk.inputs import DesktopInput, TouchInput

@@ -13,9 +13,7 @@ from typing import Any, ClassVar, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from labd.model.device import Device
-from labd.model.policy import Policy
-from labd.model.spec import MetricSpec
+from labd.model import Device, MetricSpec, Policy
 from labd.sdk.bindings import PluginError, Resources, protocol_name
 from labd.sdk.generic import NoOptions, options_class
 

@@ -3,16 +3,42 @@
 from labd.store.base import JobConflict, Lane, Lease, StoreError, lane_key
 from labd.store.fencing import LeaseLost
 from labd.store.nonces import NonceSeen
+from labd.store.outbox import OutboxRow
+from labd.store.results import (
+    HISTORY_PAGE,
+    RESULTS_PAGE,
+    compare_variants,
+    history_page,
+    history_view,
+    measured,
+    measured_values,
+    results_page,
+    results_view,
+    set_aside,
+    summary_of,
+)
 from labd.store.store import Store, default_sqlite_url
 
 __all__ = [
+    "HISTORY_PAGE",
+    "RESULTS_PAGE",
     "JobConflict",
     "Lane",
     "Lease",
     "LeaseLost",
     "NonceSeen",
+    "OutboxRow",
     "Store",
     "StoreError",
+    "compare_variants",
     "default_sqlite_url",
+    "history_page",
+    "history_view",
     "lane_key",
+    "measured",
+    "measured_values",
+    "results_page",
+    "results_view",
+    "set_aside",
+    "summary_of",
 ]

@@ -40,7 +40,7 @@ def _measured_fields() -> tuple[Any, ...]:
 
 
 def _measured(rows: Any, variant: str = "") -> dict[str, list[float]]:
-    """As `labd.results.measured`: warm-ups, failed and set-aside iterations left out, one
+    """As `labd.store.results.measured`: warm-ups, failed and set-aside iterations left out, one
     variant ("" for a job without variants)."""
     values: dict[str, list[float]] = {}
     for metric_values, warmup, error, aside, its_variant in rows:

@@ -16,10 +16,9 @@ from labd.errors import ConfigError
 from labd.events import EventBus
 from labd.model import JobState, TestSpec
 from labd.pool import load_drivers
-from labd.results import results_view
 from labd.runner import run_job
 from labd.sdk import DRIVER_GROUP, load_plugins
-from labd.store import Store
+from labd.store import Store, results_view
 
 GUIDE = Path(__file__).parents[2] / "docs/plugins.md"
 MARKER = "<!-- the example: tests/integration/test_plugin_guide.py runs the next python block -->"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import labd.analysis
+import labd.scheduler.alerts
 import labd.tasks
 from labd.config import load_config
 from labd.daemon.app import Daemon
@@ -107,7 +107,7 @@ async def test_every_loop_restarts_after_an_injected_crash(
     ):
         crash_once(cls, name, monkeypatch, times)
     crashed_analysis = {"n": 0}
-    real_dispatch = labd.analysis.dispatch
+    real_dispatch = labd.scheduler.alerts.dispatch
 
     async def dispatch_crashing_once(*args: Any) -> None:
         crashed_analysis["n"] += 1
@@ -115,7 +115,7 @@ async def test_every_loop_restarts_after_an_injected_crash(
             raise RuntimeError("injected crash in the analysis")
         await real_dispatch(*args)
 
-    monkeypatch.setattr(labd.analysis, "dispatch", dispatch_crashing_once)
+    monkeypatch.setattr(labd.scheduler.alerts, "dispatch", dispatch_crashing_once)
     broker = mosquitto_factory()
     config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
     daemon = Daemon(load_config(config))

@@ -16,7 +16,7 @@ from labd.errors import InfrastructureError
 from labd.replay.certs import CA_CERT, write_ca
 from labd.replay.har import har_document, har_entry
 from labd.replay.process import ReplayProcess
-from labd.replay.serve import MISS_HEADER
+from labd.replay.replaying import MISS_HEADER
 from labd.replay.shaping import PROFILES, Profile
 
 WHEN = "2026-01-01T00:00:00+00:00"

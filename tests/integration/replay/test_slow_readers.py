@@ -13,7 +13,7 @@ from aiohttp import web
 
 from labd.replay.har import har_document, har_entry, load
 from labd.replay.listener import Listener
-from labd.replay.serve import ReplayHandler
+from labd.replay.replaying import ReplayHandler
 from labd.replay.shaping import PROFILES, Profile, Shaper
 
 BODY = bytes(range(256)) * (8 * 4096)  # 8 MiB

@@ -12,15 +12,14 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from labd.analysis import BaselineAnalyst
 from labd.config import MeasurementSettings, PerfherderSettings
 from labd.events import EventBus
 from labd.model import Device, Job, JobState, MetricSpec, TestSpec
-from labd.results import results_view
 from labd.runner import run_job
 from labd.runner.fingerprint import differences
+from labd.scheduler import BaselineAnalyst
 from labd.sdk import Driver, NoOptions, Scenario
-from labd.store import Store
+from labd.store import Store, results_view
 
 DEVICE = Device(id="d1", driver="cond", platform="cond", model="Rig 1")
 SCHEMA = json.loads(

@@ -161,7 +161,10 @@ async def test_job_timeout_gives_timed_out(lab: Lab) -> None:
     await lab.submit("slow", sleep_s=5, spec={"timeout_s": 0.3})
     job = await lab.wait_state("slow", JobState.TIMED_OUT)
     assert "exceeded its 0.3 s" in job.error
-    assert lab.pool.devices["d1"].state is DeviceState.AVAILABLE
+    # The device is handed back just after the job's state is written: wait for it.
+    async with asyncio.timeout(5):
+        while lab.pool.devices["d1"].state is not DeviceState.AVAILABLE:  # noqa: ASYNC110 (the pool has no event for it)
+            await asyncio.sleep(0.02)
 
 
 async def test_cancel_a_running_and_a_queued_job(lab: Lab) -> None:
@@ -291,7 +294,7 @@ async def test_stop_when_stable_ends_a_steady_measurement_early(lab: Lab) -> Non
 
 
 async def test_a_job_slower_than_its_baseline_raises_an_alert(store: Store, tmp_path: Path) -> None:
-    from labd.analysis import BaselineAnalyst
+    from labd.scheduler import BaselineAnalyst
 
     lab = await make_lab(store, tmp_path, ["d1"])
     analyst = BaselineAnalyst(store, lab.bus)

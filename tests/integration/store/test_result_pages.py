@@ -8,12 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-import labd.results
+import labd.store.results
 from labd.daemon.heavy import Busy, HeavyQueries
 from labd.model import BuildInfo, Iteration, Job, TestSpec
 from labd.redact import MASK
-from labd.results import history_page, results_page, results_view, summary_of
-from labd.store import Store
+from labd.store import Store, history_page, results_page, results_view, summary_of
 from labd.store.tables import jobs
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -74,8 +73,8 @@ async def test_one_summary_is_computed_for_callers_asking_at_once(
 ) -> None:
     job = await stored_job(store, "shared", 5)
     computed = []
-    real = labd.results._summaries
-    monkeypatch.setattr(labd.results, "_summaries", lambda s: computed.append(1) or real(s))
+    real = labd.store.results._summaries
+    monkeypatch.setattr(labd.store.results, "_summaries", lambda s: computed.append(1) or real(s))
     answers = await asyncio.gather(*(summary_of(store, job) for _ in range(8)))
     assert len(computed) == 1 and all(a == answers[0] for a in answers)
     await summary_of(store, job)  # finished: kept

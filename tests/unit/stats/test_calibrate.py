@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from labd.stats.calibrate import calibrate, distribution_class, enough_iterations
+from labd.stats.calibration import calibrate, distribution_class, enough_iterations
 
 
 def test_tight_normal_needs_few_iterations_and_wide_needs_more() -> None:

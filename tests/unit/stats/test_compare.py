@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from labd.stats.compare import compare, hodges_lehmann, interval, welch
+from labd.stats.comparison import compare, hodges_lehmann, interval, welch
 
 
 def one(base: object, new: object, **kw: object) -> object:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labd.stats.detect import METHODS, detect, ets_one_step
+from labd.stats.detection import METHODS, detect, ets_one_step
 
 
 def history(seed: int = 0, n: int = 120, cov: float = 0.01) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from labd.stats.detect import detect
+from labd.stats.detection import detect
 
 
 def bimodal(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from labd.stats import bootstrap, pairwise
-from labd.stats.compare import _rank_bound, hodges_lehmann
-from labd.stats.detect import detect_cusum
+from labd.stats.comparison import _rank_bound, hodges_lehmann
+from labd.stats.detection import detect_cusum
 from labd.stats.summary import median_ci
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from labd.stats.detect import detect
+from labd.stats.detection import detect
 from labd.stats.rankscan import detect_rank_scan, scan_statistics
 
 

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, OrderedDict
-from pathlib import Path
 from typing import Any
 
-from labd.auth.redaction import redact_job
-from labd.config import PerfherderSettings
+from labd.auth import redact_job
 from labd.model import Iteration, Job
-from labd.stats import summarize
-from labd.store import Store
+from labd.store.store import Store
 
 
 def measured(iterations: list[Iteration], variant: str = "") -> dict[str, list[float]]:
@@ -41,39 +38,6 @@ def set_aside(iterations: list[Iteration]) -> dict[str, Any]:
 def _reason_kind(flag: str) -> str:
     """A flag without its numbers, so alike reasons are counted together."""
     return flag.split(":")[0].split(" (")[0] if ":" in flag or " (" in flag else flag
-
-
-def one_variant(results: dict[str, Any], variant: str, name: str) -> dict[str, Any]:
-    """An A/B job's results narrowed to one variant, read as a job of its own."""
-    if variant not in ("base", "new"):
-        from labd.errors import UsageError
-
-        raise UsageError(f"{name}: expected JOB@base or JOB@new, not @{variant}")
-    iterations = [
-        {**it, "variant": ""} for it in results["iterations"] if it.get("variant") == variant
-    ]
-    return {**results, "iterations": iterations}
-
-
-def comparability(base: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
-    """What `labd compare` says beside its verdicts: how many iterations each side set aside
-    and why, and where the two runs' conditions differ (the fingerprint's comparable part)."""
-    from labd.runner.fingerprint import differences
-
-    aside: dict[str, Any] = {}
-    prints: dict[str, dict[str, Any]] = {}
-    for side, results in (("base", base), ("new", new)):
-        if results is None:
-            continue
-        attempt = results["job"]["attempts"]
-        last = [Iteration.model_validate(i) for i in results["iterations"]
-                if i["attempt"] == attempt]  # fmt: skip
-        aside[side] = set_aside(last)
-        measured_ones = [it for it in last if not it.warmup and not it.error]
-        if measured_ones:
-            prints[side] = measured_ones[0].fingerprint
-    differ = differences(prints["base"], prints["new"]) if len(prints) == 2 else []
-    return {"set_aside": aside, "conditions_differ": differ}
 
 
 async def measured_values(store: Store, job: Job, variant: str = "") -> dict[str, list[float]]:
@@ -149,7 +113,7 @@ def summaries(job: Job, iterations: list[Iteration]) -> dict[str, dict[str, Any]
 
 def compare_variants(job: Job, iterations: list[Iteration]) -> list[Any]:
     """The A/B job's comparison of new against base, per metric both report."""
-    from labd.stats.compare import compare
+    from labd.stats import compare
 
     base, new = measured(iterations, "base"), measured(iterations, "new")
     directions = {
@@ -162,11 +126,15 @@ def compare_variants(job: Job, iterations: list[Iteration]) -> list[Any]:
 
 
 def _one(values: list[float] | None) -> dict[str, Any] | None:
+    from labd.stats import summarize  # SciPy: imported where the work runs, off the loop
+
     found = summarize(values) if values else None
     return found.as_dict() if found is not None else None
 
 
 def _summaries(series: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    from labd.stats import summarize
+
     found = {name: summarize(values) for name, values in series.items()}
     return {name: stats.as_dict() for name, stats in found.items() if stats is not None}
 
@@ -235,23 +203,3 @@ async def history_page(
 async def history_view(store: Store, suite: str, test: str) -> dict[str, Any]:
     """The newest HISTORY_PAGE_MAX builds of a test's history (see `history_page`)."""
     return await history_page(store, suite, test, HISTORY_PAGE_MAX)
-
-
-async def write_job_log(
-    store: Store, job: Job, workdir: Path, settings: PerfherderSettings
-) -> Path:
-    """The job's own log (`job.log` in its folder): the `PERFHERDER_DATA:` line Treeherder's
-    log parser looks for, ready to upload with the CI task's artifacts."""
-    from labd.perfherder import perfherder_line
-
-    results = await results_view(store, job)
-    line = perfherder_line(results, settings)
-    path = workdir / "job.log"
-
-    def write() -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as out:
-            out.write(line + "\n")
-
-    await asyncio.to_thread(write)
-    return path

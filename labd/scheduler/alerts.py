@@ -14,11 +14,10 @@ import structlog
 
 from labd.events import ChangeFound, EventBus, JobFinished, dispatch
 from labd.model import Job, JobState
-from labd.results import measured_values
-from labd.store import Store
+from labd.store import Store, measured_values
 from labd.tasks import TaskSet
 
-log = structlog.get_logger("labd.analysis")
+log = structlog.get_logger("labd.alerts")
 
 
 class BaselineAnalyst:
@@ -65,7 +64,7 @@ class BaselineAnalyst:
     async def compare_variants(self, job: Job) -> list[ChangeFound]:
         """An A/B job's own verdict: new against base, from its interleaved iterations (the
         alert names the job as its own baseline)."""
-        from labd.results import compare_variants
+        from labd.store import compare_variants
 
         iterations = await self.store.iterations(job.id, attempt=job.attempts)
         results = await asyncio.to_thread(compare_variants, job, iterations)
@@ -87,13 +86,17 @@ class BaselineAnalyst:
             name: (base[name], new[name], directions.get(name, False))
             for name in sorted(base.keys() & new.keys())
         }
-        from labd.stats.compare import compare
-
-        results = await asyncio.to_thread(compare, samples)
+        results = await asyncio.to_thread(_compare, samples)
         return [_change(job, baseline.id, r) for r in results if r.verdict in CHANGES]
 
 
 CHANGES = ("regression", "improvement")
+
+
+def _compare(samples: dict[str, tuple[list[float], list[float], bool]]) -> list[Any]:
+    from labd.stats import compare  # SciPy's first import (seconds under load) off the loop
+
+    return compare(samples)
 
 
 def _change(job: Job, baseline_id: str, r: Any) -> ChangeFound:

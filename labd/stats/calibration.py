@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from labd.stats.compare import choose_method, hodges_lehmann, welch
+from labd.stats.comparison import choose_method, hodges_lehmann, welch
 from labd.stats.diagnostics import as_array
 from labd.stats.modality import mode_count
 

@@ -14,7 +14,7 @@ from aiohttp import ClientError, ClientSession, web
 
 from labd import __version__
 from labd.replay.har import DROPPED_HEADERS, har_document, har_entry
-from labd.replay.serve import request_url
+from labd.replay.replaying import request_url
 
 log = structlog.get_logger("labd.replay")
 

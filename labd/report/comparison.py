@@ -1,0 +1,40 @@
+"""What a comparison says beside its verdicts, from two jobs' results as the store's views
+give them: how many iterations each side set aside and why, and where the conditions differ."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labd.errors import UsageError
+from labd.model import Iteration
+from labd.runner import differences
+from labd.store import set_aside
+
+
+def one_variant(results: dict[str, Any], variant: str, name: str) -> dict[str, Any]:
+    """An A/B job's results narrowed to one variant, read as a job of its own."""
+    if variant not in ("base", "new"):
+        raise UsageError(f"{name}: expected JOB@base or JOB@new, not @{variant}")
+    iterations = [
+        {**it, "variant": ""} for it in results["iterations"] if it.get("variant") == variant
+    ]
+    return {**results, "iterations": iterations}
+
+
+def comparability(base: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    """What `labd compare` says beside its verdicts: how many iterations each side set aside
+    and why, and where the two runs' conditions differ (the fingerprint's comparable part)."""
+    aside: dict[str, Any] = {}
+    prints: dict[str, dict[str, Any]] = {}
+    for side, results in (("base", base), ("new", new)):
+        if results is None:
+            continue
+        attempt = results["job"]["attempts"]
+        last = [Iteration.model_validate(i) for i in results["iterations"]
+                if i["attempt"] == attempt]  # fmt: skip
+        aside[side] = set_aside(last)
+        measured_ones = [it for it in last if not it.warmup and not it.error]
+        if measured_ones:
+            prints[side] = measured_ones[0].fingerprint
+    differ = differences(prints["base"], prints["new"]) if len(prints) == 2 else []
+    return {"set_aside": aside, "conditions_differ": differ}
