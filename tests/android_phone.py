@@ -36,6 +36,7 @@ import cv2
 
 from tests.adb_standin import FakeDevice
 from tests.android_scene import Scene
+from tests.markers_log import OFFSETS
 
 KEY_BACK, KEY_PAGE_DOWN = "4", "93"
 BROWSERS = ("com.android.chrome", "org.mozilla.firefox")
@@ -166,9 +167,7 @@ class Phone(FakeDevice):
                 return f"Error: Activity class {{{options['-n']}}} does not exist.\n", 1
             self.foreground = package
             self.scene.show("app")
-            stamp = time.strftime("%m-%d %H:%M:%S.000")
-            line = f"I ActivityTaskManager: Displayed {options['-n']}: +212ms"
-            self.emit(f"{stamp}  1000  1000 {line}")
+            self._launch_marks(package, options["-n"])
             return "Starting: Intent { cmp=" + options["-n"] + " }\nStatus: ok\n", 0
         if options.get("-a") == "android.intent.action.VIEW" and "-d" in options:
             package = options.get("-p", BROWSERS[0])
@@ -177,6 +176,21 @@ class Phone(FakeDevice):
             self.view(options["-d"], package)
             return "Starting: Intent { act=android.intent.action.VIEW }\n", 0
         return f"Error: cannot start {' '.join(args)}\n", 1
+
+    def _launch_marks(self, package: str, component: str) -> None:
+        """What a launch logs: the launcher's appLaunch mark and the app's lifecycle marks
+        (Raptor's PerformanceTiming lines, at the seed's offsets), then ActivityManager's
+        "Displayed" line."""
+        epoch = int(time.time() * 1000)
+        stamp = time.strftime("%m-%d %H:%M:%S.000")
+        entry = f"{stamp}  2000  2000 I PerformanceTiming: Performance Entry: "
+        lines = [f"{entry}launcher|mark|appLaunch@{package}|1.0|0.000000|{epoch}"]
+        lines += [
+            f"{entry}{package}|mark|{name}|{offset}.0|0.000000|{epoch + offset}"
+            for name, offset in OFFSETS.items()
+        ]
+        lines.append(f"{stamp}  1000  1000 I ActivityTaskManager: Displayed {component}: +212ms")
+        self.emit(*lines)
 
     # The browser ------------------------------------------------------------------------
 
