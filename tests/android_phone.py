@@ -3,11 +3,12 @@ phone is plugged in. It answers the commands they send, over the real adb host p
 
 - `cmd input` / `input`: tap, swipe (blocking for its duration, as on a phone), motionevent
   DOWN/MOVE/UP, keyevent (BACK, PAGE_DOWN), text; moving the scene (tests/android_scene.py);
-- `am start -n PKG/ACT` (an app: a long list, and ActivityManager's "Displayed" line in
-  logcat), `am start -a android.intent.action.VIEW -d URL -p PKG` (the browser fetches the URL
-  for real: through `adb reverse` for the device's 127.0.0.1, else through the proxy in
-  `settings put global http_proxy`, itself reached through `adb reverse`), `am force-stop`;
-- `wm size`, `dumpsys` (battery, thermal, power, window), `df`, `pm list packages`, `settings`;
+- `am start -n PKG/ACT` (an app: a long list; in logcat Raptor's launch marks at the seed's
+  offsets and ActivityManager's "Displayed" line); `am start -a android.intent.action.VIEW
+  -d URL -p PKG` (the browser fetches the URL for real: through `adb reverse` for the
+  phone's 127.0.0.1, else through the proxy in `settings put global http_proxy`, itself
+  reached through `adb reverse`); `am force-stop`;
+- `wm size`, `dumpsys` (battery, thermalservice, power), `df`, `pm list packages`, `settings`;
 - `screenrecord --output-format=h264 --size=WxH -`: the scene rendered at `fps` and encoded by
   ffmpeg (libx264) as a raw H.264 stream; `screencap -p`: one PNG frame.
 

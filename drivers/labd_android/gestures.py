@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from labd.capture import CaptureError, Recorder
 from labd.sdk import (
     LATENCY_METRICS,
-    InfrastructureError,
     MetricSpec,
     RunContext,
     Scenario,
@@ -36,10 +35,11 @@ from labd_android.sync import (
     BROWSERS,
     GREEN,
     RED,
-    STREAMING_FRAMES,
     PhoneSync,
     analyse,
     artifacts_in,
+    start_recording,
+    stop_recording,
 )
 from labd_browser import untrustworthy
 
@@ -123,20 +123,17 @@ class Gestures(Scenario[GestureParams]):
         folder = self.ctx.workdir / f"iteration-{index}"
         folder.mkdir(parents=True, exist_ok=True)
         recorder = Recorder(self.screen.capture(p.fps, self.size), folder / "capture.avi")
-        await asyncio.to_thread(recorder.start)
+        await start_recording(recorder)
         take_latencies(self.input)  # events before this iteration are not its own
         try:
-            await asyncio.to_thread(recorder.wait_frames, STREAMING_FRAMES, 20)
             green = await self.sync.show(GREEN)
             await self._open_target()
             await self.sync.until_quiet(p.settle_ms, p.open_timeout_s, unlike=green)
             inputs = await asyncio.to_thread(self._play)
             await self.sync.until_quiet(p.settle_ms, p.open_timeout_s)
             await self.sync.show(RED)
-        except CaptureError as e:
-            raise InfrastructureError(f"screenrecord: {e}") from e
         finally:
-            spool = await asyncio.to_thread(recorder.stop)
+            spool = await stop_recording(recorder)
         loop = asyncio.get_running_loop()
         artifacts = artifacts_in(folder, p.keep_video)
         try:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.markers import LaunchCollector
+from labd.markers import Iteration, LaunchCollector
 from labd.sdk import InfrastructureError, MarkerStream, MetricSpec, Scenario, TestFailure
 from labd_android.health import parse
 from labd_android.shell import PersistentShell
@@ -21,6 +21,9 @@ LOCK_CLOCKS = (
     "stop thermal-engine; "
     "for g in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do echo performance > $g; done"
 )
+# After a native app's "Displayed" line, how long its "Fully drawn" line may take to come
+# (apps that call reportFullyDrawn do so once their content is in).
+FULLY_DRAWN_WAIT_S = 5.0
 PACKAGE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+$")
 
 
@@ -122,16 +125,32 @@ class AppLaunch(Scenario[LaunchParams]):
         await asyncio.to_thread(self._start_app)
         try:
             async with asyncio.timeout(p.iteration_timeout_s):
-                while not (
-                    (done := collector.feed(await self.markers.next_line())) and done.complete
-                ):
-                    pass
+                done = await self._launched(collector)
         except TimeoutError:
             raise TestFailure(
                 f"no complete launch of {p.package} within {p.iteration_timeout_s:g} s"
             ) from None
         await asyncio.sleep(p.settle_s)
         return {**done.metrics, **await asyncio.to_thread(self._memory)}
+
+    async def _launched(self, collector: LaunchCollector) -> Iteration:
+        """The launch's iteration: Raptor's at fullyLoaded; a native app's at its "Displayed"
+        line, plus "Fully drawn" when the app reports it within FULLY_DRAWN_WAIT_S (the
+        collector would otherwise hand it over only when the next launch opens)."""
+        while True:
+            done = collector.feed(await self.markers.next_line())
+            if done is not None and done.complete:
+                return done
+            shown = collector.current
+            if shown is not None and shown.complete:  # Displayed: complete, maybe not final
+                try:
+                    async with asyncio.timeout(FULLY_DRAWN_WAIT_S):
+                        while (drawn := collector.feed(await self.markers.next_line())) is None:
+                            pass
+                        return drawn
+                except TimeoutError:
+                    collector.current = None
+                    return shown
 
     def _stop_app(self) -> None:
         self._run("am", "force-stop", self.params.package)

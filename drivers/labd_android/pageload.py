@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from labd.capture import CaptureError, Recorder
 from labd.sdk import (
     LATENCY_METRICS,
-    InfrastructureError,
     MetricSpec,
     RunContext,
     Scenario,
@@ -37,11 +36,12 @@ from labd_android.sync import (
     BROWSERS,
     GREEN,
     RED,
-    STREAMING_FRAMES,
     PhoneSync,
     analyse,
     artifacts_in,
     shows,
+    start_recording,
+    stop_recording,
 )
 from labd_browser import untrustworthy
 from labd_browser.devtools import BROWSER_MARKS, cdp_timing
@@ -135,11 +135,10 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
         if p.fresh_browser:
             await asyncio.to_thread(self.screen.force_stop, p.browser_package)
         recorder = Recorder(self.screen.capture(p.fps, self.size), folder / "capture.avi")
-        await asyncio.to_thread(recorder.start)
+        await start_recording(recorder)
         take_latencies(self.input)  # events before this iteration are not its own
         timing: dict[str, float] = {}
         try:
-            await asyncio.to_thread(recorder.wait_frames, STREAMING_FRAMES, 20)
             green = await self.sync.show(GREEN, next_url=p.url)
             zero = time.monotonic() * 1000  # the tap goes out: time zero
             await asyncio.to_thread(self.input.tap, self.size[0] // 2, self.size[1] * 2 // 3)
@@ -148,10 +147,8 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
                 raise TestFailure("the page showed the end colour itself, before labd's red")
             timing = await self._navigation_timing()
             await self.sync.show(RED)
-        except CaptureError as e:
-            raise InfrastructureError(f"screenrecord: {e}") from e
         finally:
-            spool = await asyncio.to_thread(recorder.stop)
+            spool = await stop_recording(recorder)
         loop = asyncio.get_running_loop()
         artifacts = artifacts_in(folder, p.keep_video)
         try:

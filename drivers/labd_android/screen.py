@@ -93,9 +93,10 @@ class AndroidScreen:
         self.adb = adb  # the adb server's host and port, for the capture process
 
     def run(self, *argv: str) -> str:
-        """One command through the persistent shell; TestFailure when the phone refuses it."""
+        """One command through the persistent shell; TestFailure when the phone refuses it
+        (`am start` exits 0 and says "Error: ..." on a line of its own)."""
         output, status = self.shell.run(list(argv))
-        if status != 0 or output.startswith("Error"):
+        if status != 0 or any(line.startswith("Error") for line in output.splitlines()):
             raise TestFailure(f"{' '.join(argv[:3])}: exit status {status}: {output.strip()[:200]}")
         return output
 

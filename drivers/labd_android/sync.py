@@ -16,15 +16,18 @@ import numpy as np
 from labd.capture import (
     AnalysisOptions,
     Artifacts,
+    CaptureError,
     Checkerboard,
     Frame,
+    Recorder,
+    Spool,
     SyncPages,
     VideoFile,
     analyze,
     fraction_matching,
     gesture_metrics,
 )
-from labd.sdk import TestFailure
+from labd.sdk import InfrastructureError, TestFailure
 from labd_android.screen import AndroidScreen
 
 GREEN, RED = (0, 255, 0), (255, 0, 0)
@@ -98,6 +101,24 @@ class PhoneSync:
         if self.pages is not None:
             await self.pages.stop()
             self.pages = None
+
+
+async def start_recording(recorder: Recorder) -> None:
+    """The recorder started and its stream flowing (screenrecord's encoder takes a moment):
+    a capture that cannot start is the device's or the host's failure, not the test's."""
+    try:
+        await asyncio.to_thread(recorder.start)
+        await asyncio.to_thread(recorder.wait_frames, STREAMING_FRAMES, 20)
+    except CaptureError as e:
+        await stop_recording(recorder)  # its own reason, when the process recorded one
+        raise InfrastructureError(f"screenrecord: {e}") from e
+
+
+async def stop_recording(recorder: Recorder) -> Spool:
+    try:
+        return await asyncio.to_thread(recorder.stop)
+    except CaptureError as e:
+        raise InfrastructureError(f"screenrecord: {e}") from e
 
 
 def artifacts_in(folder: Path, keep: bool) -> Artifacts:

@@ -215,3 +215,38 @@ async def test_conditions_are_thermal_status_battery_and_cpufreq(adb: AdbStandIn
         "governor": "schedutil",
     }
     assert ["sh", "-c", CPUFREQ] in device.received  # a fixed script, quoted whole
+
+
+async def test_a_native_app_launch_completes_at_displayed_or_fully_drawn(
+    adb: AdbStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No Raptor marks: ActivityManager's lines are the launch (Fully drawn when reported)."""
+    monkeypatch.setattr("labd_android.launch.FULLY_DRAWN_WAIT_S", 0.3)
+    reports = iter([True, False])
+
+    def launcher(device: FakeDevice, argv: list[str]) -> None:
+        if argv[:2] == ["am", "start"]:
+            stamp = "06-19 20:43:25.380  873  900 I ActivityTaskManager: "
+            lines = [stamp + "Displayed com.example.app/.Main: +1s234ms"]
+            if next(reports):
+                lines.append(stamp + "Fully drawn com.example.app/.Main: +1s900ms")
+            device.emit(*lines)
+
+    device = adb.add(phone())
+    device.on_command = launcher
+    driver = driver_for(adb)
+    (found,) = await driver.discover()
+    scenario_cls = driver.scenarios()["app-launch"]
+    params = scenario_cls.Params.model_validate(
+        {"package": "com.example.app", "activity": ".Main", "settle_s": 0,
+         "iteration_timeout_s": 10}
+    )  # fmt: skip
+    ctx = RunContext("job", 1, found, tmp_path, resources=driver.resources(found))
+    scenario = scenario_cls(params, ctx)
+    await scenario.setup()
+    try:
+        drawn, shown = [await scenario.run_iteration(i) for i in range(2)]
+    finally:
+        await scenario.teardown()
+    assert drawn["coldlaunch.displayed"] == 1234 and drawn["coldlaunch.fullyDrawn"] == 1900
+    assert shown["coldlaunch.displayed"] == 1234 and "coldlaunch.fullyDrawn" not in shown

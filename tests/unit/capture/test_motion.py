@@ -3,6 +3,7 @@ change or a pause; input-to-change is measured per input."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from labd.capture.motion import Frame, gesture_metrics
@@ -55,3 +56,22 @@ def test_input_to_first_change_is_the_median_over_inputs() -> None:
     values = gesture_metrics(frames, inputs, variable_rate=False)
     assert values["input_to_first_change_ms"] == pytest.approx(5 * INTERVAL, abs=1e-3)
     assert gesture_metrics(frames, [], variable_rate=False) == {}
+
+
+@pytest.mark.parametrize("misses", [False, True])
+def test_host_delays_are_not_jank_and_device_misses_are(misses: bool) -> None:
+    """1,800 frames at 30 fps reaching the host in order after a random delay (exponential,
+    mean 8 ms, and 1% of them held 50 to 250 ms: a stall and its burst); with `misses` the
+    device also skips every 50th frame. Only the skips may count."""
+    rng = np.random.default_rng(3)
+    interval = 1000 / 30
+    steps = np.where((np.arange(1800) % 50 == 25) & misses, 2 * interval, interval)
+    shown = np.cumsum(steps)
+    delay = rng.exponential(8, shown.size)
+    stalls = rng.random(shown.size) < 0.01
+    delay[stalls] += rng.uniform(50, 250, stalls.sum())
+    arrived = np.maximum.accumulate(shown + delay)  # one pipe: nothing overtakes
+    frames = [Frame(i, float(t), True) for i, t in enumerate(arrived)]
+    values = gesture_metrics(frames, [0.0], variable_rate=True)
+    expected = 1800 // 50 if misses else 0
+    assert abs(values["janky_frames"] - expected) <= 1
