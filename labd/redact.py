@@ -7,6 +7,8 @@ from collections.abc import Iterable
 
 MASK = "**********"
 _SECRET_NAME = re.compile(r"(password|passwd|secret|token|credential|api_key)", re.IGNORECASE)
+# Long runs of key-like characters: base64 keys, bearer tokens, hex digests.
+_TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-+/=]{32,}")
 _URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@\s]+)(?=@)")
 
 
@@ -22,3 +24,9 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
         if secret:
             text = text.replace(secret, MASK)
     return text
+
+
+def mask_token_like(text: str) -> str:
+    """Text with every long key-like string masked: for messages that may quote a secret labd
+    does not know is one (an error quoting a line of a configuration file)."""
+    return _TOKEN_LIKE.sub(MASK, redact_text(text))

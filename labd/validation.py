@@ -38,9 +38,15 @@ def _describe(
         return f"{source}: {key}: unknown key{did_you_mean(loc[-1], fields_at(model, loc[:-1]))}"
     reason = err["msg"][:1].lower() + err["msg"][1:]
     value = err.get("input")
-    if isinstance(value, str | int | float | bool) and not (loc and is_secret_name(loc[-1])):
+    if isinstance(value, str | int | float | bool) and not _may_hold_secrets(loc):
         reason += f", got {value!r}"
     return f"{source}: {key}: {reason}"
+
+
+def _may_hold_secrets(loc: tuple[str, ...]) -> bool:
+    """A value under an environment (a test's API token, given as a string by mistake) or
+    under a secret-named key is never echoed."""
+    return any(part.lower() == "env" or is_secret_name(part) for part in loc)
 
 
 def fields_at(model: Any, loc: tuple[str, ...]) -> Mapping[str, Any]:

@@ -12,10 +12,13 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.sdk import Device, Driver, InfrastructureError, MarkerStream, TouchInput
+from labd_android.gestures import Gestures
 from labd_android.health import CPUFREQ, Health, cpufreq, parse
 from labd_android.input import AndroidInput
 from labd_android.launch import AppLaunch
 from labd_android.logcat import Logcat
+from labd_android.pageload import PhonePageLoad
+from labd_android.screen import AndroidScreen
 from labd_android.shell import PersistentShell, run
 
 log = structlog.get_logger("labd.android")
@@ -49,8 +52,13 @@ class AndroidDriver(Driver[AndroidOptions]):
     name = "android"
     platform = "android"
     version = "1"
-    scenario_types = (AppLaunch,)
-    provides: ClassVar = {TouchInput: "input", MarkerStream: "logcat", PersistentShell: "shell"}
+    scenario_types = (AppLaunch, Gestures, PhonePageLoad)
+    provides: ClassVar = {
+        TouchInput: "input",
+        MarkerStream: "logcat",
+        PersistentShell: "shell",
+        AndroidScreen: "screen",
+    }
 
     def __init__(self, options: AndroidOptions, host: str) -> None:
         super().__init__(options, host)
@@ -169,6 +177,11 @@ class AndroidDriver(Driver[AndroidOptions]):
     def shell(self, device: Device) -> PersistentShell:
         """A shell on the device that stays open (it connects on its first command)."""
         return PersistentShell(self.adb_device(device.id))
+
+    def screen(self, device: Device) -> AndroidScreen:
+        """The phone's screen: size, screenshots, browser, ports, screenrecord."""
+        address = (self.options.adb_host, self.options.adb_port)
+        return AndroidScreen(self.adb_device(device.id), self.shell(device), address)
 
     def logcat(self, device: Device) -> Logcat:
         """The device's log as it comes (opened by the scenario)."""

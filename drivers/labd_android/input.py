@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from labd.sdk import TestFailure, UsageError
+from labd.sdk import TestFailure, UsageError, timed
 from labd_android.shell import PersistentShell
 
 KEYCODES = {"enter": 66, "return": 66, "back": 4, "home": 3, "menu": 82, "tab": 61, "del": 67,
@@ -39,13 +39,15 @@ class AndroidInput:
         self.latencies_ms: list[float] = []
         self.tool: list[str] | None = None  # found by the first event: no I/O until then
 
-    def _send(self, *args: str) -> None:
+    def _send(self, *args: str, busy_ms: float = 0) -> None:
+        """One command; its dispatch latency is the round trip less `busy_ms`, the time the
+        command spends on purpose (a swipe's duration: `input swipe` returns after it)."""
         if self.tool is None:
             _, status = self.shell.run(["cmd", "input"])  # its usage, when the service has one
             self.tool = ["cmd", "input"] if status == 0 else ["input"]
-        began = time.perf_counter()
-        output, status = self.shell.run([*self.tool, *args])
-        self.latencies_ms.append((time.perf_counter() - began) * 1000)
+        with timed(self.latencies_ms):  # labd.sdk.TimedInput: stored with the iteration
+            output, status = self.shell.run([*self.tool, *args])
+        self.latencies_ms[-1] = max(0.0, self.latencies_ms[-1] - busy_ms)
         if status != 0:
             raise TestFailure(
                 f"{' '.join(self.tool)} {args[0]}: exit status {status}: {output.strip()[:200]}"
@@ -55,7 +57,9 @@ class AndroidInput:
         self._send("tap", str(x), str(y))
 
     def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None:
-        self._send("swipe", str(x1), str(y1), str(x2), str(y2), str(duration_ms))
+        self._send(
+            "swipe", str(x1), str(y1), str(x2), str(y2), str(duration_ms), busy_ms=duration_ms
+        )
 
     def long_press(self, x: int, y: int, duration_ms: int = 800) -> None:
         self.swipe(x, y, x, y, duration_ms)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -33,13 +34,32 @@ async def browser_timing(browser: str, profile: Path) -> dict[str, float]:
     return {f"browser.{k}": float(v) for k, v in json.loads(value).items()} if value else {}
 
 
+async def cdp_timing(port: int) -> dict[str, float]:
+    """`browser.<event>` from a Chrome DevTools endpoint on this host port (a phone's Chrome
+    through `adb forward`); {} when it does not answer."""
+    timeout = aiohttp.ClientTimeout(total=5)
+    try:
+        async with aiohttp.ClientSession(timeout=timeout) as http:
+            value = await _cdp_evaluate_at(http, port)
+    except (aiohttp.ClientError, TimeoutError, OSError, LookupError, ValueError, TypeError):
+        return {}
+    return {f"browser.{k}": float(v) for k, v in json.loads(value).items()} if value else {}
+
+
 async def _cdp_evaluate(http: aiohttp.ClientSession, profile: Path) -> str | None:
-    """Chromium: DevToolsActivePort holds the port; the first page target evaluates."""
+    """Chromium: DevToolsActivePort holds the port."""
     port = int((profile / "DevToolsActivePort").read_text().split()[0])
+    return await _cdp_evaluate_at(http, port)
+
+
+async def _cdp_evaluate_at(http: aiohttp.ClientSession, port: int) -> str | None:
+    """The first page target evaluates. Only the path of its websocket address is used: over
+    adb forward the browser cannot know the host's port."""
     async with http.get(f"http://127.0.0.1:{port}/json/list") as r:
         targets = await r.json()
     page = next(t for t in targets if t.get("type") == "page")
-    async with http.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0) as ws:
+    path = urlsplit(page["webSocketDebuggerUrl"]).path
+    async with http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0) as ws:
         params = {"expression": TIMING, "returnByValue": True}
         reply = await _call(ws, 1, "Runtime.evaluate", params)
     value = reply["result"]["result"].get("value")

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from labd.capture import AnalysisOptions, Artifacts, CaptureError, Recorder, VideoFile, analyze
 from labd.sdk import (
+    LATENCY_METRICS,
     TYPING_DELAY_MS,
     Controller,
     DesktopInput,
@@ -28,6 +29,8 @@ from labd.sdk import (
     Scenario,
     TestFailure,
     UsageError,
+    keep_latencies,
+    take_latencies,
 )
 from labd_browser.browsers import find, launch_command, version
 from labd_browser.desktop import Desktop
@@ -96,6 +99,7 @@ class PageLoad(Scenario[PageLoadParams]):
         MetricSpec(name="sync_confidence", unit="ratio", higher_is_better=True),
         MetricSpec(name="dropped_frames", unit="frames"),
         *(MetricSpec(name=f"browser.{n}", unit="ms") for n in BROWSER_MARKS),
+        *LATENCY_METRICS,
     )
 
     bindings: ClassVar = {"desktop": Desktop}
@@ -194,6 +198,7 @@ class PageLoad(Scenario[PageLoadParams]):
             cpus=self.capture_cpus,  # off the browser's CPUs
         )
         await asyncio.to_thread(recorder.start)
+        take_latencies(self.input)  # events before this iteration are not its own
         timing: dict[str, float] = {}
         try:
             await controller.show_color(GREEN, navigator=True)
@@ -237,11 +242,12 @@ class PageLoad(Scenario[PageLoadParams]):
                 "before labd's red screen"
             )
         self.ctx.fingerprint["artifacts"] = result["artifacts"]  # kept with this iteration
+        latency = keep_latencies(take_latencies(self.input), folder, self.ctx.fingerprint)
         values = {name: float(result[name]) for name in VISUAL if result[name] is not None}
         values["sync_confidence"] = result["sync_confidence"]
         values["dropped_frames"] = float(result["dropped_frames"] + spool.dropped)
         self.ctx.flags += untrustworthy(values, p.min_sync_confidence, p.max_dropped_frames)
-        return values | timing
+        return values | timing | latency
 
     async def _until(self, test: Any, seconds: float, error: str) -> None:
         deadline = time.monotonic() + seconds

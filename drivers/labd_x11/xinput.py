@@ -15,7 +15,7 @@ from typing import Any
 from Xlib import XK, X, display, error
 from Xlib.ext import xtest
 
-from labd.sdk import InfrastructureError, UsageError
+from labd.sdk import InfrastructureError, UsageError, timed
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL = {"up": 4, "down": 5, "left": 6, "right": 7}
@@ -65,42 +65,51 @@ class X11Input:
         self.remapped: dict[int, int] = {}  # keysym -> spare keycode
         self.spares = self._spare_keycodes()
         self.overlays: list[Any] = []
+        # One figure per dispatch: the events sent, up to the server's answer to the sync
+        # after them (labd.sdk.TimedInput); a scenario takes them per iteration.
+        self.latencies_ms: list[float] = []
 
     # Pointer ----------------------------------------------------------------------------------
 
     def move(self, x: int, y: int) -> None:
-        xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
-        self.display.sync()
+        with timed(self.latencies_ms):
+            xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
+            self.display.sync()
 
     def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None:
         number = _button(button)
-        xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
-        for _ in range(count):
-            xtest.fake_input(self.display, X.ButtonPress, number)
-            xtest.fake_input(self.display, X.ButtonRelease, number)
-        self.display.sync()
+        with timed(self.latencies_ms):
+            xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
+            for _ in range(count):
+                xtest.fake_input(self.display, X.ButtonPress, number)
+                xtest.fake_input(self.display, X.ButtonRelease, number)
+            self.display.sync()
 
     def drag(
         self, x1: int, y1: int, x2: int, y2: int, duration_s: float = 0.2, steps: int = 10
     ) -> None:
-        xtest.fake_input(self.display, X.MotionNotify, x=x1, y=y1)
-        xtest.fake_input(self.display, X.ButtonPress, 1)
-        self.display.sync()
+        with timed(self.latencies_ms):
+            xtest.fake_input(self.display, X.MotionNotify, x=x1, y=y1)
+            xtest.fake_input(self.display, X.ButtonPress, 1)
+            self.display.sync()
         for i in range(1, steps + 1):
             time.sleep(duration_s / steps)
             x, y = x1 + (x2 - x1) * i // steps, y1 + (y2 - y1) * i // steps
-            xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
+            with timed(self.latencies_ms):
+                xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
+                self.display.sync()
+        with timed(self.latencies_ms):
+            xtest.fake_input(self.display, X.ButtonRelease, 1)
             self.display.sync()
-        xtest.fake_input(self.display, X.ButtonRelease, 1)
-        self.display.sync()
 
     def scroll(self, direction: str, clicks: int = 1) -> None:
         if direction not in SCROLL:
             raise UsageError(f"scroll direction {direction!r}: expected one of {', '.join(SCROLL)}")
-        for _ in range(clicks):
-            xtest.fake_input(self.display, X.ButtonPress, SCROLL[direction])
-            xtest.fake_input(self.display, X.ButtonRelease, SCROLL[direction])
-        self.display.sync()
+        with timed(self.latencies_ms):
+            for _ in range(clicks):
+                xtest.fake_input(self.display, X.ButtonPress, SCROLL[direction])
+                xtest.fake_input(self.display, X.ButtonRelease, SCROLL[direction])
+            self.display.sync()
 
     # Keyboard ---------------------------------------------------------------------------------
 
@@ -118,23 +127,30 @@ class X11Input:
         keysym = XK.string_to_keysym(last) if len(last) > 1 else char_keysym(last)
         if keysym == 0:
             raise UsageError(f"key {combo!r}: no key named {last!r}")
-        for code in held:
-            xtest.fake_input(self.display, X.KeyPress, code)
-        self._tap(keysym)
-        for code in reversed(held):
-            xtest.fake_input(self.display, X.KeyRelease, code)
-        self.display.sync()
+        with timed(self.latencies_ms):
+            for code in held:
+                xtest.fake_input(self.display, X.KeyPress, code)
+            self._tap(keysym)
+            for code in reversed(held):
+                xtest.fake_input(self.display, X.KeyRelease, code)
+            self.display.sync()
 
     def text(self, text: str, delay_ms: float = 0) -> None:
         """Types the text exactly, whatever it holds: it is keys, never a command line.
         `delay_ms` between characters: fields that react to each key (a browser's URL bar with
-        its suggestions) can drop keys sent faster than they handle them."""
-        for char in text:
-            self._tap(char_keysym(char))
-            if delay_ms:
+        its suggestions) can drop keys sent faster than they handle them. Without a delay the
+        whole text is one dispatch (one sync), with one each key is."""
+        if not delay_ms:
+            with timed(self.latencies_ms):
+                for char in text:
+                    self._tap(char_keysym(char))
                 self.display.sync()
-                time.sleep(delay_ms / 1000)
-        self.display.sync()
+            return
+        for char in text:
+            with timed(self.latencies_ms):
+                self._tap(char_keysym(char))
+                self.display.sync()
+            time.sleep(delay_ms / 1000)
 
     def _tap(self, keysym: int) -> None:
         code, shift = self._keycode(keysym)

@@ -4,6 +4,7 @@ accounts and their topics, rate limits and the audit trail."""
 from labd.auth.acl import Rule, mosquitto_acl, permits, replies_prefix, rules_for
 from labd.auth.audit import Audit
 from labd.auth.credentials import (
+    LOCAL_FILE,
     Credentials,
     ensure_local_credentials,
     find_credentials,
@@ -24,6 +25,7 @@ from labd.auth.redaction import redact_job, redact_params, redact_spec
 from labd.auth.signing import Signed, sign, verify
 
 __all__ = [
+    "LOCAL_FILE",
     "Action",
     "Audit",
     "Credentials",

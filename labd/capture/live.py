@@ -20,9 +20,10 @@ import subprocess
 import threading
 import time
 from dataclasses import asdict, dataclass
+from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import cv2
 import numpy as np
@@ -103,21 +104,25 @@ class OpenCvDevice(FrameSource):
         self.capture.release()
 
 
-class H264Stream(FrameSource):
-    """An H.264 elementary stream from a command, decoded as it streams by ffmpeg: Android's
-    `adb exec-out screenrecord --output-format=h264 -`."""
+class H264Decoder(FrameSource):
+    """An H.264 elementary stream decoded by ffmpeg as it streams; `stdin` is what feeds it
+    (a pipe from a producer process, or subprocess.PIPE that a subclass writes into).
 
-    def __init__(self, command: list[str], size: tuple[int, int]) -> None:
+    The stream has no timestamps (screenrecord writes none), so a frame's time is when it
+    left the decoder: the decoder is told not to buffer (low_delay, a tiny probe) so that
+    time stays close to when the device showed it; with the default probe it waits for
+    megabytes of stream before the first frame."""
+
+    def __init__(self, stdin: Any, size: tuple[int, int]) -> None:
         ffmpeg = shutil.which("ffmpeg")
         if ffmpeg is None:
             raise CaptureError("an H.264 screen stream needs ffmpeg (Debian package ffmpeg)")
         self.size = size
-        self.producer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        decode = [ffmpeg, "-loglevel", "error", "-f", "h264", "-i", "pipe:0"]
-        decode += ["-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
-        self.decoder = subprocess.Popen(decode, stdin=self.producer.stdout, stdout=subprocess.PIPE)
-        assert self.producer.stdout is not None
-        self.producer.stdout.close()  # the decoder owns it now
+        # (-fflags nobuffer loses every frame before the second keyframe: not used.)
+        decode = [ffmpeg, "-loglevel", "error", "-flags", "low_delay", "-probesize", "32",
+                  "-analyzeduration", "0", "-f", "h264", "-i", "pipe:0",
+                  "-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]  # fmt: skip
+        self.decoder = subprocess.Popen(decode, stdin=stdin, stdout=subprocess.PIPE)
 
     def read(self) -> tuple[float, Image] | None:
         w, h = self.size
@@ -128,9 +133,26 @@ class H264Stream(FrameSource):
         return time.monotonic() * 1000.0, np.frombuffer(data, np.uint8).reshape(h, w, 3)
 
     def close(self) -> None:
-        for process in (self.producer, self.decoder):
-            process.kill()
-            process.wait()
+        self.decoder.kill()
+        self.decoder.wait()
+
+
+class H264Stream(H264Decoder):
+    """An H.264 stream from a command: Android's
+    `adb exec-out screenrecord --output-format=h264 -`."""
+
+    def __init__(self, command: list[str], size: tuple[int, int]) -> None:
+        if shutil.which("ffmpeg") is None:
+            raise CaptureError("an H.264 screen stream needs ffmpeg (Debian package ffmpeg)")
+        self.producer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        super().__init__(self.producer.stdout, size)
+        assert self.producer.stdout is not None
+        self.producer.stdout.close()  # the decoder owns it now
+
+    def close(self) -> None:
+        self.producer.kill()
+        self.producer.wait()
+        super().close()
 
 
 def screenrecord_command(serial: str, size: tuple[int, int], adb: str = "adb") -> list[str]:
@@ -187,6 +209,7 @@ def _record(
     seconds: float,
     buffer: int,
     cpus: set[int] | None,
+    written: Synchronized[int] | None = None,
 ) -> None:
     """The recorder process: grab thread -> bounded queue -> encoder (this thread)."""
     if cpus:  # before any thread starts: threads inherit it
@@ -229,6 +252,8 @@ def _record(
             writer.write(frame)
             times.write(f"{t:.3f}\n")
             counts["frames"] += 1
+            if written is not None:
+                written.value = counts["frames"]
     grabber.join()
     if writer is not None:
         writer.release()
@@ -258,10 +283,11 @@ class Recorder:
         context = multiprocessing.get_context("spawn")  # no inherited threads or event loop
         self.path = path
         self.ready = context.Event()
+        self.written: Synchronized[int] = context.Value("i", 0)  # frames spooled so far
         self.stop_event = context.Event()
         self.process = context.Process(
             target=_record,
-            args=(spec, path, self.ready, self.stop_event, seconds, buffer, cpus),
+            args=(spec, path, self.ready, self.stop_event, seconds, buffer, cpus, self.written),
             name="labd-capture",
             daemon=True,
         )
@@ -273,6 +299,18 @@ class Recorder:
         while not self.ready.wait(0.05):
             if not self.process.is_alive() or time.monotonic() > deadline:
                 break
+
+    def wait_frames(self, count: int, timeout: float) -> None:
+        """Return once `count` frames are spooled: a stream that takes a while to start
+        (screenrecord's encoder) is flowing before anything worth filming happens."""
+        deadline = time.monotonic() + timeout
+        while self.written.value < count:
+            if not self.process.is_alive() or time.monotonic() > deadline:
+                raise CaptureError(
+                    f"{self.path}: {self.written.value} frames after {timeout:g} s "
+                    f"(waited for {count}): the source is not streaming"
+                )
+            time.sleep(0.02)
 
     def stop_when_done(self, timeout: float) -> Spool:
         """Let a finite source (a file, a stream) run to its end, then collect the spool."""

@@ -45,6 +45,9 @@ class VideoFile:
             if not capture.isOpened():
                 raise CaptureError(f"{path}: not a video OpenCV can decode")
             self.nominal_fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+            # The container's word, for progress only: 0 when it does not say (some WebM).
+            count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+            self.frame_count = count if count > 0 else len(timestamps or ())
             self.size = (
                 int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)),
                 int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)),

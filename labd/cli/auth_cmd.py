@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
 from pathlib import Path
 
 from labd.auth import (
+    LOCAL_FILE,
     Credentials,
     Principals,
     find_credentials,
@@ -15,12 +17,15 @@ from labd.auth import (
     hash_password,
     mosquitto_acl,
     new_credentials,
+    read_credentials,
     token_digest,
 )
 from labd.config import LOCAL_PRINCIPAL, load_config
 from labd.errors import UsageError
 from labd.model import id_problem
 from labd.mqtt import broker_credentials
+
+BROKER_USER = "mosquitto"  # the account Debian's and upstream's packages run the broker as
 
 
 def _write_private(path: Path, text: str, force: bool) -> None:
@@ -84,7 +89,7 @@ def rotate(args: argparse.Namespace) -> int:
 def mosquitto(args: argparse.Namespace) -> int:
     loaded = load_config(args.config)
     settings = loaded.settings
-    principals = Principals(from_settings(n, s) for n, s in settings.auth.principals.items())
+    principals = [from_settings(n, s) for n, s in settings.auth.principals.items()]
     prefix = settings.mqtt.prefix or f"labd/v1/{settings.daemon.lab}"
     user, password = broker_credentials(settings.mqtt)
     daemon_user = args.daemon_user or user
@@ -100,14 +105,51 @@ def mosquitto(args: argparse.Namespace) -> int:
             lines.append(f"{p.name}:{p.broker_password_hash}")
         else:
             missing.append(p.name)
+    # The local admin's account, so `labd submit` on this host works through Mosquitto too.
+    local = None
+    if settings.auth.local_credentials:
+        local = _local_credentials(settings.daemon.state_path)
+    if local is not None:
+        lines.append(f"{local.broker_username}:{hash_password(local.broker_password)}")
+        principals.append(local.as_local_principal())
     out = Path(args.out)
     _write_private(out / "passwd", "\n".join(lines) + "\n", force=True)
-    (out / "acl").write_text(mosquitto_acl(prefix, principals, [daemon_user]))
+    (out / "acl").write_text(mosquitto_acl(prefix, Principals(principals), [daemon_user]))
+    readable = _give_to_broker(out / "passwd", out / "acl")
     print(f"wrote {out / 'passwd'} and {out / 'acl'}; in mosquitto.conf:")
     print(f"  allow_anonymous false\n  password_file {out / 'passwd'}\n  acl_file {out / 'acl'}")
+    print(readable)
+    if local is None:
+        print(
+            f"no local admin account: {settings.daemon.state_path / LOCAL_FILE} does not exist "
+            "yet (start labd once, then run this again) or is not readable by this user"
+        )
     if missing:
         print(f"no broker password (cannot connect): {', '.join(missing)}")
     return 0
+
+
+def _local_credentials(state_dir: Path) -> Credentials | None:
+    path = state_dir / LOCAL_FILE
+    return read_credentials(path) if os.access(path, os.R_OK) else None
+
+
+def _give_to_broker(passwd: Path, acl: Path) -> str:
+    """Let the broker read the files: Mosquitto runs as its own user and reads them after it
+    drops root (it warns about, and will refuse, files it does not own)."""
+    try:
+        broker = pwd.getpwnam(BROKER_USER)
+    except KeyError:
+        return (
+            f"no {BROKER_USER!r} user here: make {passwd} readable by the account the broker "
+            "runs as (it is 0600, owned by you)"
+        )
+    if os.geteuid() != 0:
+        return f"run as root to give {passwd} to the {BROKER_USER!r} user, or chown it yourself"
+    for path in (passwd, acl):
+        os.chown(path, broker.pw_uid, broker.pw_gid)
+    passwd.chmod(0o640)
+    return f"both owned by {BROKER_USER!r}, passwd mode 0640"
 
 
 def whoami(args: argparse.Namespace) -> int:

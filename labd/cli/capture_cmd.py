@@ -62,7 +62,19 @@ def analyze(args: argparse.Namespace) -> int:
         heatmap=Path(args.heatmap) if args.heatmap else None,
         progress=Path(args.progress_out) if args.progress_out else None,
     )
-    result = analyze(VideoFile(Path(args.video), timestamps), options, artifacts)
+    from labd.cli.progress import ReportingRecording, progress_line
+
+    video = VideoFile(Path(args.video), timestamps)
+    line = progress_line(args.show_progress)
+    if line is None:
+        result = analyze(video, options, artifacts)
+    else:
+        try:
+            result = analyze(ReportingRecording(video, video.frame_count, line), options, artifacts)
+        except BaseException:
+            line.done(ok=False)
+            raise
+        line.done()
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0

@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_marker_commands(nouns)
 
     _add_auth_commands(nouns)
+    from labd.cli.artefacts_cmd import add_commands  # small: no heavy imports
+
+    add_commands(nouns, _name, _lazy)
 
     config = nouns.add_parser("config", help="inspect the configuration")
     config_verbs = config.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -247,7 +250,10 @@ def _unexpected(error: Exception) -> int:
         detail = f"details in {name}"
     except OSError:
         detail = "no place to write the details"
-    summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    from labd.redact import mask_token_like
+
+    # The message may quote a configuration value (a key, a token): never print one.
+    summary = mask_token_like(f"{type(error).__name__}: {error}".splitlines()[0])[:300]
     print(f"labd: unexpected error: {summary} ({detail})", file=sys.stderr)
     return EXIT_RUNTIME
 

@@ -1,14 +1,23 @@
-"""`labd markers --file LOG | --serial S`: cold-launch iterations from logcat marks."""
+"""`labd markers --file LOG | --serial S`: cold-launch iterations from logcat marks.
+
+From a device the log is read as it arrives (whatever the socket holds, never a fixed block),
+so each iteration prints the moment its fullyLoaded line comes; Ctrl-C prints the iteration
+still open and the summary of what was found so far. The adb server is the one adb itself
+would use: $ANDROID_ADB_SERVER_HOST and $ANDROID_ADB_SERVER_PORT, else 127.0.0.1:5037.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from labd.errors import InfrastructureError, UsageError
+
+LOGCAT = ("logcat", "-v", "threadtime")
 
 
 def markers(args: argparse.Namespace) -> int:
@@ -17,19 +26,26 @@ def markers(args: argparse.Namespace) -> int:
     collector = LaunchCollector(args.app)
     lines = _file_lines(Path(args.file)) if args.file else _device_lines(args.serial)
     count = 0
-    for line in lines:
-        done = collector.feed(line)
-        if done is not None:
-            _show(done.as_dict(), args.json)
-            count += 1
+    interrupted = False
+    try:
+        for line in lines:
+            done = collector.feed(line)
+            if done is not None:
+                _show(done.as_dict(), args.json)
+                count += 1
+    except KeyboardInterrupt:  # Ctrl-C: what was found so far is the answer
+        interrupted = True
     last = collector.finish()
     if last is not None:
+        if interrupted and not last.complete:  # finish() said the log ended: it did not
+            last.problems[-1] = "interrupted (Ctrl-C) before fullyLoaded"
         _show(last.as_dict(), args.json)
         count += 1
     print(
         f"labd markers: {count} iterations from {collector.lines} lines; "
-        f"{collector.orphans} marks without a launch",
+        f"{collector.orphans} marks without a launch" + (" (interrupted)" if interrupted else ""),
         file=sys.stderr,
+        flush=True,
     )
     return 0
 
@@ -39,13 +55,12 @@ def _show(iteration: dict[str, object], as_json: bool) -> None:
         print(json.dumps(iteration), flush=True)
         return
     state = "complete" if iteration["complete"] else "INCOMPLETE"
-    print(f"iteration {iteration['iteration']} {iteration['app']} ({state})")
+    out = [f"iteration {iteration['iteration']} {iteration['app']} ({state})"]
     metrics = iteration["metrics"]
     assert isinstance(metrics, dict)
-    for name, value in metrics.items():
-        print(f"  {name:<36} {value:10.1f} ms")
-    for problem in iteration["problems"]:  # type: ignore[attr-defined]
-        print(f"  ! {problem}")
+    out += [f"  {name:<36} {value:10.1f} ms" for name, value in metrics.items()]
+    out += [f"  ! {problem}" for problem in iteration["problems"]]  # type: ignore[attr-defined]
+    print("\n".join(out), flush=True)  # a pipe (tee, grep) sees it now, not at exit
 
 
 def _file_lines(path: Path) -> Iterator[str]:
@@ -58,22 +73,29 @@ def _file_lines(path: Path) -> Iterator[str]:
 
 
 def _device_lines(serial: str) -> Iterable[str]:
-    """`logcat -v threadtime` of a device, as it comes (until Ctrl-C or the device leaves)."""
+    """`logcat -v threadtime` of a device, line by line as it comes (until the device leaves;
+    Ctrl-C propagates to the caller)."""
     import adbutils
 
     try:
         device = adbutils.adb.device(serial=serial)
-        stream = device.shell(["logcat", "-v", "threadtime"], stream=True)
-    except adbutils.AdbError as e:
+        stream = device.shell(shlex.join(LOGCAT), stream=True)
+    except (adbutils.AdbError, OSError) as e:
         raise InfrastructureError(f"device {serial}: {e}") from e
     pending = b""
     try:
-        while chunk := stream.read(65536):
+        while True:
+            try:
+                chunk = stream.conn.recv(65536)  # what has arrived, at once
+            except OSError:  # the device left: the log ends here
+                break
+            if not chunk:
+                break
             pending += chunk
             *complete, pending = pending.split(b"\n")
             for raw in complete:
                 yield raw.decode("utf-8", "replace")
-    except KeyboardInterrupt:
-        return
+        if pending:
+            yield pending.decode("utf-8", "replace")
     finally:
         stream.close()

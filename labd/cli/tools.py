@@ -104,6 +104,12 @@ def add_capture_commands(nouns: Any) -> None:
     analyze.add_argument("--timestamps", metavar="FILE", help="per-frame times in ms, one per line")
     analyze.add_argument("--checkerboard", metavar="C1,C2,SIZE", help="measure checkerboarding")
     analyze.add_argument("--tearing-colors", metavar="C1,C2,...", help="detect tearing")
+    analyze.add_argument(
+        "--show-progress",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="progress on stderr (auto: when stderr is a terminal)",
+    )
     analyze.set_defaults(handler=lazy("labd.cli.capture_cmd:analyze"))
 
     capture = nouns.add_parser(

@@ -1,6 +1,7 @@
 """Configuration: TOML file plus LABD_<SECTION>__<KEY> environment overrides, validated."""
 
 from labd.config.access import LOCAL_PRINCIPAL, AuthSettings, PolicySettings, PrincipalSettings
+from labd.config.artefacts import ArtefactSettings, SuiteRetention
 from labd.config.example import render_example
 from labd.config.loader import LoadedConfig, find_config_file, load_config
 from labd.config.measurement import MeasurementSettings, PerfherderSettings, ReplaySettings
@@ -20,6 +21,7 @@ from labd.config.show import masked_dump, render_toml, secret_values
 
 __all__ = [
     "LOCAL_PRINCIPAL",
+    "ArtefactSettings",
     "AuthSettings",
     "DaemonSettings",
     "EventSettings",
@@ -37,6 +39,7 @@ __all__ = [
     "SchedulerSettings",
     "Settings",
     "StoreSettings",
+    "SuiteRetention",
     "find_config_file",
     "load_config",
     "masked_dump",

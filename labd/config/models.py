@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from labd.config.access import AuthSettings, PolicySettings
+from labd.config.artefacts import ArtefactSettings
 from labd.config.measurement import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.config.section import Section
 from labd.model import ID_PATTERN, OPTIONAL_ID_PATTERN, id_problem
@@ -112,6 +113,13 @@ class HttpSettings(Section):
             "Host names API requests may name in their Host header, besides the addresses "
             "labd listens on, localhost, 127.0.0.1, [::1] and this machine's name (a guard "
             "against DNS rebinding): e.g. the name remote clients use in --api-url."
+        ),
+    )
+    console: bool = Field(
+        True,
+        description=(
+            "Serve the web console at /console on the side port (sign-in with a principal's "
+            "API token; viewers read, admins act). Off the loopback, put TLS in front."
         ),
     )
     heavy_queries: int = Field(
@@ -294,6 +302,9 @@ class Settings(Section):
     )
     auth: AuthSettings = Field(default_factory=AuthSettings, description="Principals.")
     policy: PolicySettings = Field(default_factory=PolicySettings, description="Job policy.")
+    artefacts: ArtefactSettings = Field(
+        default_factory=ArtefactSettings, description="Artefacts of jobs."
+    )
     drivers: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Options per driver plugin, e.g. [drivers.host]; see each driver.",

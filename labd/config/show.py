@@ -24,6 +24,8 @@ def _mask(name: str, value: Any) -> Any:
         return redact_text(value)
     if isinstance(value, list | tuple):
         return [_mask(name, v) for v in value]
+    if isinstance(value, dict):  # principals by name, environment variables, ...
+        return {key: _mask(key, v) for key, v in value.items()}
     return value
 
 
@@ -31,14 +33,23 @@ def secret_values(model: BaseModel) -> list[str]:
     """Every secret string held in the model, so logs can mask them wherever they appear."""
     found: list[str] = []
     for name in type(model).model_fields:
-        value = getattr(model, name)
-        if isinstance(value, BaseModel):
-            found += secret_values(value)
-        elif isinstance(value, SecretStr):
-            found.append(value.get_secret_value())
-        elif is_secret_name(name) and isinstance(value, str):
-            found.append(value)
+        found += _secrets_in(name, getattr(model, name))
     return [s for s in found if s]
+
+
+def _secrets_in(name: str, value: Any, secret: bool = False) -> list[str]:
+    secret = secret or is_secret_name(name)
+    if isinstance(value, BaseModel):
+        return secret_values(value)
+    if isinstance(value, SecretStr):
+        return [value.get_secret_value()]
+    if isinstance(value, str):
+        return [value] if secret else []
+    if isinstance(value, dict):
+        return [s for key, v in value.items() for s in _secrets_in(str(key), v, secret)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _secrets_in(name, v, secret)]
+    return []
 
 
 def render_toml(data: dict[str, Any], prefix: str = "") -> str:

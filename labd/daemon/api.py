@@ -17,10 +17,11 @@ from aiohttp import web
 
 from labd.auth import Action, Audit, Principals, redact_job
 from labd.config import HttpSettings
+from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
 from labd.errors import AuthError, InvalidSpec
-from labd.model import AdminState, Job, JobState
+from labd.model import AdminState, Device, Job, JobState
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.store import HISTORY_PAGE, RESULTS_PAGE, JobConflict, Store, history_page, results_page
@@ -62,9 +63,10 @@ class Api:
         pool: Pool,
         audit: Audit,
         heavy: HeavyQueries,
+        artefacts: ArtefactRoutes | None = None,
     ) -> None:
         self.store, self.jobs, self.scheduler, self.pool = store, jobs, scheduler, pool
-        self.audit, self.heavy = audit, heavy
+        self.audit, self.heavy, self.artefacts = audit, heavy, artefacts
 
     def table(self) -> list[tuple[str, str, Handler, Action]]:
         """Every route: method, path, handler and the action a principal's role must allow."""
@@ -79,13 +81,17 @@ class Api:
             ("GET", f"{v1}/devices", self.list_devices, read),
             ("GET", f"{v1}/devices/{{id}}", self.show_device, read),
             ("POST", f"{v1}/devices/{{id}}/{{action}}", self.device_action, Action.ADMINISTER),
+            *(self.artefacts.table() if self.artefacts else []),
         ]
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route(method, path, handler) for method, path, handler, _ in self.table()]
 
     def actions(self) -> Mapping[tuple[str, str], Action]:
-        return {(method, path): action for method, path, _, action in self.table()}
+        table = self.table()
+        # aiohttp answers HEAD on every GET route: the same action decides.
+        heads = {("HEAD", path): action for method, path, _, action in table if method == "GET"}
+        return heads | {(method, path): action for method, path, _, action in table}
 
     # Writes ---------------------------------------------------------------------------------
 
@@ -97,6 +103,8 @@ class Api:
             body = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError) as e:
             return _error(400, [f"request body is not JSON: {e}"])
+        except RecursionError:
+            return _error(400, ["request body is nested too deeply"])
         if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
             return _error(400, ['request body must be {"spec": {...}, "id": ..., "source": ...}'])
         name = caller.principal.name
@@ -119,8 +127,8 @@ class Api:
         except AuthError as e:
             self._refused(caller, Action.SUBMIT, job_id or "new job", e.reason, str(e))
             if e.reason == "rate_limited":
-                return _error(429, [str(e)], headers={"Retry-After": "60"})
-            return _error(403, [str(e)])
+                return _error(429, [str(e)], {"Retry-After": "60"}, e.reason)
+            return _error(403, [str(e)], reason=e.reason)
         except InvalidSpec as e:
             return _error(400, e.problems)
         except JobConflict as e:
@@ -130,34 +138,52 @@ class Api:
         )
 
     async def cancel_job(self, request: web.Request) -> web.Response:
-        caller, job_id = request[CALLER], request.match_info["id"]
+        status, problem, job = await self.cancel_as(request[CALLER], request.match_info["id"])
+        if job is None:
+            return _error(status, [problem], reason="forbidden" if status == 403 else None)
+        return web.json_response({"job": job_view(job)})
+
+    async def cancel_as(self, caller: Caller, job_id: str) -> tuple[int, str, Job | None]:
+        """Cancel `job_id` for `caller` if its principal may (audited): the cancelled job, or
+        an HTTP status and the problem. Shared by the API and the console."""
         job = await self.store.get_job(job_id)
         if job is None:
-            return _error(404, [f"no job {job_id!r}"])
+            return 404, f"no job {job_id!r}", None
         if not caller.principal.may_cancel(job.submitter):
             message = (
                 f"principal {caller.principal.name!r} may not cancel job {job_id!r} "
                 f"(submitted by {job.submitter!r})"
             )
             self._refused(caller, Action.CANCEL, job_id, "forbidden", message)
-            return _error(403, [message])
+            return 403, message, None
         self._allowed(caller, Action.CANCEL, job_id)
         cancelled = await self.scheduler.cancel(job_id)
         if cancelled is None:
-            return _error(404, [f"no job {job_id!r}"])
-        return web.json_response({"job": job_view(cancelled)})
+            return 404, f"no job {job_id!r}", None
+        return 200, "", cancelled
 
     async def device_action(self, request: web.Request) -> web.Response:
         caller, device_id = request[CALLER], request.match_info["id"]
-        action = request.match_info["action"]
+        status, problem, device = await self.device_as(
+            caller, device_id, request.match_info["action"]
+        )
+        if device is None:
+            return _error(status, [problem])
+        return web.json_response({"device": device.model_dump(mode="json")})
+
+    async def device_as(
+        self, caller: Caller, device_id: str, action: str
+    ) -> tuple[int, str, Device | None]:
+        """Drain, enable or maintain a device for an administrator (audited): the device, or
+        an HTTP status and the problem. Shared by the API and the console."""
         if action not in DEVICE_ACTIONS:
-            return _error(404, [f"unknown device action {action!r} (drain, enable, maintenance)"])
+            return 404, f"unknown device action {action!r} (drain, enable, maintenance)", None
         self._allowed(caller, Action.ADMINISTER, f"device {device_id} {action}")
         device = await self.pool.set_admin(device_id, DEVICE_ACTIONS[action])
         if device is None:
-            return _error(404, [f"no device {device_id!r}"])
+            return 404, f"no device {device_id!r}", None
         self.scheduler.wake()
-        return web.json_response({"device": device.model_dump(mode="json")})
+        return 200, "", device
 
     def _allowed(self, caller: Caller, action: Action, target: str) -> None:
         self.audit.allowed(CHANNEL, caller.principal.name, action.value, target, caller.source)
@@ -200,7 +226,13 @@ class Api:
         job = await self.store.get_job(request.match_info["id"])
         if job is None:
             return _error(404, [f"no job {request.match_info['id']!r}"])
-        return await self._heavy(lambda: results_page(self.store, job, offset, limit))
+        return await self._heavy(lambda: self._results_page(job, offset, limit))
+
+    async def _results_page(self, job: Job, offset: int, limit: int) -> dict[str, Any]:
+        page = await results_page(self.store, job, offset, limit)
+        if offset == 0 and self.artefacts is not None:  # the first page, as the summary
+            page["artefacts"] = (await self.artefacts.listing(job))["artefacts"]
+        return page
 
     async def history(self, request: web.Request) -> web.Response:
         suite, test = request.query.get("suite", ""), request.query.get("test", "")
@@ -258,5 +290,15 @@ def _int_query(request: web.Request, name: str, default: int, low: int, high: in
     return value
 
 
-def _error(status: int, problems: list[str], headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"errors": problems}, status=status, headers=headers)
+def _error(
+    status: int,
+    problems: list[str],
+    headers: dict[str, str] | None = None,
+    reason: str | None = None,
+) -> web.Response:
+    """The errors, and for a refusal its reason as the guard gives it (`forbidden`,
+    `rate_limited`, ...) so a client can tell a refusal from a failure without parsing text."""
+    body: dict[str, Any] = {"errors": problems}
+    if reason:
+        body["reason"] = reason
+    return web.json_response(body, status=status, headers=headers)

@@ -17,19 +17,22 @@ from urllib.parse import urlsplit
 import structlog
 
 from labd import __version__
+from labd.artefacts import ArtefactKeeper
 from labd.auth import Audit, Credentials, Principals, RateLimiter, ensure_local_credentials
 from labd.config import LoadedConfig, Settings, load_config
 from labd.daemon.health import ComponentHealth
 from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
+from labd.daemon.statedir import prepare_state_dir
 from labd.daemon.systemd import SystemdNotifier
 from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
-from labd.metrics import AccessMetrics, DaemonMetrics, LabMetrics
+from labd.metrics import AccessMetrics, ArtefactCollector, DaemonMetrics, LabMetrics
 from labd.model import Policy
 from labd.mqtt import (
     Accounts,
+    ArtefactLinks,
     EmbeddedBroker,
     Inbound,
     MqttBridge,
@@ -164,7 +167,7 @@ class Daemon:
         """The components in start order; each is built once the ones before it run."""
         settings = self.settings
         state_dir = settings.daemon.state_path
-        await asyncio.to_thread(state_dir.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(prepare_state_dir, state_dir, not settings.store.url)
         host = settings.daemon.host_name
         if settings.auth.local_credentials:
             self.local_credentials = await asyncio.to_thread(ensure_local_credentials, state_dir)
@@ -202,12 +205,16 @@ class Daemon:
         )
         yield self.scheduler
         yield BaselineAnalyst(store.store, self.bus)
+        keeper = ArtefactKeeper(state_dir, settings.artefacts, store.store, self.bus)
+        self.metrics.registry.register(ArtefactCollector(lambda: keeper.usage))
+        yield keeper
         if settings.mqtt.enabled:
-            async for component in self._mqtt(store.store):
+            async for component in self._mqtt(store.store, lambda job: keeper.links(job, host)):
                 yield component
-        probe = self._bridge.probe if self._bridge is not None else None
+        bridge = self._bridge
+        connected = (lambda: bridge.connected) if bridge is not None else None
         yield LabMetrics(
-            self.metrics.registry, self.bus, store.store, self.pool, settings.metrics, probe
+            self.metrics.registry, self.bus, store.store, self.pool, settings.metrics, connected
         )
         if settings.http.enabled:
             from labd.daemon.api import Api, api_application
@@ -215,14 +222,26 @@ class Daemon:
             from labd.daemon.listeners import api_socket_path
 
             heavy = HeavyQueries(settings.http.heavy_queries, settings.http.heavy_queue)
-            api = Api(store.store, self.jobs, self.scheduler, self.pool, self.audit, heavy)
+            from labd.daemon.artefact_routes import ArtefactRoutes
+
+            routes = ArtefactRoutes(
+                store.store, keeper, host, self.audit, settings.artefacts.base_url
+            )
+            api = Api(store.store, self.jobs, self.scheduler, self.pool, self.audit, heavy, routes)
             self.side_port.add_api(
                 api_application(api, self.principals, settings.http), api_socket_path(settings)
             )
+            if settings.http.console:
+                from labd.console import PREFIX, console_application
+
+                console = console_application(
+                    api, self.bus, self.principals, self.audit, settings.http, state_dir / "jobs"
+                )
+                self.side_port.add_console(console, PREFIX)
             self.side_port.add_probe("store", store.store.ping)
             yield self.side_port
 
-    async def _mqtt(self, store: Store) -> AsyncIterator[Component]:
+    async def _mqtt(self, store: Store, artefact_links: ArtefactLinks) -> AsyncIterator[Component]:
         """The embedded broker when none is configured or listening, then the bridge."""
         settings, lab = self.settings.mqtt, self.settings.daemon.lab
         mqtt5 = True
@@ -274,6 +293,7 @@ class Daemon:
             self.bus,
             mqtt5=mqtt5,
             credentials=credentials,
+            artefact_links=artefact_links,
         )
         self.side_port.add_probe("broker", bridge.probe)
         self._bridge = bridge

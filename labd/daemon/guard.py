@@ -103,15 +103,7 @@ class ApiGuard:
         try:
             caller = self.admit(request, action)
         except Refused as e:
-            self.audit.refused(
-                CHANNEL,
-                e.principal,
-                action.value if action else request.method,
-                request.path,
-                source_of(request),
-                e.reason,
-                str(e),
-            )
+            audit_refusal(self.audit, request, action, e)
             headers = {"WWW-Authenticate": 'Bearer realm="labd"'} if e.status == 401 else {}
             return web.json_response(
                 {"errors": [str(e)], "reason": e.reason}, status=e.status, headers=headers
@@ -145,6 +137,11 @@ class ApiGuard:
                 caller.principal.name,
             )
         return caller
+
+    def check_site(self, request: web.Request) -> None:
+        """The Host and Origin checks alone (steps 1 and 2): the console's front door."""
+        self._check_host(request)
+        self._check_origin(request)
 
     def _host_allowed(self, name: str) -> bool:
         return name in self.allowed_hosts or (self.any_ip_literal and _is_ip(name))
@@ -200,6 +197,19 @@ class ApiGuard:
                 "(auth.principals.<name>.unix_users)",
             )
         return Caller(principal, source)
+
+
+def audit_refusal(audit: Audit, request: web.Request, action: Action | None, e: Refused) -> None:
+    """Write a front door's refusal to the audit trail (and so to the refusal counters)."""
+    audit.refused(
+        CHANNEL,
+        e.principal,
+        action.value if action else request.method,
+        request.path,
+        source_of(request),
+        e.reason,
+        str(e),
+    )
 
 
 def _account(uid: int) -> str | None:

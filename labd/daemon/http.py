@@ -1,5 +1,6 @@
 """The HTTP side: the side port with /healthz (alive), /readyz (dependencies reachable) and
-/metrics, open and read-only; and the API on listeners of its own (a Unix socket, and a TCP
+/metrics, open and read-only, and the web console (/console, behind its own sign-in); and
+the API on listeners of its own (a Unix socket, and a TCP
 address for bearer-token clients), so exposing /metrics to Prometheus never exposes the API."""
 
 from __future__ import annotations
@@ -43,6 +44,16 @@ class SidePort:
         self.api: web.Application | None = None
         self.api_socket: Path | None = None
         self.api_port: int | None = None
+
+    def add_console(self, console: web.Application, prefix: str) -> None:
+        """Serve the web console under `prefix` (it has its own sign-in and guard)."""
+        self.app.add_subapp(prefix, console)
+
+        async def to_console(_: web.Request) -> web.Response:
+            raise web.HTTPSeeOther(f"{prefix}/")
+
+        self.app.router.add_get("/", to_console)
+        self.app.router.add_get(prefix, to_console)
 
     def add_probe(self, name: str, probe: Probe) -> None:
         self.probes[name] = probe

@@ -2,11 +2,13 @@
 process in tests). Components hand their numbers over; nothing here reaches into them."""
 
 from labd.metrics.access import AccessMetrics
+from labd.metrics.artefacts import ArtefactCollector
 from labd.metrics.lab import LabMetrics
 from labd.metrics.registry import DaemonMetrics
 
 __all__ = [
     "AccessMetrics",
+    "ArtefactCollector",
     "DaemonMetrics",
     "LabMetrics",
 ]

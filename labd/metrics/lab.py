@@ -13,7 +13,7 @@ import fnmatch
 import statistics
 import time
 from collections import Counter as Tally
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import structlog
@@ -36,6 +36,7 @@ from labd.events import (
     dispatch,
 )
 from labd.metrics.fleet import FleetRole
+from labd.model import TERMINAL, DeviceState, JobState
 from labd.pool import Pool
 from labd.store import Store, measured
 from labd.tasks import TaskSet
@@ -43,6 +44,8 @@ from labd.tasks import TaskSet
 log = structlog.get_logger("labd.metrics")
 QUEUED_KEPT = 10_000  # queued jobs remembered for their wait until leased
 
+PRIORITY_CLASSES = ("high", "normal", "low")
+VERDICTS = ("regression", "improvement")
 JOB_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400)
 ITERATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 
@@ -54,8 +57,10 @@ def priority_class(priority: int) -> str:
 class SnapshotCollector(Collector):
     """Renders the latest snapshot (plain data, replaced whole: safe to read from a thread)."""
 
-    def __init__(self) -> None:
+    def __init__(self, mqtt_connected: Callable[[], bool] | None = None) -> None:
         self.snapshot: dict[str, Any] = {}
+        # Read at each scrape, not from the snapshot: the link's state must not lag /readyz.
+        self.mqtt_connected = mqtt_connected
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         snap = self.snapshot
@@ -79,7 +84,9 @@ class SnapshotCollector(Collector):
             "Jobs in the lab by state (one host of the lab exports it).",
             labels=["state"],
         )
-        for state, count in sorted(snap["jobs"].items()):
+        # Every label set, 0 included: a panel shows 0 on a quiet lab, not "No data".
+        counts = {state.value: 0 for state in JobState} | snap["jobs"]
+        for state, count in sorted(counts.items()):
             jobs.add_metric([state], count)
         depth = GaugeMetricFamily(
             "labd_queue_depth",
@@ -92,7 +99,8 @@ class SnapshotCollector(Collector):
             "the lab exports it).",
             labels=["priority"],
         )
-        for cls, (count, wait) in sorted(snap["queue"].items()):
+        queue = {cls: (0, 0.0) for cls in PRIORITY_CLASSES} | snap["queue"]
+        for cls, (count, wait) in sorted(queue.items()):
             depth.add_metric([cls], count)
             oldest.add_metric([cls], wait)
         yield from (jobs, depth, oldest)
@@ -104,12 +112,13 @@ class SnapshotCollector(Collector):
             "This host's devices by state and platform.",
             labels=["state", "platform"],
         )
-        for (state, platform), count in sorted(snap["devices"].items()):
+        every = {(s.value, p): 0 for s in DeviceState for p in snap["platforms"]}
+        for (state, platform), count in sorted((every | snap["devices"]).items()):
             devices.add_metric([state, platform], count)
         connected = GaugeMetricFamily(
             "labd_mqtt_connected", "1 while the MQTT bridge is connected to its broker."
         )
-        connected.add_metric([], snap["mqtt_connected"])
+        connected.add_metric([], int(self.mqtt_connected()) if self.mqtt_connected else 0)
         backlog = GaugeMetricFamily(
             "labd_outbox_backlog", "Messages waiting in this host's outbox."
         )
@@ -129,10 +138,9 @@ class LabMetrics:
         store: Store,
         pool: Pool,
         settings: MetricsSettings,
-        mqtt_probe: Callable[[], Awaitable[str | None]] | None = None,
+        mqtt_connected: Callable[[], bool] | None = None,
     ) -> None:
         self.bus, self.store, self.pool, self.settings = bus, store, pool, settings
-        self.mqtt_probe = mqtt_probe
         r = registry
         self.jobs_finished = Counter(
             "labd_jobs_finished", "Jobs that reached an end, by state.", ["state"], registry=r
@@ -187,8 +195,9 @@ class LabMetrics:
             ["suite", "test", "metric", "device_class"],
             registry=r,
         )
+        self._initialise_label_sets()
         self.fleet = FleetRole(store)
-        self.snapshot = SnapshotCollector()
+        self.snapshot = SnapshotCollector(mqtt_connected)
         r.register(self.snapshot)
         self._leased_at: dict[str, float] = {}
         # (when, priority) of jobs queued through this host, until leased: the wait without
@@ -196,6 +205,27 @@ class LabMetrics:
         self._queued: dict[str, tuple[float, int]] = {}
         self._events = bus.subscribe("metrics")
         self._tasks = TaskSet("metrics")
+
+    def platforms(self) -> list[str]:
+        """The platforms of this host's drivers, whether or not a device is plugged in."""
+        return sorted({driver.platform for driver in self.pool.drivers.values()})
+
+    def _initialise_label_sets(self) -> None:
+        """Every series a dashboard or an alert reads exists from the start at 0: a panel shows
+        0 rather than "No data", and increase() sees the first increment (a counter whose
+        series appears at 1 has no increase)."""
+        for state in sorted(s.value for s in TERMINAL):
+            self.jobs_finished.labels(state)
+            self.job_duration.labels(state)
+        for cls in PRIORITY_CLASSES:
+            self.job_wait.labels(cls)
+        for result in ("ok", "failed"):
+            self.iterations.labels(result)
+        for platform in self.platforms():
+            self.health_failures.labels(platform)
+            self.quarantines.labels(platform)
+        for verdict in VERDICTS:
+            self.changes.labels(verdict)
 
     async def start(self) -> None:
         await self.refresh()
@@ -225,15 +255,12 @@ class LabMetrics:
             known = queue.get(cls, (0, 0.0))
             queue[cls] = (known[0] + count, max(known[1], now - oldest))
         devices = Tally((d.state.value, d.platform) for d in list(self.pool.devices.values()))
-        connected = 0
-        if self.mqtt_probe is not None:
-            connected = int(await self.mqtt_probe() is None)
         self.snapshot.snapshot = {
             "fleet": fleet,
             "jobs": await self.store.count_jobs() if fleet else {},
             "queue": queue,
             "devices": dict(devices),
-            "mqtt_connected": connected,
+            "platforms": self.platforms(),
             "outbox": await self.store.outbox_depth(),
         }
 

@@ -1,6 +1,6 @@
 """The MQTT interface: CI submits and follows jobs; labd publishes events and state."""
 
-from labd.mqtt.bridge import MqttBridge
+from labd.mqtt.bridge import ArtefactLinks, MqttBridge
 from labd.mqtt.broker import Accounts, EmbeddedBroker, listening
 from labd.mqtt.client import broker_credentials, default_client_id
 from labd.mqtt.inbound import Inbound
@@ -9,6 +9,7 @@ from labd.mqtt.topics import Topics
 
 __all__ = [
     "Accounts",
+    "ArtefactLinks",
     "EmbeddedBroker",
     "Inbound",
     "MqttBridge",

@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import random
 import time
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 import aiomqtt
 import structlog
@@ -32,6 +33,7 @@ from labd.events import (
     OutboxRowSetAside,
     deserialise,
 )
+from labd.model import Job
 from labd.mqtt.client import broker_client, broker_credentials, encode, json_bytes
 from labd.mqtt.inbound import Inbound
 from labd.mqtt.messages import (
@@ -57,6 +59,7 @@ HEALTHY_SESSION_S = 10.0  # a session that ran this long failed afresh: backoff 
 UNPUBLISHABLE = (ValueError, TypeError, KeyError, UnicodeError)
 DRAIN_BATCH = 100
 FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
+ArtefactLinks = Callable[[Job], Awaitable[list[dict[str, Any]]]]
 
 
 class MqttBridge:
@@ -75,6 +78,7 @@ class MqttBridge:
         bus: EventBus,
         mqtt5: bool = True,
         credentials: tuple[str, str] | None = None,
+        artefact_links: ArtefactLinks | None = None,
     ) -> None:
         self.settings, self.address, self.topics = settings, address, topics
         self.host, self.client_id = host, client_id
@@ -84,6 +88,7 @@ class MqttBridge:
         self.last_error = "not connected yet"
         self.credentials = credentials or broker_credentials(settings)
         self._down: dict[str, str] = {}  # failed components, for the host status
+        self._artefact_links = artefact_links
         self._client: aiomqtt.Client | None = None
         self._tasks = TaskSet("mqtt")
         self._wake = asyncio.Event()
@@ -339,9 +344,20 @@ class MqttBridge:
             device_id=job.device_id,
             build=job.spec.build.model_dump(),
             summary=await summary_of(self.store, job),
+            artefacts=await self._links(job),
         )
         topic = self.topics.results(job.spec.suite, job.spec.test)
         await client.publish(topic, encode(result), 1)
+
+    async def _links(self, job: Job) -> list[dict[str, Any]]:
+        """The job's artefact URLs; a listing that fails costs the result its links only."""
+        if self._artefact_links is None:
+            return []
+        try:
+            return await self._artefact_links(job)
+        except Exception as e:
+            log.warning("artefacts not listed in the result", job=ascii(job.id), error=repr(e))
+            return []
 
     async def _follow_devices(self, client: aiomqtt.Client) -> None:
         async for event in self._devices:

@@ -29,7 +29,7 @@ from labd.auth import (
 from labd.config import AuthSettings, MqttSettings
 from labd.errors import AuthError, InvalidSpec
 from labd.events import JobRejected
-from labd.model import AdminState, JobState
+from labd.model import AdminState, JobState, id_problem
 from labd.mqtt.messages import (
     CancelRequest,
     DeviceCommand,
@@ -331,7 +331,7 @@ class Inbound:
 
     async def _cancel(self, incoming: Incoming) -> list[Reply]:
         request: CancelRequest = incoming.request
-        job_id = self.topics.subject(incoming.topic)
+        job_id = self._subject(incoming.topic, "job id")
         job = await self.jobs.store.get_job(job_id)
         if job is None:
             raise Refused([f"{incoming.topic}: no job {job_id!r}"], "not_found")
@@ -349,9 +349,17 @@ class Inbound:
 
     async def _command(self, incoming: Incoming) -> list[Reply]:
         command: DeviceCommand = incoming.request
-        device_id = self.topics.subject(incoming.topic)
+        device_id = self._subject(incoming.topic, "device id")
         if await self.pool.set_admin(device_id, ADMIN_STATES[command.action]) is None:
             raise Refused([f"{incoming.topic}: no device {device_id!r}"], "not_found")
         self.scheduler.wake()
         # The new state is published on the device's retained state topic.
         return answers(incoming, RequestAnswer(ok=True, correlation=command.correlation))
+
+    def _subject(self, topic: str, what: str) -> str:
+        """The id a topic names; a name no job or device could have is refused with the rule
+        (not answered "no such job", which would send the asker looking for one)."""
+        subject = self.topics.subject(topic)
+        if problem := id_problem(subject, what):
+            raise Refused([f"{topic}: {problem}"])
+        return subject

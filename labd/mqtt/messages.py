@@ -146,6 +146,19 @@ class HostStatus(Message):
     down: dict[str, str] = Field(default_factory=dict)
 
 
+class ArtefactLink(BaseModel):
+    """One file of a finished job (a video, heat map, progress curve, the job's log): GET
+    `url` with the API's bearer token, any role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: str
+    content_type: str
+    size: int
+    url: str
+
+
 class ResultMessage(Message):
     """Out, on <prefix>/results/<suite>/<test>: the summary of a finished job."""
 
@@ -156,6 +169,11 @@ class ResultMessage(Message):
     device_id: str
     build: dict[str, str]
     summary: dict[str, dict[str, Any]]
+    artefacts: list[ArtefactLink] = Field(
+        default_factory=list,
+        description="The job's files on the API of the host that ran it; listed only when "
+        "that host sets artefacts.base_url.",
+    )
 
 
 class AlertMessage(Message):

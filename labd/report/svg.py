@@ -1,4 +1,9 @@
-"""Small SVG plots, written directly: a report opens anywhere, with nothing to fetch."""
+"""Charts as SVG, written directly: a report or a console page opens anywhere, fetches nothing.
+
+Every chart has axes with round ticks, the metric's unit, and iteration or build labels; base
+and new share one scale; a few values are shown as dots (a strip plot), many as a box plot,
+never as a histogram of one value per bin; a band stops at the metric's domain.
+"""
 
 from __future__ import annotations
 
@@ -6,102 +11,176 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-W, H, PAD = 560, 180, 36
+import numpy as np
+
+from labd.report.axes import (
+    BOTTOM,
+    LEFT,
+    RIGHT,
+    TOP,
+    H,
+    Scale,
+    W,
+    domain_low,
+    frame,
+    index_marks,
+    label,
+    short,
+    titled,
+    value_ticks,
+    x_axis,
+    y_axis,
+)
+
+STRIP_MAX = 60  # values per group drawn one by one; more become a box plot
+ROW = 44  # height of one group (distribution) or one metric (intervals)
 
 
-def _scale(lo: float, hi: float, size: float, flip: bool = False) -> tuple[float, float]:
-    if hi == lo:  # all values equal: centre them
-        lo, hi = lo - 1, hi + 1
-    k = (size - 2 * PAD) / (hi - lo)
-    return (k, lo) if not flip else (-k, hi)
+def _vertical(values: Sequence[float], floor: float) -> tuple[Scale, list[float]]:
+    marks = value_ticks(values, floor)
+    return Scale(marks[0], marks[-1], H - BOTTOM, TOP), marks
 
 
-def _frame(title: str, body: str, lo: float, hi: float) -> str:
-    return (
-        f'<svg class="plot" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" '
-        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
-        f'<rect x="{PAD}" y="{PAD / 2}" width="{W - 2 * PAD}" height="{H - 1.5 * PAD}" '
-        f'class="area"/>{body}'
-        f'<text x="2" y="{PAD / 2 + 10}" class="tick">{hi:.4g}</text>'
-        f'<text x="2" y="{H - PAD}" class="tick">{lo:.4g}</text></svg>'
-    )
-
-
-def _y(v: float, lo: float, hi: float) -> float:
-    span = (hi - lo) or 2.0
-    base = lo if hi != lo else lo - 1
-    return H - PAD - (v - base) / span * (H - 1.5 * PAD)
-
-
-def _x(i: int, n: int) -> float:
-    return PAD + (i / max(n - 1, 1)) * (W - 2 * PAD)
+def _index_scale(n: int) -> Scale:
+    if n == 1:
+        return Scale(-0.5, 0.5, LEFT, W - RIGHT)
+    return Scale(0, n - 1, LEFT + 8, W - RIGHT - 8)
 
 
 def series_plot(
-    title: str, values: Sequence[float], marked: Sequence[int] = (), warmup: int = 0
+    title: str,
+    values: Sequence[float],
+    unit: str = "",
+    marked: Sequence[int] = (),
+    warmup: int = 0,
+    shared: Sequence[float] = (),
+    quantity: str = "value",
 ) -> str:
-    """Values in iteration order (the plot that shows throttling and warm-up)."""
+    """Values in iteration order (the plot that shows throttling and warm-up): grey dots are
+    warm-ups, red ones outliers. `shared`: other values the value axis must also cover, so
+    two runs' plots read on one scale."""
     if not values:
         return ""
-    lo, hi = min(values), max(values)
-    points = " ".join(f"{_x(i, len(values)):.1f},{_y(v, lo, hi):.1f}" for i, v in enumerate(values))
+    n = len(values)
+    floor = domain_low([*values, *shared])
+    y, marks = _vertical([*values, *shared], floor)
+    x = _index_scale(n)
+    points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
     dots = "".join(
-        f'<circle cx="{_x(i, len(values)):.1f}" cy="{_y(v, lo, hi):.1f}" r="2.5" '
+        f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.5" '
         f'class="{"marked" if i in marked else "warm" if i < warmup else "dot"}"/>'
         for i, v in enumerate(values)
     )
-    return _frame(title, f'<polyline points="{points}" class="line"/>{dots}', lo, hi)
-
-
-def histogram(title: str, values: Sequence[float], bins: int = 20) -> str:
-    if not values:
-        return ""
-    lo, hi = min(values), max(values)
-    width = (hi - lo) / bins or 1.0
-    counts = [0] * bins
-    for v in values:
-        counts[min(int((v - lo) / width), bins - 1) if hi > lo else bins // 2] += 1
-    top = max(counts)
-    bar_w = (W - 2 * PAD) / bins
-    bars = "".join(
-        f'<rect x="{PAD + i * bar_w:.1f}" y="{_y(c, 0, top):.1f}" width="{bar_w - 1:.1f}" '
-        f'height="{H - PAD - _y(c, 0, top):.1f}" class="bar"/>'
-        for i, c in enumerate(counts)
+    body = (
+        y_axis(y, marks, titled(unit, quantity))
+        + x_axis(x, index_marks(n), "iteration")
+        + f'<polyline points="{points}" class="line"/>{dots}'
     )
-    axis = f'<text x="{PAD}" y="{H - 8}" class="tick">{lo:.4g}</text>'
-    axis += f'<text x="{W - PAD - 40}" y="{H - 8}" class="tick">{hi:.4g}</text>'
-    return _frame(title, bars + axis, 0, top)
+    return frame(title, body)
+
+
+def distribution(
+    title: str,
+    groups: Sequence[tuple[str, Sequence[float]]],
+    unit: str = "",
+    quantity: str = "value",
+) -> str:
+    """Each group (e.g. base and new) on one row, all on one value scale: every value as a dot
+    with the median as a bar when there are few, else a box plot (quartiles, whiskers to the
+    furthest value within 1.5 IQR, dots beyond)."""
+    kept = [(name, list(vals)) for name, vals in groups if vals]
+    if not kept:
+        return ""
+    everything = [v for _, vals in kept for v in vals]
+    marks = value_ticks(everything, domain_low(everything))
+    height = TOP + ROW * len(kept) + BOTTOM
+    x = Scale(marks[0], marks[-1], LEFT, W - RIGHT)
+    step = marks[1] - marks[0] if len(marks) > 1 else 1.0
+    body = "".join(
+        f'<line x1="{x(m):.1f}" x2="{x(m):.1f}" y1="{TOP}" y2="{height - BOTTOM}" class="grid"/>'
+        for m in marks
+    )
+    body += x_axis(x, [(m, label(m, step)) for m in marks], titled(unit, quantity), height=height)
+    for row, (name, vals) in enumerate(kept):
+        middle = TOP + ROW * row + ROW / 2
+        body += (
+            f'<text x="{LEFT - 6}" y="{middle - 2:.1f}" class="tick" text-anchor="end">'
+            f'{escape(short(name, 11))}</text><text x="{LEFT - 6}" y="{middle + 11:.1f}" '
+            f'class="tick" text-anchor="end">n={len(vals)}</text>'
+        )
+        body += _strip(vals, x, middle) if len(vals) <= STRIP_MAX else _box(vals, x, middle)
+    return frame(title, body, height=height)
+
+
+def _strip(vals: list[float], x: Scale, middle: float) -> str:
+    # A fixed, even spread (golden-ratio steps) rather than random jitter: the same values
+    # always draw the same picture.
+    dots = "".join(
+        f'<circle cx="{x(v):.1f}" cy="{middle + 26 * (((i * 0.618034) % 1) - 0.5):.1f}" r="3" '
+        'class="dot strip"/>'
+        for i, v in enumerate(vals)
+    )
+    median = x(float(np.median(vals)))
+    return dots + (
+        f'<line x1="{median:.1f}" x2="{median:.1f}" y1="{middle - 16:.1f}" '
+        f'y2="{middle + 16:.1f}" class="median"/>'
+    )
+
+
+def _box(vals: list[float], x: Scale, middle: float) -> str:
+    q1, median, q3 = (float(q) for q in np.percentile(vals, [25, 50, 75]))
+    fence = 1.5 * (q3 - q1)
+    inside = [v for v in vals if q1 - fence <= v <= q3 + fence]
+    low, high = min(inside), max(inside)
+    beyond = "".join(
+        f'<circle cx="{x(v):.1f}" cy="{middle:.1f}" r="2.5" class="marked"/>'
+        for v in vals
+        if v < low or v > high
+    )
+    top, bottom = middle - 12, middle + 12
+    return (
+        f'<line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{middle}" y2="{middle}" class="ci"/>'
+        f'<rect x="{x(q1):.1f}" y="{top}" width="{max(x(q3) - x(q1), 1):.1f}" height="24" '
+        f'class="box"/><line x1="{x(median):.1f}" x2="{x(median):.1f}" y1="{top}" '
+        f'y2="{bottom}" class="median"/>{beyond}'
+    )
 
 
 def intervals(title: str, rows: Sequence[tuple[str, float, float, float]], effect: float) -> str:
-    """Ratio intervals per metric, around 1 with the equivalence band shaded."""
-    finite = [v for _, lo, est, hi in rows for v in (lo, est, hi) if math.isfinite(v)]
+    """Per metric, the change of new against base in percent with its 95% interval, around
+    no change, with the equivalence band (±effect) shaded. Rows are (label, ratio low, ratio,
+    ratio high); an unbounded end runs to the edge."""
+    pct = [(name, 100 * (lo - 1), 100 * (est - 1), 100 * (hi - 1)) for name, lo, est, hi in rows]
+    finite = [v for _, lo, est, hi in pct for v in (lo, est, hi) if math.isfinite(v)]
     if not finite:
         return ""
-    lo = min([*finite, 1 - 2 * effect])
-    hi = max([*finite, 1 + 2 * effect])
-    height = PAD + 28 * len(rows)
-
-    def x(v: float) -> float:
-        return PAD + 110 + (v - lo) / (hi - lo) * (W - 2 * PAD - 110)
-
+    marks = value_ticks([*finite, -200 * effect, 200 * effect])
+    x = Scale(marks[0], marks[-1], LEFT + 40, W - RIGHT)
+    height = TOP + ROW * len(rows) + BOTTOM
+    step = marks[1] - marks[0] if len(marks) > 1 else 1.0
     body = (
-        f'<rect x="{x(1 - effect):.1f}" y="4" width="{x(1 + effect) - x(1 - effect):.1f}" '
-        f'height="{height - 8}" class="band"/>'
-        f'<line x1="{x(1):.1f}" x2="{x(1):.1f}" y1="4" y2="{height - 4}" class="ref"/>'
+        f'<rect x="{x(-100 * effect):.1f}" y="{TOP}" '
+        f'width="{x(100 * effect) - x(-100 * effect):.1f}" height="{ROW * len(rows)}" '
+        f'class="band"/><line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{TOP}" '
+        f'y2="{height - BOTTOM}" class="ref"/>'
     )
-    for n, (label, low, est, high) in enumerate(rows):
-        y = 22 + 28 * n
-        body += f'<text x="4" y="{y + 4}" class="tick">{escape(label)}</text>'
-        if all(math.isfinite(v) for v in (low, est, high)):
+    body += x_axis(
+        x,
+        [(m, f"{label(m, step)}%") for m in marks],
+        "change of new against base (%), 95% interval",
+        height=height,
+    )
+    for n, (name, low, est, high) in enumerate(pct):
+        y = TOP + ROW * n + ROW / 2
+        body += f'<text x="4" y="{y + 4}" class="tick">{escape(short(name, 16))}</text>'
+        if math.isfinite(est):
+            left = x(max(low, marks[0])) if math.isfinite(low) else x.start
+            right = x(min(high, marks[-1])) if math.isfinite(high) else x.end
             body += (
-                f'<line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{y}" y2="{y}" class="ci"/>'
+                f'<line x1="{left:.1f}" x2="{right:.1f}" y1="{y}" y2="{y}" class="ci"/>'
                 f'<circle cx="{x(est):.1f}" cy="{y}" r="4" class="dot"/>'
             )
-    return (
-        f'<svg class="plot" viewBox="0 0 {W} {height}" width="{W}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>{body}</svg>'
-    )
+    return frame(title, body, height=height)
 
 
 def history_plot(
@@ -109,27 +188,71 @@ def history_plot(
     values: Sequence[float],
     band: tuple[Sequence[float], Sequence[float]],
     alerts: Sequence[int],
+    builds: Sequence[str] = (),
+    unit: str = "",
+    quantity: str = "value",
 ) -> str:
-    """A test's history with the prediction band and the builds where changes were found."""
+    """A test's history, one value per build (labelled on the x axis), with the prediction
+    band cut at the metric's domain and a red line at each build where a change was found."""
     if not values:
         return ""
-    low, high = band
-    everything = [
-        *values,
-        *(v for v in low if math.isfinite(v)),
-        *(v for v in high if math.isfinite(v)),
-    ]
-    lo, hi = min(everything), max(everything)
+    floor = domain_low(values)
+    low = [max(v, floor) if math.isfinite(v) else v for v in band[0]]
+    high = [max(v, floor) if math.isfinite(v) else v for v in band[1]]
     n = len(values)
+    covered = [*values, *(v for v in (*low, *high) if math.isfinite(v))]
+    y, marks = _vertical(covered, floor)
+    x = _index_scale(n)
     upper = [(i, v) for i, v in enumerate(high) if math.isfinite(v)]
     lower = [(i, v) for i, v in enumerate(low) if math.isfinite(v)]
-    polygon = " ".join(f"{_x(i, n):.1f},{_y(v, lo, hi):.1f}" for i, v in upper + lower[::-1])
-    line = " ".join(f"{_x(i, n):.1f},{_y(v, lo, hi):.1f}" for i, v in enumerate(values))
-    marks = "".join(
-        f'<line x1="{_x(i, n):.1f}" x2="{_x(i, n):.1f}" y1="{PAD / 2}" y2="{H - PAD}" '
-        'class="alert"/>'
+    polygon = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in upper + lower[::-1])
+    line = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
+    names = list(builds) or [str(i + 1) for i in range(n)]
+    ticks = [(where, short(names[int(where)])) for where, _ in index_marks(n, most=7)]
+    body = y_axis(y, marks, titled(unit, quantity)) + x_axis(x, ticks, "build")
+    body += f'<polygon points="{polygon}" class="band"/>' if polygon else ""
+    body += "".join(
+        f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{TOP}" y2="{H - BOTTOM}" class="alert"/>'
         for i in alerts
     )
-    body = (f'<polygon points="{polygon}" class="band"/>' if polygon else "") + marks
-    body += f'<polyline points="{line}" class="line"/>'
-    return _frame(title, body, lo, hi)
+    body += f'<polyline points="{line}" class="line"/>' + "".join(
+        f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.5" class="dot">'
+        f"<title>{escape(names[i])}: {v:.4g}</title></circle>"
+        for i, v in enumerate(values)
+    )
+    return frame(title, body)
+
+
+def progress_curve(title: str, times_ms: Sequence[float], progress: Sequence[float]) -> str:
+    """Visual progress (0-100%) against time since navigation, as a step line."""
+    if not times_ms:
+        return ""
+    marks = value_ticks([0.0, *times_ms], 0.0)
+    x = Scale(marks[0], marks[-1], LEFT, W - RIGHT)
+    y = Scale(0.0, 100.0, H - BOTTOM, TOP)
+    step = marks[1] - marks[0] if len(marks) > 1 else 1.0
+    points, last = [], 0.0
+    for t, p in zip(times_ms, progress, strict=True):
+        points += [f"{x(t):.1f},{y(100 * last):.1f}", f"{x(t):.1f},{y(100 * p):.1f}"]
+        last = p
+    body = (
+        y_axis(y, [0, 25, 50, 75, 100], "visual progress (%)")
+        + x_axis(x, [(m, label(m, step)) for m in marks], "time since navigation (ms)")
+        + f'<polyline points="{" ".join(points)}" class="line"/>'
+    )
+    return frame(title, body)
+
+
+STYLE = """
+.plot { background: #fff; margin: .3em 0 }
+.plot .heading { font-size: 12px; font-weight: 600; fill: #222 }
+.plot .grid { stroke: #eee } .plot .axis { stroke: #888 }
+.plot .tick { font-size: 11px; fill: #555 } .plot .axis-title { font-size: 11px; fill: #333 }
+.plot .line { fill: none; stroke: #2463b5; stroke-width: 1.5 }
+.plot .dot { fill: #2463b5 } .plot .warm { fill: #aaa } .plot .marked { fill: #d33 }
+.plot .strip { fill-opacity: .6 } .plot .median { stroke: #111; stroke-width: 2 }
+.plot .box { fill: #2463b533; stroke: #2463b5 }
+.plot .band { fill: #2463b522; stroke: none } .plot .ref { stroke: #555; stroke-dasharray: 3 3 }
+.plot .ci { stroke: #222; stroke-width: 2 } .plot .alert { stroke: #d33; stroke-width: 1.5 }
+"""
+"""The charts' own rules, shared by the report's inline style and the console's CSS file."""

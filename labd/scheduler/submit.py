@@ -143,8 +143,17 @@ class JobService:
             return [f"{source}: params.url: {url} is not in the archive {path.name}"]
         return []
 
-    async def check(self, spec: TestSpec, source: str) -> None:
+    def _offering(self, spec: TestSpec) -> list[Driver]:
+        """Drivers offering the scenario, those of the job's platform when it names one: X11
+        and Android both offer page-load, each with its own parameters, and a job for one is
+        checked against that one only. (None on its platform: all of them, and the device
+        check says why none fits.)"""
         offering = [d for d in self.drivers.values() if spec.scenario in d.scenarios()]
+        platform = spec.device.platform
+        return [d for d in offering if d.platform == platform] or offering
+
+    async def check(self, spec: TestSpec, source: str) -> None:
+        offering = self._offering(spec)
         if not offering:
             known = sorted({s for d in self.drivers.values() for s in d.scenarios()})
             hint = did_you_mean(spec.scenario, known) or f" (known: {', '.join(known)})"
@@ -203,8 +212,7 @@ class JobService:
 
     async def why_waiting(self, job: Job) -> str:
         """For a queued job: which devices could take it and why none has yet."""
-        offering = [d for d in self.drivers.values() if job.spec.scenario in d.scenarios()]
-        devices = await self._fitting_devices(job.spec, offering)
+        devices = await self._fitting_devices(job.spec, self._offering(job.spec))
         if not devices:
             return f"no device matches {job.spec.device.describe()} any more"
         parts = []

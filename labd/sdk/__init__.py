@@ -11,6 +11,8 @@ walks through a complete driver.
 - Protocols a driver provides: `KeyInput`, `PointerInput`, `DesktopInput`, `TouchInput`,
   `CaptureSource` (opening a `FrameSource`), `MarkerStream` (`LineStream` implements it over
   a blocking reader); `PowerControl[Options]` for power plugins (`labd.power`).
+- Input dispatch latency: an input keeps `latencies_ms` (`TimedInput`, `timed`); scenarios
+  store it per iteration with `take_latencies` and `keep_latencies` (values and artefact).
 - `Controller`: a user's actions (load a URL, tap, swipe, type) over any input.
 - The domain types and errors a plugin uses: `Device`, `MetricSpec`, `Policy`, `RunAs`,
   `TestFailure` (the test failed), `CannotStart` (the job's spec cannot start on this
@@ -26,6 +28,14 @@ from labd.sdk.controller import FOCUS_WAIT_S, TYPING_DELAY_MS, Controller, color
 from labd.sdk.driver import Driver
 from labd.sdk.generic import NoOptions
 from labd.sdk.inputs import DesktopInput, KeyInput, PointerInput, TouchInput
+from labd.sdk.latency import (
+    LATENCY_METRICS,
+    TimedInput,
+    keep_latencies,
+    latency_values,
+    take_latencies,
+    timed,
+)
 from labd.sdk.markers import LineStream, MarkerStream
 from labd.sdk.power import PowerControl
 from labd.sdk.registry import (
@@ -41,6 +51,7 @@ from labd.sdk.scenario import RunContext, Scenario
 __all__ = [
     "DRIVER_GROUP",
     "FOCUS_WAIT_S",
+    "LATENCY_METRICS",
     "POWER_GROUP",
     "TYPING_DELAY_MS",
     "CannotStart",
@@ -69,10 +80,15 @@ __all__ = [
     "RunContext",
     "Scenario",
     "TestFailure",
+    "TimedInput",
     "TouchInput",
     "UsageError",
     "check_driver",
     "check_power",
     "color_page",
+    "keep_latencies",
+    "latency_values",
     "load_plugins",
+    "take_latencies",
+    "timed",
 ]

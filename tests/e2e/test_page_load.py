@@ -44,9 +44,10 @@ def lab(tmp_path: Path) -> dict[str, Any]:
     shutil.copy(ROOT / "examples/page/site.har", archives / "examples/page")
     (archives / "bad.har").write_text(json.dumps(har_document(BAD_PAGES, "test")))
     config = tmp_path / "labd.toml"
+    api_port = free_port()
     config.write_text(
         f'[daemon]\nlab = "{name}"\nstate_dir = "{tmp_path / "state"}"\n'
-        f"[http]\nport = {free_port()}\napi_port = {free_port()}\n"
+        f"[http]\nport = {free_port()}\napi_port = {api_port}\n"
         '[drivers.x11]\nxvfb = ["1280x800"]\n[drivers.host]\nenabled = false\n'
         f'[replay]\narchive_dir = "{archives}"\n'
     )
@@ -56,7 +57,8 @@ def lab(tmp_path: Path) -> dict[str, Any]:
         "HOME": str(tmp_path),
     }
     daemon = start_bare_daemon(env, tmp_path)
-    yield {"env": env, "cwd": tmp_path, "name": name}
+    yield {"env": env, "cwd": tmp_path, "name": name, "api_port": api_port,
+           "state": tmp_path / "state"}  # fmt: skip
     daemon.terminate()
     assert daemon.wait(60) == 0
 
@@ -108,6 +110,31 @@ def bad_page_manifest(page: str, *params: str) -> str:
     )
 
 
+def check_video_over_the_api(lab: dict[str, Any], results: dict[str, Any]) -> None:
+    """A video the runner wrote, fetched from the API as CI would, plays: whole, and from
+    a byte range (as a seeking player asks)."""
+    import tomllib
+    import urllib.request
+
+    token = tomllib.loads((lab["state"] / "credentials/local.toml").read_text())["token"]
+    (video,) = [a for a in results["artefacts"] if a["kind"] == "video"][-1:]
+    url = f"http://127.0.0.1:{lab['api_port']}{video['path']}"
+    ranged = {"Authorization": f"Bearer {token}", "Range": "bytes=0-99"}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=ranged), timeout=20) as part:
+        assert part.status == 206 and len(part.read()) == 100
+    whole = {"Authorization": f"Bearer {token}"}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=whole), timeout=20) as answer:
+        body = answer.read()
+    assert len(body) == video["size"]
+    copy = lab["cwd"] / "fetched.webm"
+    copy.write_bytes(body)
+    playback = cv2.VideoCapture(str(copy))
+    frames = 0
+    while playback.read()[0]:
+        frames += 1
+    assert frames > 10, f"the fetched video has {frames} frames"
+
+
 def measured(results: dict[str, Any]) -> list[dict[str, Any]]:
     return [i for i in results["iterations"] if not i["warmup"] and not i["error"]]
 
@@ -117,9 +144,17 @@ def check_job(results: dict[str, Any], events: list[dict[str, Any]]) -> list[flo
     iterations = measured(results)
     assert len(iterations) >= 5
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))  # in order, no gaps
+    # Each measured iteration's video is among the job's artefacts the API lists.
+    videos = {a["name"] for a in results["artefacts"] if a["content_type"] == "video/webm"}
+    assert {f"iteration-{i['index']}/video.webm" for i in iterations} <= videos
     for iteration in iterations:
         assert iteration["values"]["sync_confidence"] > 0.95
         assert iteration["values"]["browser.load"] > 0  # the browser's own marks, beside
+        # Every XTEST dispatch of the iteration (green page URL, page URL, Enter), kept.
+        latency = iteration["values"]
+        assert 0 < latency["input_latency_p50_ms"] <= latency["input_latency_p95_ms"]
+        kept = json.loads(Path(iteration["fingerprint"]["artifacts"]["input_latency"]).read_text())
+        assert len(kept["dispatch"]) > len("http://www.labd.test/")
         video = iteration["fingerprint"]["artifacts"]["video"]
         playback = cv2.VideoCapture(video)
         assert playback.read()[0], f"{video} does not play"
@@ -134,6 +169,7 @@ async def test_page_load_over_mqtt_under_two_profiles(lab: dict[str, Any], brows
     slow_results, slow_events = await run_job(lab, f"examples/page/{browser}-3g.toml")
     fast = check_job(fast_results, fast_events)
     slow = check_job(slow_results, slow_events)
+    await asyncio.to_thread(check_video_over_the_api, lab, slow_results)
     # A new connection and the page's request cost two round trips at least.
     assert statistics.median(slow) - statistics.median(fast) >= 2 * THREE_G_RTT_MS
     # The browser's Navigation Timing sees the round trips too (a second source, same story).

@@ -8,12 +8,14 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from labd.errors import InfrastructureError, UsageError
 from labd.model import Device
+from labd.sdk import keep_latencies, latency_values, take_latencies
 from labd_x11 import X11Driver, X11Input, X11Options
 
 
@@ -124,3 +126,28 @@ async def test_driver_offers_reachable_displays(xvfb: str) -> None:
     assert await driver.health(devices[0]) is None
     gone = Device(id="x", driver="x11", platform="x11", capabilities={"display": ":4244"})
     assert await driver.health(gone) == "X11 display ':4244' cannot be opened"
+
+
+def test_every_dispatch_is_timed_and_kept_with_the_iteration(
+    desktop: tuple[X11Input, Recorder], tmp_path: Path
+) -> None:
+    """One figure per dispatch (events up to the sync's reply), stored as values and a file."""
+    x11, recorder = desktop
+    x11.click(5, 5)
+    x11.drag(10, 10, 50, 50, duration_s=0.01, steps=3)  # press, 3 moves, release
+    x11.scroll("down")
+    x11.key("ctrl+l")
+    x11.text("ab", delay_ms=1)  # one dispatch per key when paced
+    x11.text("cd")  # one dispatch for the lot
+    recorder.until("d")
+    latencies = take_latencies(x11)
+    assert len(latencies) == 1 + 5 + 1 + 1 + 2 + 1
+    assert all(0 < v < 1000 for v in latencies)
+    assert take_latencies(x11) == []  # taken: the next iteration starts empty
+    fingerprint: dict[str, Any] = {"artifacts": {"video": "v.webm"}}
+    values = keep_latencies(latencies, tmp_path, fingerprint)
+    assert values == latency_values(latencies)
+    assert values["input_latency_p50_ms"] <= values["input_latency_p95_ms"]
+    kept = json.loads(Path(fingerprint["artifacts"]["input_latency"]).read_text())
+    assert kept["dispatch"] == pytest.approx(latencies, abs=1e-3)
+    assert fingerprint["artifacts"]["video"] == "v.webm"

@@ -138,9 +138,10 @@ def test_roles_and_ownership_are_enforced(lab: Lab) -> None:
 
     # A submitter cannot cancel another's job, nor command a device; a viewer cannot submit.
     answer = lab.request("POST", "/api/v1/jobs/slow/cancel", {}, token=other)
-    assert (answer.status, answer.body["errors"]) == (
+    assert (answer.status, answer.body["errors"], answer.body["reason"]) == (
         403,
         ["principal 'other' may not cancel job 'slow' (submitted by 'ci')"],
+        "forbidden",
     )
     device = lab.request("GET", "/api/v1/devices", token=viewer).body["devices"][0]["id"]
     answer = lab.request("POST", f"/api/v1/devices/{device}/drain", {}, token=ci)
@@ -293,11 +294,25 @@ def test_a_principal_over_its_rate_is_refused_and_its_job_not_run(lab: Lab) -> N
         assert lab.request("POST", "/api/v1/jobs", spec, token=burst).status == 201
     over = {"id": "b2", "spec": lab.touch_spec("burst-2")}
     answer = lab.request("POST", "/api/v1/jobs", over, token=burst)
-    assert (answer.status, answer.body["errors"]) == (
+    assert (answer.status, answer.body["errors"], answer.body["reason"]) == (
         429,
         ["principal 'burst' submitted 2 jobs in the last minute (limit 2); try again later"],
+        "rate_limited",
     )
     assert [(r["principal"], r["reason"]) for r in _refusals(lab)] == [("burst", "rate_limited")]
     assert lab.wait_finished("b1", burst)["state"] == "succeeded"
     assert (lab.markers / "burst-1").exists() and not (lab.markers / "burst-2").exists()
     assert lab.request("GET", "/api/v1/jobs/b2", token=burst).status == 404
+
+
+def test_a_body_nested_too_deeply_is_a_clear_400(lab: Lab) -> None:
+    # 100,000 '[' raised RecursionError inside json.loads: a 500 with nothing said.
+    answer = lab.request(
+        "POST",
+        "/api/v1/jobs",
+        headers={"Content-Type": "application/json"},
+        token=TOKENS["ci"],
+        raw=b"[" * 100_000,
+    )
+    assert (answer.status, answer.body["errors"]) == (400, ["request body is nested too deeply"])
+    assert lab.request("GET", "/api/v1/jobs", token=TOKENS["viewer"]).status == 200

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import pwd
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from labd.auth import Credentials
+from labd.auth import Credentials, ensure_local_credentials
 from tests.conftest import LabdProcess
 from tests.integration.mqtt.conftest import (
     CI,
@@ -139,7 +141,11 @@ async def test_mosquitto_with_generated_passwords_and_acl(
     port = free_port()
     mqtt = f'url = "mqtt://labd-host:s3cret-pw@127.0.0.1:{port}"'
     config = daemon_config(tmp_path, mqtt)
+    local = ensure_local_credentials(tmp_path / "labd")  # as labd's first start writes them
     broker = mosquitto_with_acl(config)
+    passwd = tmp_path / "mosquitto-auth" / "passwd"
+    owner = pwd.getpwuid(passwd.stat().st_uid).pw_name
+    assert (owner, stat.S_IMODE(passwd.stat().st_mode)) == ("mosquitto", 0o640)
     # The daemon listens where the config says: move it to the broker's port.
     config.write_text(config.read_text().replace(str(port), str(broker.port)))
     daemon: LabdProcess = start_labd(config)
@@ -174,6 +180,15 @@ async def test_mosquitto_with_generated_passwords_and_acl(
                 **broker_login(CI),
             )
             await ops.wait_for(lambda: finished(ops, "good"))
+            # The local admin (`labd submit` on the daemon's host) has its account too.
+            await publish_signed(
+                broker.port,
+                f"{PREFIX}/jobs/submit",
+                {"id": "by-local", "spec": spec(1)},
+                local,
+                **broker_login(local),
+            )
+            await ops.wait_for(lambda: finished(ops, "by-local"))
             await asyncio.sleep(1)
         assert snoop.messages == []
     assert not marker.exists()

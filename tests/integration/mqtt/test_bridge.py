@@ -143,10 +143,11 @@ async def test_malformed_payloads_are_answered_and_other_jobs_unaffected(
             await publish(broker.port, submit, payload)
         await publish_signed(broker.port, submit, {"id": "fine", "spec": spec(2)})
         await publish_signed(broker.port, f"{PREFIX}/jobs/nope/cancel", {})
+        await publish_signed(broker.port, f"{PREFIX}/jobs/pr%42/cancel", {})
         await publish_signed(
             broker.port, f"{PREFIX}/devices/host-labd/command", {"action": "drain"}, CI
         )
-        await ci.wait_for(lambda: len(ci.on("errors")) >= len(bad) + 2 and finished(ci, "fine"))
+        await ci.wait_for(lambda: len(ci.on("errors")) >= len(bad) + 3 and finished(ci, "fine"))
         problems = [" ".join(e["problems"]) for e in ci.on("errors")]
         expected = [
             "payload is not JSON",
@@ -158,6 +159,7 @@ async def test_malformed_payloads_are_answered_and_other_jobs_unaffected(
             "over the 262144 limit",
             "no device in the lab matches platform=android",
             "no job 'nope'",
+            "job id 'pr%42' holds '%'; allowed:",  # the rule, not "no job"
             "principal 'ci' (submitter) may not administer",
         ]
         for fragment in expected:

@@ -28,6 +28,7 @@ async def test_broker_away_for_10_s_mid_job_loses_no_event(
         await asyncio.sleep(2)
         status, ready = daemon.get("/readyz")
         assert status == 503 and "not connected" in ready["checks"]["broker"]
+        assert "\nlabd_mqtt_connected 0.0\n" in daemon.get("/metrics")[1]  # no lag behind /readyz
         await asyncio.sleep(8)
         broker.start()
         await ci.wait_for(lambda: finished(ci, "long"), within=90)
@@ -36,6 +37,7 @@ async def test_broker_away_for_10_s_mid_job_loses_no_event(
     assert [e["kind"] for e in events].count("iteration") >= 24
     assert events[-1]["state"] == "succeeded"
     assert daemon.get("/readyz")[0] == 200
+    assert "\nlabd_mqtt_connected 1.0\n" in daemon.get("/metrics")[1]
     assert daemon.stop() == 0
 
 

@@ -73,3 +73,12 @@ async def test_arguments_exec_would_refuse_as_too_long_are_refused(jobs: JobServ
 async def test_an_exit_code_no_program_can_return_is_refused(jobs: JobService) -> None:
     problems = await refused(jobs, command=["true"], ok_exit_codes=[10**20])
     assert problems and "ok_exit_codes.0" in problems[0]
+
+
+async def test_an_environment_given_as_a_string_is_not_echoed(jobs: JobService) -> None:
+    # The refusal goes back to the submitter, to the log and to the errors topic: a token
+    # pasted as `env = "API_TOKEN=..."` must not travel with it.
+    problems = await refused(jobs, command=["true"], env="API_TOKEN=s3cr3t-value")
+    assert problems == ["m.toml: params.env: input should be a valid dictionary"]
+    problems = await refused(jobs, command=["true"], env={"LANG": 7})
+    assert problems == ["m.toml: params.env.LANG: input should be a valid string"]

@@ -84,3 +84,63 @@ def test_bad_input_exits_2_with_the_reason(
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_progress_in_a_terminal_and_only_there(
+    page_video: tuple[PageLoad, Path], tmp_path: Path
+) -> None:
+    """On a terminal `labd analyze` shows which pass it is in and how far, on one line
+    rewritten in place, and ends it with the time taken (or, when the analysis fails, ends
+    the line so the error stands on its own); piped (CI) it says nothing unless asked, and
+    stdout holds the results alone."""
+    _, video = page_video
+    code, stdout, shown = _on_a_terminal(str(video))
+    assert code == 0
+    assert "\rpass 1 of 2 (finding the sync screens and the changes): frame 1 of " in shown
+    assert "pass 2 of 2 (measuring visual progress): frame" in shown
+    assert shown.rstrip().split("\r")[-1].startswith("analysed in ")
+    assert "pass" not in stdout and "speed index" in stdout
+
+    no_sync = tmp_path / "no-sync.mkv"
+    PageLoad.staircase(start_color=(0, 0, 255)).write(no_sync)
+    code, _, shown = _on_a_terminal(str(no_sync))
+    assert code == 2
+    assert shown.splitlines()[-1].endswith("no green (start) screen found in 75 frames")
+
+    piped = labd("analyze", str(video))
+    assert piped.returncode == 0 and piped.stderr == ""
+    logged = labd("analyze", str(video), "--show-progress", "always")
+    lines = logged.stderr.splitlines()
+    assert lines[0].startswith("pass 1 of 2") and lines[-1].startswith("analysed in ")
+    assert "\r" not in logged.stderr and logged.stdout == piped.stdout
+
+
+def _on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """`labd analyze ARGS` with stderr on a pseudo-terminal: (exit code, stdout, what the
+    terminal got)."""
+    import os
+    import pty
+
+    primary, secondary = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "labd", "analyze", *args],
+            stdout=subprocess.PIPE, stderr=secondary, text=True, timeout=120,
+        )  # fmt: skip
+        os.close(secondary)
+        seen = b""
+        while chunk := _read(primary):
+            seen += chunk
+    finally:
+        os.close(primary)
+    return done.returncode, done.stdout, seen.decode()
+
+
+def _read(fd: int) -> bytes:
+    """What the terminal got; b"" once the writer is gone (EIO on Linux)."""
+    import os
+
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return b""

@@ -54,3 +54,18 @@ def test_an_unexpected_error_is_one_line_naming_its_log_and_exit_3(
     assert line.startswith("labd: unexpected error: KeyError: 'no such key' (details in ")
     log = Path(line.rsplit("details in ", 1)[1].rstrip(")"))
     assert log.parent == tmp_path / "labd" and "Traceback" in log.read_text()
+
+
+def test_an_unexpected_error_never_prints_a_key_it_quotes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    key = "q3Vx8mJ0b2tlbi1rZXktdGhhdC1pcy0zMi1ieXRlcyE"
+
+    def broken(_: argparse.Namespace) -> int:
+        raise TypeError(f"cannot render {{'k1': '{key}'}}")
+
+    monkeypatch.setattr(cli, "_version", broken)
+    assert cli.main(["version"]) == 3
+    line = capsys.readouterr().err
+    assert key not in line and "cannot render" in line

@@ -57,3 +57,22 @@ def test_config_check_prints_effective_config_with_secrets_masked(tmp_path: Path
 
 def test_usage_error_exits_2() -> None:
     assert labd("no-such-command").returncode == 2
+
+
+def test_config_check_with_principals_masks_every_credential(tmp_path: Path) -> None:
+    # A configuration with principals crashed `config check`, and the crash line printed the
+    # HMAC key it had tried to render.
+    key = "q3Vx8mJ0b2tlbi1rZXktdGhhdC1pcy0zMi1ieXRlcyE"
+    config = tmp_path / "labd.toml"
+    config.write_text(
+        f'[auth.principals.ci]\nrole = "submitter"\nsecret_keys = {{ k1 = "{key}" }}\n'
+        f'token_sha256 = ["{"a" * 64}"]\n'
+    )
+    for extra in ([], ["--json"]):
+        result = labd("config", "check", str(config), *extra)
+        assert result.returncode == 0, result.stderr
+        assert key not in result.stdout + result.stderr
+        assert "a" * 64 not in result.stdout
+        assert "submitter" in result.stdout
+    report = json.loads(labd("config", "check", str(config), "--json").stdout)
+    assert report["settings"]["auth"]["principals"]["ci"]["role"] == "submitter"

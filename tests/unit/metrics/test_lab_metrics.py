@@ -8,7 +8,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from labd.config import MetricsSettings
+from labd.config import MetricsSettings, PoolSettings
 from labd.events import (
     DeviceChanged,
     EventBus,
@@ -19,15 +19,16 @@ from labd.events import (
 )
 from labd.metrics import LabMetrics
 from labd.model import Job, JobState, TestSpec
+from labd.pool import Pool
 from tests.unit.fakes import JobMemory
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
 def metrics_on(store: JobMemory) -> tuple[LabMetrics, CollectorRegistry]:
-    registry = CollectorRegistry()
-    # The pool is read for the scrape-time snapshot only, which these tests do not take.
-    lab = LabMetrics(registry, EventBus(), store, None, MetricsSettings())  # type: ignore[arg-type]
+    registry, bus = CollectorRegistry(), EventBus()
+    pool = Pool({}, {}, store, bus, PoolSettings(), "h")  # type: ignore[arg-type]  # a fake store
+    lab = LabMetrics(registry, bus, store, pool, MetricsSettings())  # type: ignore[arg-type]
     return lab, registry
 
 

@@ -1,0 +1,196 @@
+"""The gesture scenario (Eideticker's scrolling and panning tests) on a phone: per iteration a
+green screen, the app activity or page opened, a scripted gesture sequence sent through the
+persistent input shell, the screen left to come to rest, red; `screenrecord` films it all.
+
+From the frames: unique frame rate and frame-time percentiles while the content moved, jank
+(new frames later than the frame rate allows), checkerboarding (Fennec's unpainted-area
+pattern), dropped frames, sync confidence, and the time from each input to the first change
+it caused. The video, heat map and per-frame progress are kept beside the numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from labd.capture import CaptureError, Recorder
+from labd.sdk import (
+    LATENCY_METRICS,
+    InfrastructureError,
+    MetricSpec,
+    RunContext,
+    Scenario,
+    TestFailure,
+    TouchInput,
+    keep_latencies,
+    take_latencies,
+)
+from labd_android.gesture_steps import GestureStep, refused_steps
+from labd_android.launch import PACKAGE
+from labd_android.screen import AndroidScreen
+from labd_android.sync import (
+    BROWSERS,
+    GREEN,
+    RED,
+    STREAMING_FRAMES,
+    PhoneSync,
+    analyse,
+    artifacts_in,
+)
+from labd_browser import untrustworthy
+
+MOTION = ("unique_fps", "frame_time_p50_ms", "frame_time_p90_ms", "frame_time_p99_ms",
+          "janky_frames", "missed_frames", "input_to_first_change_ms")  # fmt: skip
+
+
+class GestureParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    activity: str = Field("", description="The app to open, package/activity (or url).")
+    url: str = Field("", description="A page to open in the browser (or activity).")
+    browser: str = Field(
+        "chromium", description="chromium or firefox: whose Android app shows pages."
+    )
+    package: str = Field("", description="The browser's package, if not the usual one.")
+    steps: list[GestureStep] = Field(min_length=1, description="The gesture script.")
+    open_timeout_s: float = Field(30, gt=0, le=600, description="Longest wait for the target.")
+    settle_ms: float = Field(
+        800, ge=100, le=60_000, description="Still this long: the target is open, the fling over."
+    )
+    fps: float = Field(60, gt=0, le=120, description="The capture's nominal frame rate.")
+    checkerboard: bool = Field(True, description="Measure Fennec-style checkerboarding.")
+    keep_video: bool = Field(True, description="Keep video, heat map and progress per iteration.")
+    min_sync_confidence: float = Field(0.9, ge=0, le=1)
+    max_dropped_frames: int = Field(2, ge=0)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> GestureParams:
+        if bool(self.activity) == bool(self.url):
+            raise ValueError("give exactly one of activity (package/activity) and url")
+        if self.activity and (
+            "/" not in self.activity or not PACKAGE.match(self.activity.split("/")[0])
+        ):
+            raise ValueError(f"activity {self.activity!r}: expected package/activity")
+        if self.url and (not self.url.startswith(("http://", "https://")) or " " in self.url):
+            raise ValueError(f"url {self.url!r}: expected an http(s) URL")
+        if not self.package and self.browser not in BROWSERS:
+            raise ValueError(f"browser {self.browser!r}: chromium or firefox, or give package")
+        return self
+
+    @property
+    def browser_package(self) -> str:
+        return self.package or BROWSERS[self.browser]
+
+
+class Gestures(Scenario[GestureParams]):
+    name = "gestures"
+    default_metrics: ClassVar[tuple[MetricSpec, ...]] = (
+        MetricSpec(name="unique_fps", unit="fps", higher_is_better=True),
+        *(MetricSpec(name=n, unit="ms") for n in MOTION if n.endswith("_ms")),
+        MetricSpec(name="janky_frames", unit="frames"),
+        MetricSpec(name="missed_frames", unit="frames"),
+        MetricSpec(name="checkerboard_percent", unit="%"),
+        MetricSpec(name="sync_confidence", unit="ratio", higher_is_better=True),
+        MetricSpec(name="dropped_frames", unit="frames"),
+        *LATENCY_METRICS,
+    )
+    bindings: ClassVar = {"screen": AndroidScreen, "input": TouchInput}
+    screen: AndroidScreen
+    input: TouchInput
+
+    def __init__(self, params: GestureParams, ctx: RunContext) -> None:
+        super().__init__(params, ctx)
+        self.sync = PhoneSync(self.screen, params.browser_package)
+        self.size = (0, 0)
+        self.pool = concurrent.futures.ProcessPoolExecutor(1)  # analysis off the event loop
+
+    @classmethod
+    def check(cls, params: GestureParams) -> list[str]:
+        return refused_steps(params.steps)
+
+    async def setup(self) -> None:
+        self.size = await asyncio.to_thread(self.screen.size)
+        await self.sync.start()
+        self.ctx.fingerprint["screen"] = {"size": list(self.size), "capture": "screenrecord"}
+
+    async def run_iteration(self, index: int) -> dict[str, float]:
+        p = self.params
+        self.ctx.fingerprint.pop("artifacts", None)  # the last iteration's
+        folder = self.ctx.workdir / f"iteration-{index}"
+        folder.mkdir(parents=True, exist_ok=True)
+        recorder = Recorder(self.screen.capture(p.fps, self.size), folder / "capture.avi")
+        await asyncio.to_thread(recorder.start)
+        take_latencies(self.input)  # events before this iteration are not its own
+        try:
+            await asyncio.to_thread(recorder.wait_frames, STREAMING_FRAMES, 20)
+            green = await self.sync.show(GREEN)
+            await self._open_target()
+            await self.sync.until_quiet(p.settle_ms, p.open_timeout_s, unlike=green)
+            inputs = await asyncio.to_thread(self._play)
+            await self.sync.until_quiet(p.settle_ms, p.open_timeout_s)
+            await self.sync.show(RED)
+        except CaptureError as e:
+            raise InfrastructureError(f"screenrecord: {e}") from e
+        finally:
+            spool = await asyncio.to_thread(recorder.stop)
+        loop = asyncio.get_running_loop()
+        artifacts = artifacts_in(folder, p.keep_video)
+        try:
+            result = await loop.run_in_executor(
+                self.pool, analyse, spool.path, spool.timestamps, artifacts, None, inputs,
+                p.checkerboard,
+            )  # fmt: skip
+        except CaptureError as e:
+            raise TestFailure(str(e)) from e
+        finally:
+            spool.path.unlink(missing_ok=True)
+        self.ctx.fingerprint["artifacts"] = result["artifacts"]
+        values: dict[str, float] = dict(result["motion"])
+        if "unique_fps" not in values:
+            raise TestFailure("the content never moved: no two new frames after the first input")
+        values["sync_confidence"] = result["sync_confidence"]
+        values["dropped_frames"] = float(result["dropped_frames"] + spool.dropped)
+        if result["checkerboard_percent"] is not None:
+            values["checkerboard_percent"] = result["checkerboard_percent"]
+        self.ctx.flags += untrustworthy(values, p.min_sync_confidence, p.max_dropped_frames)
+        latencies = take_latencies(self.input)
+        return values | keep_latencies(latencies, folder, self.ctx.fingerprint)
+
+    async def _open_target(self) -> None:
+        if self.params.activity:
+            await asyncio.to_thread(self.screen.start_activity, self.params.activity)
+        else:
+            await asyncio.to_thread(self.screen.view, self.params.url, self.params.browser_package)
+
+    def _play(self) -> list[float]:
+        """The script, timed: each input's dispatch time (ms, the capture's clock)."""
+        sent: list[float] = []
+        for step in self.params.steps:
+            for _ in range(step.repeat):
+                if step.kind != "pause":
+                    sent.append(time.monotonic() * 1000)
+                self._send(step)
+                time.sleep((step.duration_ms or 0) / 1000 if step.kind == "pause" else 0)
+                time.sleep(step.then_ms / 1000)
+        return sent
+
+    def _send(self, step: GestureStep) -> None:
+        if step.kind in ("swipe", "fling"):
+            x1, y1, x2, y2, duration = step.swipe(self.size)
+            self.input.swipe(x1, y1, x2, y2, duration)
+        elif step.kind == "tap":
+            self.input.tap(
+                step.x if step.x is not None else self.size[0] // 2,
+                step.y if step.y is not None else self.size[1] // 2,
+            )
+        elif step.kind == "key":
+            self.input.key(step.key)
+
+    async def teardown(self) -> None:
+        await self.sync.stop()
+        await asyncio.to_thread(self.screen.close)
+        self.pool.shutdown(cancel_futures=True)

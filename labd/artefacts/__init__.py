@@ -1,0 +1,34 @@
+"""Artefacts of jobs: the files beside the numbers (videos, heat maps, progress curves, job
+logs), listed and served safely, and removed by age and size."""
+
+from labd.artefacts.files import (
+    INLINE,
+    Artefact,
+    ArtefactError,
+    api_path,
+    content_type,
+    jobs_folder,
+    list_artefacts,
+    open_artefact,
+    path_problem,
+)
+from labd.artefacts.keeper import ArtefactKeeper, GcReport, SuiteUsage
+from labd.artefacts.retention import JobFolder, Removal, plan
+
+__all__ = [
+    "INLINE",
+    "Artefact",
+    "ArtefactError",
+    "ArtefactKeeper",
+    "GcReport",
+    "JobFolder",
+    "Removal",
+    "SuiteUsage",
+    "api_path",
+    "content_type",
+    "jobs_folder",
+    "list_artefacts",
+    "open_artefact",
+    "path_problem",
+    "plan",
+]

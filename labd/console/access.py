@@ -1,0 +1,177 @@
+"""The console's front door: the API's principals and roles, for a browser.
+
+A browser cannot send a bearer token with a link or a form, so a person signs in once with
+their principal's token and gets a session: a random id in an HttpOnly, SameSite=Strict
+cookie, kept in memory (a restart signs everyone out) and looked up at every request, so a
+reload that changes a principal's role applies at once. In this order, each refusal audited:
+1. Host and Origin name this daemon, as for the API (DNS rebinding, cross-site requests);
+2. a page needs a session (a browser is sent to the sign-in page; anything else gets 401);
+3. the principal's role allows the route's action (403);
+4. a write is a same-origin form post: an Origin header naming this daemon (browsers send
+   one with every POST), form-encoded, carrying the session's anti-forgery token (403).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from aiohttp import web
+
+from labd.auth import Action, Audit, Principal, Principals
+from labd.daemon.guard import CALLER, ApiGuard, Caller, Refused, audit_refusal, source_of
+
+COOKIE = "labd_console"
+SESSION_IDLE_S = 8 * 3600
+MAX_SESSIONS = 1000
+FORM = "application/x-www-form-urlencoded"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+CSRF = web.RequestKey("csrf", str)
+OPEN_PATHS = frozenset({"/console/login", "/console/static/console.css", "/console/static/live.js"})
+
+
+@dataclass
+class Session:
+    principal: str
+    csrf: str  # the anti-forgery token every form of this session carries
+    seen: float
+
+
+class Sessions:
+    """Signed-in browsers: session id -> principal, forgotten after SESSION_IDLE_S idle."""
+
+    def __init__(self) -> None:
+        self._by_id: OrderedDict[str, Session] = OrderedDict()
+
+    def open(self, principal: str) -> str:
+        sid = secrets.token_urlsafe(32)
+        self._by_id[sid] = Session(principal, secrets.token_urlsafe(24), time.monotonic())
+        while len(self._by_id) > MAX_SESSIONS:  # the longest idle goes first
+            self._by_id.popitem(last=False)
+        return sid
+
+    def get(self, sid: str) -> Session | None:
+        session = self._by_id.get(sid)
+        if session is None:
+            return None
+        now = time.monotonic()
+        if now - session.seen > SESSION_IDLE_S:
+            del self._by_id[sid]
+            return None
+        session.seen = now
+        self._by_id.move_to_end(sid)
+        return session
+
+    def close(self, sid: str) -> None:
+        self._by_id.pop(sid, None)
+
+
+class ConsoleGuard:
+    """aiohttp middleware that admits console requests (see the module doc)."""
+
+    def __init__(
+        self,
+        site: ApiGuard,
+        principals: Principals,
+        audit: Audit,
+        sessions: Sessions,
+        actions: Mapping[tuple[str, str], Action],
+    ) -> None:
+        self.site, self.principals, self.audit = site, principals, audit
+        self.sessions, self.actions = sessions, actions
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        action = self.actions.get((request.method, _canonical(request)))
+        if action is None and request.path not in OPEN_PATHS:
+            action = Action.READ  # whatever else is asked for, a 404 too, needs a session
+        try:
+            response = await self._admit(request, action, handler)
+        except Refused as e:
+            audit_refusal(self.audit, request, action, e)
+            if e.status == 401 and request.method == "GET" and _wants_page(request):
+                raise web.HTTPSeeOther(f"/console/login?next={quote(request.path_qs)}") from None
+            return web.Response(status=e.status, text=f"{e}\n", headers=security_headers())
+        if not response.prepared:  # a stream already sent its own
+            for name, value in security_headers().items():
+                response.headers.setdefault(name, value)
+        return response
+
+    async def _admit(
+        self, request: web.Request, action: Action | None, handler: Handler
+    ) -> web.StreamResponse:
+        self.site.check_site(request)
+        if request.method == "POST":
+            self._check_form_post(request)
+        sid = request.cookies.get(COOKIE, "")
+        session = self.sessions.get(sid) if sid else None
+        principal = self.principals.get(session.principal) if session else None
+        if action is None:  # the sign-in page and the static files
+            if principal is not None and session is not None:
+                request[CALLER] = Caller(principal, source_of(request))
+                request[CSRF] = session.csrf
+            return await handler(request)
+        if session is None or principal is None:
+            raise Refused(401, "no_credential", "the console needs you to sign in")
+        if not principal.may(action):
+            raise Refused(
+                403,
+                "forbidden",
+                f"principal {principal.name!r} ({principal.role.value}) may not {action.value}",
+                principal.name,
+            )
+        if request.method == "POST":
+            form = await request.post()
+            if not hmac.compare_digest(str(form.get("csrf", "")), session.csrf):
+                raise Refused(
+                    403, "bad_csrf_token", "the form's anti-forgery token is wrong", principal.name
+                )
+        request[CALLER] = Caller(principal, source_of(request))
+        request[CSRF] = session.csrf
+        return await handler(request)
+
+    def _check_form_post(self, request: web.Request) -> None:
+        if "Origin" not in request.headers:
+            raise Refused(403, "origin_missing", "a console form post must carry an Origin")
+        if request.content_type != FORM:
+            raise Refused(
+                415,
+                "unsupported_media_type",
+                f"POST {request.path}: the console takes form posts ({FORM}), got "
+                f"{request.headers.get('Content-Type') or 'none'}",
+            )
+
+    def sign_in(self, token: str) -> tuple[str, Principal] | None:
+        """A new session for the principal holding `token`, or None for an unknown token."""
+        principal = self.principals.by_token(token.strip())
+        if principal is None:
+            return None
+        return self.sessions.open(principal.name), principal
+
+
+def _canonical(request: web.Request) -> str:
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else request.path
+
+
+def _wants_page(request: web.Request) -> bool:
+    return "text/html" in request.headers.get("Accept", "")
+
+
+def security_headers() -> dict[str, str]:
+    """Nothing from elsewhere, never in a frame (clickjacking an admin's buttons), no cache."""
+    return {
+        "Content-Security-Policy": (
+            "default-src 'self'; img-src 'self' data:; media-src 'self'; style-src 'self'; "
+            "script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+        ),
+        "X-Frame-Options": "DENY",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "same-origin",
+        "Cache-Control": "no-store",
+    }

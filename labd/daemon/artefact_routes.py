@@ -1,0 +1,165 @@
+"""The API's artefact routes: a job's files listed and served (Range requests included, so a
+browser's video player can seek), and a retention pass on demand.
+
+They stand behind the same guard as every API route: any role may read, only an admin may
+run a pass. A malformed id or path is a 400, a link a 403, a file that is not here a 404 that
+says where the job ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+
+from labd.artefacts import (
+    INLINE,
+    ArtefactError,
+    ArtefactKeeper,
+    api_path,
+    content_type,
+    list_artefacts,
+    open_artefact,
+    path_problem,
+)
+from labd.auth import Action, Audit
+from labd.daemon.guard import CALLER, CHANNEL
+from labd.model import Job, id_problem
+from labd.store import Store
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+V1 = "/api/v1"
+
+
+class ArtefactRoutes:
+    """The routes, and the listing the first results page shares."""
+
+    def __init__(
+        self,
+        store: Store,
+        keeper: ArtefactKeeper,
+        host: str,
+        audit: Audit,
+        base_url: str = "",
+    ) -> None:
+        self.store, self.keeper, self.host, self.audit = store, keeper, host, audit
+        self.jobs_dir: Path = keeper.jobs_dir
+        self.base_url = base_url
+
+    def table(self) -> list[tuple[str, str, Handler, Action]]:
+        read = Action.READ
+        one = f"{V1}/jobs/{{id}}/artefacts/{{name:.+}}"
+        return [
+            ("GET", f"{V1}/jobs/{{id}}/artefacts", self.list_job, read),
+            ("GET", one, self.serve, read),
+            ("POST", f"{V1}/artefacts/gc", self.gc, Action.ADMINISTER),
+        ]
+
+    async def listing(self, job: Job) -> dict[str, Any]:
+        """The job's artefacts as the API lists them: name, kind, type, size, iteration,
+        variant, `path` on the API and, with `artefacts.base_url`, the full `url`."""
+        files = await asyncio.to_thread(list_artefacts, self.jobs_dir, job.id)
+        ran_on = job.lease_owner or self.host
+        # `host`: where the listed files are (this host); `ran_on`: the job's last host (a
+        # job taken over after a lost lease may have left files of its first attempt here).
+        view: dict[str, Any] = {"job_id": job.id, "host": self.host, "ran_on": ran_on}
+        view["artefacts"] = []
+        for artefact in files:
+            entry = artefact.as_dict()
+            entry["path"] = api_path(job.id, artefact.name)
+            if self.base_url:
+                entry["url"] = self.base_url + entry["path"]
+            view["artefacts"].append(entry)
+        if not files and ran_on != self.host:
+            view["elsewhere"] = _elsewhere(job)
+        return view
+
+    async def list_job(self, request: web.Request) -> web.Response:
+        job_id = request.match_info["id"]
+        if problem := id_problem(job_id, "job id"):
+            return _error(400, [problem])
+        job = await self.store.get_job(job_id)
+        if job is None:
+            return _error(404, [f"no job {job_id!r}"])
+        return web.json_response(await self.listing(job))
+
+    async def serve(self, request: web.Request) -> web.StreamResponse:
+        job_id, name = request.match_info["id"], request.match_info["name"]
+        if problem := id_problem(job_id, "job id") or path_problem(name):
+            return _error(400, [problem])
+        job = await self.store.get_job(job_id)
+        if job is None:
+            return _error(404, [f"no job {job_id!r}"])
+        try:
+            fd, _ = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, name)
+        except ArtefactError as e:
+            problem = str(e)
+            if e.status == 404 and job.lease_owner not in ("", self.host):
+                problem += f"; {_elsewhere(job)}"
+            return _error(e.status, [problem])
+        kind = content_type(name)
+        headers = {
+            "Content-Type": kind,
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "sandbox; default-src 'none'",
+            "Cache-Control": "private, max-age=300",
+        }
+        if kind not in INLINE:
+            headers["Content-Disposition"] = f'attachment; filename="{_filename(name)}"'
+        return OpenedFile(fd, headers)
+
+    async def gc(self, request: web.Request) -> web.Response:
+        caller = request[CALLER]
+        try:
+            body = json.loads(await request.read() or b"{}")
+        except (ValueError, UnicodeDecodeError) as e:
+            return _error(400, [f"request body is not JSON: {e}"])
+        dry_run = body.get("dry_run", False) if isinstance(body, dict) else None
+        if not isinstance(dry_run, bool):
+            return _error(400, ['request body must be {"dry_run": true|false}'])
+        if not dry_run:
+            self.audit.allowed(
+                CHANNEL, caller.principal.name, Action.ADMINISTER.value, "artefacts gc",
+                caller.source,
+            )  # fmt: skip
+        report = await self.keeper.collect(dry_run)
+        return web.json_response(report.as_dict())
+
+
+class OpenedFile(web.FileResponse):
+    """A file already opened (without following links), sent by aiohttp with Range, ETag and
+    sendfile: it opens the file again through the descriptor (/proc/self/fd/N names the very
+    file, whatever its path now), and the descriptor is closed once the answer is sent."""
+
+    def __init__(self, fd: int, headers: dict[str, str]) -> None:
+        super().__init__(f"/proc/self/fd/{fd}", headers=headers)
+        self._fd: int | None = fd
+
+    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
+        try:
+            return await super().prepare(request)
+        finally:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+def _elsewhere(job: Job) -> str:
+    return (
+        f"job {job.id!r} ran on host {job.lease_owner!r}: its artefacts are kept there "
+        "(ask that host's API)"
+    )
+
+
+def _filename(name: str) -> str:
+    return name.rsplit("/", 1)[-1].replace('"', "")
+
+
+def _error(status: int, problems: list[str]) -> web.Response:
+    return web.json_response({"errors": problems}, status=status)

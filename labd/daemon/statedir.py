@@ -1,0 +1,40 @@
+"""The state directory, private to labd: its database holds every job's parameters (variables
+such as a test's API token included), so nobody else may read it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+# Others may reach api.sock by its name (their credentials decide what they may do there), but
+# may not list the directory or read what is in it.
+STATE_DIR_MODE = 0o711
+PRIVATE_DIR_MODE = 0o700
+DATABASE_FILES = ("labd.db", "labd.db-wal", "labd.db-shm")  # SQLite gives -wal/-shm the db's mode
+
+
+def prepare_state_dir(path: Path, sqlite: bool) -> None:
+    """Create the state directory, or tighten one an older labd left readable by everyone;
+    `sqlite` when the database is the default one in it."""
+    path.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+    _tighten(path, STATE_DIR_MODE)
+    jobs = path / "jobs"
+    jobs.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+    _tighten(jobs, PRIVATE_DIR_MODE)
+    if sqlite:
+        with contextlib.suppress(FileExistsError):  # SQLite then keeps the mode it finds
+            os.close(os.open(path / DATABASE_FILES[0], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for name in DATABASE_FILES:
+        _tighten(path / name, 0o600)
+
+
+def _tighten(path: Path, mode: int) -> None:
+    """Take away what `mode` does not grant; a path owned by someone else is left alone (an
+    administrator's choice, and labd could not change it anyway)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return
+    if info.st_uid == os.geteuid() and info.st_mode & 0o777 & ~mode:
+        path.chmod(info.st_mode & 0o777 & mode)

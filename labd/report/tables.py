@@ -1,0 +1,95 @@
+"""HTML tables shared by `labd report` and the web console: the comparison of base and new
+(Perfherder's compare, one row per metric, the most severe first) and a run's environment."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from html import escape
+from typing import Any
+
+SEVERITY = {"regression": 0, "improvement": 1, "inconclusive": 2, "no change": 3}
+
+
+def units_of(results: Mapping[str, Any]) -> dict[str, str]:
+    """Each metric's unit, from the scenario's declared metrics (in the iterations'
+    fingerprints) overridden by the job spec's."""
+    units: dict[str, str] = {}
+    for it in results.get("iterations", [])[:1]:
+        for name, spec in (it.get("fingerprint") or {}).get("metrics", {}).items():
+            if isinstance(spec, dict) and spec.get("unit"):
+                units[name] = str(spec["unit"])
+    for metric in results["job"]["spec"].get("metrics", []):
+        if metric.get("unit"):
+            units[metric["name"]] = metric["unit"]
+    return units
+
+
+def by_severity(rows: Iterable[Any]) -> list[Any]:
+    """Comparisons, regressions first, then improvements, inconclusive, no change; within
+    each, the largest change first."""
+
+    def key(row: Any) -> tuple[int, float]:
+        change = abs(row.ratio - 1) if math.isfinite(row.ratio) else 0.0
+        return SEVERITY.get(row.verdict, 4), -change
+
+    return sorted(rows, key=key)
+
+
+def _pct(ratio: float) -> str:
+    return f"{100 * (ratio - 1):+.2f}%" if math.isfinite(ratio) else "-"
+
+
+def _value(x: float | None, unit: str) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:.4g}" + (f" {escape(unit)}" if unit else "")
+
+
+def comparison_rows(rows: Sequence[Any], units: Mapping[str, str], label: str = "") -> str:
+    """<tr> elements of the compare table for `rows` (labd.stats.compare.Comparison), one per
+    metric; `label` names the test in a table of many."""
+    out = []
+    for r in rows:
+        unit = units.get(r.metric, "")
+        base = r.base.median if r.base else None
+        new = r.new.median if r.new else None
+        interval = (
+            f"[{_pct(r.ratio_ci_low)}, {_pct(r.ratio_ci_high)}]"
+            if math.isfinite(r.ratio_ci_low) or math.isfinite(r.ratio_ci_high)
+            else "-"
+        )
+        out.append(
+            f"<tr class='{r.verdict.replace(' ', '-')}'>"
+            + (f"<td>{escape(label)}</td>" if label else "")
+            + f"<td>{escape(r.metric)}</td><td>{_value(base, unit)}</td>"
+            f"<td>{_value(new, unit)}</td><td>{_pct(r.ratio)}</td><td>{interval}</td>"
+            f"<td>{r.n_base}</td><td>{r.n_new}</td>"
+            f"<td class='verdict'>{escape(r.verdict)}</td><td>{escape(r.method)}</td>"
+            f"<td class='note'>{escape(r.reason)}</td></tr>"
+        )
+    return "".join(out)
+
+
+def comparison_head(with_test: bool = False) -> str:
+    return (
+        "<tr>"
+        + ("<th>test</th>" if with_test else "")
+        + "<th>metric</th><th>base (median)</th><th>new (median)</th><th>delta</th>"
+        "<th>95% interval</th><th>n base</th><th>n new</th><th>verdict</th><th>method</th>"
+        "<th>why</th></tr>"
+    )
+
+
+def environment(fingerprint: Mapping[str, Any]) -> str:
+    """A run's conditions (device, build, host tuning, ...) as a two-column table."""
+    rows = []
+    for key, value in sorted(fingerprint.items()):
+        if key in ("artifacts", "metrics"):
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        rows.append(f"<tr><th>{escape(key)}</th><td class='env'>{escape(text)}</td></tr>")
+    if not rows:
+        return "<p class='note'>No conditions were recorded for this run.</p>"
+    return "<table class='environment'>" + "".join(rows) + "</table>"

@@ -1,0 +1,90 @@
+"""`labd markers --serial` against a slow logcat from the adb stand-in (the adb host protocol
+on loopback): iterations print as their lines arrive, and Ctrl-C prints what was found."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.adb_standin import AdbStandIn, FakeDevice, unread_bytes
+from tests.markers_log import threadtime_iteration
+
+
+@pytest.fixture
+def adb() -> Iterator[AdbStandIn]:
+    server = AdbStandIn()
+    yield server
+    server.close()
+
+
+def _until(condition: object, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"waited {seconds:g} s for {what}")
+
+
+def _read_all_sent(device: FakeDevice) -> bool:
+    """The CLI has read every byte the stand-in sent it (its socket's queue is empty)."""
+    return bool(device.logcat_readers) and unread_bytes(device.logcat_readers[0]) == 0
+
+
+def test_iterations_print_as_lines_arrive_and_ctrl_c_keeps_the_open_one(
+    adb: AdbStandIn,
+) -> None:
+    device = adb.add(FakeDevice("emulator-5554"))
+    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(adb.port), "PYTHONUNBUFFERED": "1"}
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "labd", "markers", "--serial", "emulator-5554"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    printed: list[str] = []
+    assert cli.stdout is not None
+    reader = threading.Thread(target=lambda: printed.extend(cli.stdout), daemon=True)
+    reader.start()
+    try:
+        first = threadtime_iteration(1434771804212)
+        for line in first:  # a slow stream: one line at a time, a few hundred bytes in all
+            device.emit(line)
+            time.sleep(0.05)
+        _until(lambda: any("iteration 0" in line for line in printed), 20, "iteration 0")
+        assert cli.poll() is None  # printed while the log is still open, not at its end
+        assert sum(len(line) + 1 for line in first) < 2048
+        assert "(complete)" in printed[0]
+        second = threadtime_iteration(1434771904212)[:3]  # appLaunch and two marks
+        device.emit(*second)
+        _until(lambda: _read_all_sent(device), 20, "the CLI to read the second launch")
+        cli.send_signal(signal.SIGINT)
+        _, stderr = cli.communicate(timeout=20)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    reader.join(5)
+    text = "".join(printed)
+    assert cli.returncode == 0, stderr
+    assert "iteration 1 clock.gaiamobile.org (INCOMPLETE)" in text
+    assert "coldlaunch.navigationInteractive" in text.split("iteration 1")[1]
+    assert "interrupted (Ctrl-C) before fullyLoaded" in text
+    summary = "labd markers: 2 iterations from 9 lines; 0 marks without a launch (interrupted)"
+    assert summary in stderr
+    assert "Traceback" not in stderr
+
+
+def test_an_unknown_serial_is_named(adb: AdbStandIn) -> None:
+    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(adb.port)}
+    done = subprocess.run(
+        [sys.executable, "-m", "labd", "markers", "--serial", "no-such-phone"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "no-such-phone" in done.stderr and "Traceback" not in done.stderr

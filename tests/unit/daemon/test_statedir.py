@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from labd.daemon.statedir import prepare_state_dir
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_new_state_directory_is_private_but_its_socket_reachable(tmp_path: Path) -> None:
+    state = tmp_path / "state" / "labd"
+    prepare_state_dir(state, sqlite=True)
+    assert mode(state) == 0o711  # others may connect to api.sock by name, not list or read
+    assert mode(state / "labd.db") == 0o600  # every job's parameters, tokens included
+    assert mode(state / "jobs") == 0o700
+
+
+def test_an_older_labds_readable_files_are_tightened(tmp_path: Path) -> None:
+    state = tmp_path / "labd"
+    (state / "jobs").mkdir(parents=True)
+    state.chmod(0o755)
+    (state / "jobs").chmod(0o755)
+    for name in ("labd.db", "labd.db-wal"):
+        (state / name).write_text("rows")
+        (state / name).chmod(0o644)
+    prepare_state_dir(state, sqlite=True)
+    assert (mode(state), mode(state / "jobs")) == (0o711, 0o700)
+    assert mode(state / "labd.db") == mode(state / "labd.db-wal") == 0o600
+    assert (state / "labd.db").read_text() == "rows"
+
+
+def test_no_sqlite_file_is_made_when_the_database_is_elsewhere(tmp_path: Path) -> None:
+    prepare_state_dir(tmp_path / "labd", sqlite=False)
+    assert not (tmp_path / "labd" / "labd.db").exists()
