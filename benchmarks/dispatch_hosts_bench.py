@@ -80,6 +80,7 @@ async def worker(url: str, host: str, devices: int, start_at: float, seconds: fl
     store.claim_job = timed_claim  # type: ignore[method-assign]
     driver = HostSimDriver(devices, host)
     bus = EventBus()
+    store.bus = bus  # the store publishes JobLeased once a claim commits
     pool_settings = PoolSettings(discovery_interval_s=3600, health_interval_s=3600)
     pool = Pool({"sim": driver}, {}, store, bus, pool_settings, host)
     jobs = JobService(store, {"sim": driver}, bus)

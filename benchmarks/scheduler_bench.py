@@ -158,6 +158,7 @@ async def run_backend(
         costs[depth] = await dispatch_cost(store, devices, 200)
 
     bus = EventBus()
+    store.bus = bus  # the store publishes JobLeased once a claim commits
     settings = PoolSettings(discovery_interval_s=3600, health_interval_s=3600)
     pool = Pool({"sim": driver}, {}, store, bus, settings, "bench")
     service = JobService(store, {"sim": driver}, bus)

@@ -1,9 +1,10 @@
 """Frame capture and what users see (Mozilla's Eideticker): live recording, green/red sync,
 visual metrics, artifacts."""
 
-from labd.capture.analyze import AnalysisOptions, Artifacts, Checkerboard, VisualMetrics, analyze
+from labd.capture.analyze import analyze
 from labd.capture.colors import parse_color
 from labd.capture.errors import CaptureError, SyncError
+from labd.capture.findings import AnalysisOptions, Artifacts, Checkerboard, VisualMetrics
 from labd.capture.live import (
     H264Decoder,
     Recorder,

@@ -13,103 +13,26 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import cv2
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field
 
 from labd.capture import visual
 from labd.capture.artifacts import VideoArtifact, write_heatmap, write_json
-from labd.capture.colors import PRESETS, RGB
 from labd.capture.errors import SyncError
+from labd.capture.findings import (
+    AnalysisOptions,
+    Artifacts,
+    FrameProgress,
+    VisualMetrics,
+)
 from labd.capture.parallel import ordered_map
 from labd.capture.sources import Recording
 from labd.capture.sync import Rect, SyncMatch, exact_block, find_sync, fraction_matching, scan_step
 from labd.capture.visual import subsample
 
 Image = NDArray[np.uint8]
-
-
-class Checkerboard(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    colors: tuple[RGB, RGB] = ((255, 255, 255), (192, 192, 192))
-    square: int = Field(16, ge=2, description="side of a square in pixels")
-
-
-class AnalysisOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    start_color: RGB = PRESETS["green"]
-    end_color: RGB = PRESETS["red"]
-    tolerance: int = Field(
-        100, ge=0, le=765, description="sum of channel differences that still matches a sync colour"
-    )
-    sync_threshold: float = Field(0.9, gt=0, le=1, description="share of the area that must match")
-    min_sync_area: float = Field(
-        0.25, gt=0, le=1, description="smallest sync screen, as a share of the frame"
-    )
-    pixel_threshold: int = Field(
-        12, ge=0, le=255, description="channel difference that counts as a change"
-    )
-    min_changed: float = Field(
-        5e-5, ge=0, description="share of channel values that must change for a new frame"
-    )
-    progress: Literal["histogram", "pixel"] = "histogram"
-    ignore_white: bool = True
-    checkerboard: Checkerboard | None = None
-    tearing_colors: list[RGB] = Field(default_factory=list)
-    video_max_width: int = Field(960, ge=16)
-    time_zero_ms: float | None = Field(
-        None,
-        description="Measure times from this capture timestamp (e.g. when Enter was pressed) "
-        "instead of from the first frame after the green screen.",
-    )
-
-
-class FrameProgress(BaseModel):
-    index: int
-    t_ms: float
-    unique: bool
-    progress: float
-    similarity: float  # share of pixels equal to the last frame (the load histogram)
-
-
-class VisualMetrics(BaseModel):
-    source: str
-    start_frame: int
-    end_frame: int
-    frames_analysed: int
-    fps_capture: float
-    variable_frame_rate: bool
-    dropped_frames: int
-    unique_frames: int
-    unique_fps: float
-    first_visual_change_ms: float | None
-    last_visual_change_ms: float | None
-    visually_complete_ms: float
-    visual_complete_85_ms: float
-    visual_complete_95_ms: float
-    visual_complete_99_ms: float
-    speed_index: float
-    speed_index_method: str
-    duration_ms: float
-    sync_confidence: float
-    start_confidence: float
-    end_confidence: float
-    content_area: Rect
-    checkerboard_percent: float | None = None
-    torn_frames: list[int] | None = None
-    artifacts: dict[str, str] = Field(default_factory=dict)
-    frames: list[FrameProgress] = Field(default_factory=list, exclude=True)
-
-
-@dataclass
-class Artifacts:
-    video: Path | None = None
-    heatmap: Path | None = None
-    progress: Path | None = None
 
 
 @dataclass

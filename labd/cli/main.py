@@ -4,39 +4,26 @@ so `labd --help` and `labd version` start fast (SciPy and OpenCV take seconds)."
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from labd import __version__
+
+# Short names: every parser below uses them.
+from labd.cli.handlers import lazy as _lazy
+from labd.cli.handlers import name_arg as _name
+from labd.cli.tools import (
+    add_capture_commands,
+    add_marker_commands,
+    add_replay_commands,
+    add_stats_commands,
+)
 
 EPILOG = """\
 exit codes: 0 ok, 1 a negative verdict (e.g. a regression found),
             2 usage or configuration error, 3 runtime failure
 """
-
-Handler = Callable[[argparse.Namespace], int]
-
-
-def _name(value: str) -> str:
-    """An id given on the command line, checked against labd's one grammar for names."""
-    from labd.model import id_problem
-
-    if problem := id_problem(value):
-        raise argparse.ArgumentTypeError(problem)
-    return value
-
-
-def _lazy(target: str) -> Handler:
-    """A handler that imports "module:function" only when called."""
-
-    def run(args: argparse.Namespace) -> int:
-        module, _, function = target.partition(":")
-        handler: Handler = getattr(importlib.import_module(module), function)
-        return handler(args)
-
-    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,10 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_job_commands(nouns)
     _add_device_commands(nouns)
 
-    _add_stats_commands(nouns)
-    _add_capture_commands(nouns)
-    _add_replay_commands(nouns)
-    _add_marker_commands(nouns)
+    add_stats_commands(nouns)
+    add_capture_commands(nouns)
+    add_replay_commands(nouns)
+    add_marker_commands(nouns)
 
     _add_auth_commands(nouns)
     from labd.cli.artefacts_cmd import add_commands  # small: no heavy imports
@@ -209,182 +196,6 @@ def _add_device_commands(nouns: Any) -> None:
         cmd.set_defaults(handler=_lazy("labd.cli.devices_cmd:admin"), action=action)
     for cmd in verbs.choices.values():
         cmd.add_argument("--json", action="store_true", help="print JSON")
-
-
-def _add_stats_commands(nouns: Any) -> None:
-    compare = nouns.add_parser(
-        "compare",
-        help="A/B: does NEW differ from BASE? (exit 1 on a regression)",
-        description="Compare two samples per metric: files (CSV, labd result JSON) or job ids.",
-    )
-    compare.add_argument("base", help="baseline: a file or a job id")
-    compare.add_argument("new", help="candidate: a file or a job id")
-    compare.add_argument(
-        "--effect",
-        type=float,
-        default=0.01,
-        help="smallest relative change that matters (default 0.01 = 1%%)",
-    )
-    compare.add_argument("--alpha", type=float, default=0.05, help="significance (default 0.05)")
-    compare.add_argument(
-        "--method", choices=["auto", "welch", "hodges-lehmann", "bootstrap"], default="auto"
-    )
-    compare.add_argument("--no-fdr", action="store_true", help="no multiple-comparison control")
-    compare.add_argument(
-        "--higher-is-better", action="store_true", help="for metrics without metadata"
-    )
-    compare.add_argument("--metric", action="append", help="only this metric (repeatable)")
-    compare.add_argument("--json", action="store_true", help="print JSON")
-    compare.set_defaults(handler=_lazy("labd.cli.stats_cmd:compare"))
-
-    detect = nouns.add_parser(
-        "detect",
-        help="find changes in histories (exit 1 when any is found)",
-        description="Regression detection over histories: a CSV with series,build,value.",
-    )
-    detect.add_argument(
-        "file", nargs="?", help="CSV with the header series,build,value, builds in order"
-    )
-    detect.add_argument("--suite", help="with --test: the history stored by the daemon")
-    detect.add_argument("--test", help="with --suite: the history stored by the daemon")
-    detect.add_argument(
-        "--method",
-        # labd.stats.METHODS, spelled out: importing scipy would slow every command
-        choices=["ets+rank", "ets+cusum", "ets+cusum+rank", "ets", "cusum", "rank", "talos"],
-        default="ets+rank",
-    )
-    detect.add_argument("--json", action="store_true", help="print JSON")
-    detect.set_defaults(handler=_lazy("labd.cli.stats_cmd:detect"))
-
-    report = nouns.add_parser(
-        "report", help="an HTML report of a job, or of two compared, with its history"
-    )
-    report.add_argument("job", type=_name, help="the job (the baseline when a second is given)")
-    report.add_argument("job2", nargs="?", type=_name, help="a job to compare with the first")
-    report.add_argument(
-        "-o", "--output", help="file to write (default report-JOB.html, or report-JOB-JOB2.html)"
-    )
-    report.add_argument("--force", action="store_true", help="replace an existing file")
-    report.add_argument("--effect", type=float, default=0.01, help="effect of interest")
-    report.set_defaults(handler=_lazy("labd.cli.report_cmd:report"))
-
-    calibrate = nouns.add_parser(
-        "calibrate",
-        help="iterations needed per component, by simulation from a pilot",
-        description="Power by resampling a pilot: the smallest n that detects the effect.",
-    )
-    calibrate.add_argument("file", help="pilot samples: CSV (metric,value) or labd result JSON")
-    calibrate.add_argument("--effect", type=float, default=0.01, help="default 0.01 (1%%)")
-    calibrate.add_argument(
-        "--detection", type=float, default=0.95, help="target detection rate (default 0.95)"
-    )
-    calibrate.add_argument("--draws", type=int, default=200, help="simulations per size")
-    calibrate.add_argument("--json", action="store_true", help="print JSON")
-    calibrate.set_defaults(handler=_lazy("labd.cli.stats_cmd:calibrate"))
-
-
-def _add_capture_commands(nouns: Any) -> None:
-    analyze = nouns.add_parser(
-        "analyze",
-        help="visual metrics of a recording between a green and a red screen",
-        description="Speed Index, visual completeness, unique-frame rate and more, from pixels.",
-    )
-    analyze.add_argument("video", help="a recording: any video file OpenCV reads")
-    analyze.add_argument("--json", action="store_true", help="print JSON")
-    analyze.add_argument(
-        "--start-color", default="green", help="name or #RRGGBB (orange: browsertime's)"
-    )
-    analyze.add_argument("--end-color", default="red", help="name or #RRGGBB")
-    analyze.add_argument(
-        "--tolerance", type=int, default=100, help="sync colour tolerance, sum over RGB"
-    )
-    analyze.add_argument("--progress", choices=["histogram", "pixel"], default="histogram")
-    analyze.add_argument("--heatmap", metavar="OUT.png", help="write the heat map of changes")
-    analyze.add_argument(
-        "--video-out", metavar="OUT.webm", help="write the analysed span (VP8 WebM)"
-    )
-    analyze.add_argument("--progress-out", metavar="OUT.json", help="write the per-frame progress")
-    analyze.add_argument("--timestamps", metavar="FILE", help="per-frame times in ms, one per line")
-    analyze.add_argument("--checkerboard", metavar="C1,C2,SIZE", help="measure checkerboarding")
-    analyze.add_argument("--tearing-colors", metavar="C1,C2,...", help="detect tearing")
-    analyze.add_argument(
-        "--show-progress",
-        choices=["auto", "always", "never"],
-        default="auto",
-        help="progress on stderr (auto: when stderr is a terminal)",
-    )
-    analyze.set_defaults(handler=_lazy("labd.cli.capture_cmd:analyze"))
-
-    capture = nouns.add_parser(
-        "capture",
-        help="record frames from a live source into a spool file",
-        description="Record from an X11 display, a V4L2 device or an Android screen.",
-    )
-    source = capture.add_mutually_exclusive_group(required=True)
-    source.add_argument("--x11", metavar="DISPLAY[+X,Y,WxH]", help="grab an X11 display or region")
-    source.add_argument(
-        "--v4l2", metavar="DEVICE", help="a capture card or camera, e.g. /dev/video0"
-    )
-    source.add_argument("--adb", metavar="SERIAL", help="an Android screen (screenrecord)")
-    capture.add_argument("-o", "--output", required=True, help="spool video (.avi)")
-    capture.add_argument("--seconds", type=float, default=10.0, help="how long (default 10)")
-    capture.add_argument("--fps", type=float, default=60.0, help="frames per second asked for")
-    capture.set_defaults(handler=_lazy("labd.cli.capture_cmd:capture"))
-
-
-def _add_replay_commands(nouns: Any) -> None:
-    replay = nouns.add_parser("replay", help="record and replay web pages, with network shaping")
-    verbs = replay.add_subparsers(dest="verb", required=True, metavar="VERB")
-    record = verbs.add_parser("record", help="a recording forward proxy that writes a HAR 1.2")
-    record.add_argument("out", metavar="OUT.har")
-    record.add_argument("--port", type=int, default=8080, help="0 picks a free port")
-    record.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    record.add_argument("--ca", metavar="DIR", help="the replay CA (labd replay ca) for HTTPS")
-    record.add_argument("--upstream-ca", metavar="PEM", help="trust this CA for origins too")
-    record.set_defaults(handler=_lazy("labd.cli.replay_cmd:record"))
-
-    serve = verbs.add_parser("serve", help="serve an archive from memory, shaped")
-    serve.add_argument("archive", help="a HAR file (recorded, or exported by a browser)")
-    serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument(
-        "--profile", help="none, 2g, 3g-slow, 3g, 3g-fast, 4g, lte, dsl, cable, fios"
-    )
-    serve.add_argument("--latency-ms", type=float, help="round-trip time added")
-    serve.add_argument("--down-kbps", type=float, help="downstream bandwidth")
-    serve.add_argument("--up-kbps", type=float, help="upstream bandwidth")
-    serve.add_argument("--jitter-ms", type=float, default=0.0, help="extra delay up to this")
-    serve.add_argument(
-        "--loss", type=float, default=0.0, help="share of exchanges with a lost packet"
-    )
-    serve.add_argument("--seed", type=int, default=0, help="for jitter and loss")
-    serve.add_argument(
-        "--ignore-param",
-        action="append",
-        metavar="NAME",
-        help="query parameter not matched (repeatable)",
-    )
-    serve.add_argument("--ca", metavar="DIR", help="the replay CA (labd replay ca) for HTTPS")
-    serve.add_argument("--max-archive-mb", type=float, default=256, help="refuse larger archives")
-    serve.set_defaults(handler=_lazy("labd.cli.replay_cmd:serve"))
-
-    ca = verbs.add_parser("ca", help="write a new CA certificate for HTTPS replay")
-    ca.add_argument("out_dir", metavar="OUT_DIR")
-    ca.set_defaults(handler=_lazy("labd.cli.replay_cmd:ca"))
-
-
-def _add_marker_commands(nouns: Any) -> None:
-    markers = nouns.add_parser(
-        "markers",
-        help="cold-launch iterations from logcat performance marks (Raptor's format)",
-        description="Parse Raptor's PerformanceTiming lines and Android's launch lines.",
-    )
-    source = markers.add_mutually_exclusive_group(required=True)
-    source.add_argument("--file", metavar="LOG", help="a saved logcat (brief or threadtime)")
-    source.add_argument("--serial", metavar="S", help="tail this device's logcat")
-    markers.add_argument("--app", help="only this app (origin or package)")
-    markers.add_argument("--json", action="store_true", help="one JSON object per iteration")
-    markers.set_defaults(handler=_lazy("labd.cli.markers_cmd:markers"))
 
 
 def _version(args: argparse.Namespace) -> int:

@@ -11,29 +11,43 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import signal
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from labd.errors import InfrastructureError, UsageError
 
 LOGCAT = ("logcat", "-v", "threadtime")
+POLL_S = 0.2  # how soon a Ctrl-C ends a quiet log
 
 
 def markers(args: argparse.Namespace) -> int:
     from labd.markers import LaunchCollector
 
     collector = LaunchCollector(args.app)
-    lines = _file_lines(Path(args.file)) if args.file else _device_lines(args.serial)
     count = 0
     interrupted = False
+
+    def stop(*_: object) -> None:
+        nonlocal interrupted
+        interrupted = True
+
+    if args.file:
+        lines: Iterable[str] = _file_lines(Path(args.file))
+    else:
+        # Ctrl-C ends the read between lines, never inside one: every line already received
+        # is counted before the summary (a KeyboardInterrupt could land between the socket's
+        # read and the parse, losing what had just arrived).
+        signal.signal(signal.SIGINT, stop)
+        lines = _device_lines(args.serial, lambda: interrupted)
     try:
         for line in lines:
             done = collector.feed(line)
             if done is not None:
                 _show(done.as_dict(), args.json)
                 count += 1
-    except KeyboardInterrupt:  # Ctrl-C: what was found so far is the answer
+    except KeyboardInterrupt:  # Ctrl-C while reading a file: what was found so far is the answer
         interrupted = True
     last = collector.finish()
     if last is not None:
@@ -72,9 +86,9 @@ def _file_lines(path: Path) -> Iterator[str]:
         raise UsageError(f"{path}: {e.strerror or e}") from e
 
 
-def _device_lines(serial: str) -> Iterable[str]:
-    """`logcat -v threadtime` of a device, line by line as it comes (until the device leaves;
-    Ctrl-C propagates to the caller)."""
+def _device_lines(serial: str, stopped: Callable[[], bool]) -> Iterable[str]:
+    """`logcat -v threadtime` of a device, line by line as it comes, until the device leaves or
+    `stopped()` (checked at least every POLL_S)."""
     import adbutils
 
     try:
@@ -83,10 +97,13 @@ def _device_lines(serial: str) -> Iterable[str]:
     except (adbutils.AdbError, OSError) as e:
         raise InfrastructureError(f"device {serial}: {e}") from e
     pending = b""
+    stream.conn.settimeout(POLL_S)
     try:
-        while True:
+        while not stopped():
             try:
                 chunk = stream.conn.recv(65536)  # what has arrived, at once
+            except TimeoutError:
+                continue
             except OSError:  # the device left: the log ends here
                 break
             if not chunk:

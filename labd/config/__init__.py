@@ -1,23 +1,18 @@
 """Configuration: TOML file plus LABD_<SECTION>__<KEY> environment overrides, validated."""
 
+from labd.config.access import LOCAL_PRINCIPAL, AuthSettings, PolicySettings, PrincipalSettings
 from labd.config.artefacts import ArtefactSettings, SuiteRetention
 from labd.config.example import render_example
 from labd.config.loader import LoadedConfig, find_config_file, load_config
+from labd.config.measurement import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.config.models import (
-    LOCAL_PRINCIPAL,
-    AuthSettings,
     DaemonSettings,
     EventSettings,
     HttpSettings,
     LogSettings,
-    MeasurementSettings,
     MetricsSettings,
     MqttSettings,
-    PerfherderSettings,
-    PolicySettings,
     PoolSettings,
-    PrincipalSettings,
-    ReplaySettings,
     SchedulerSettings,
     Settings,
     StoreSettings,

@@ -51,7 +51,7 @@ def console_application(
     lab, trends = LabPages(api), TrendPages(api)
     files = ArtefactFiles(jobs_dir)
     job = JobPage(api, files)
-    live = LiveFeed(bus, security_headers())
+    live = LiveFeed(bus, api.store, security_headers())
     signin = SignIn()
     read = Action.READ
     table = [

@@ -48,6 +48,9 @@ class ArtefactFiles:
     def __init__(self, jobs_dir: Path) -> None:
         self.jobs_dir = jobs_dir
         self._stills: OrderedDict[tuple[str, str, float], dict[int, bytes]] = OrderedDict()
+        # One filmstrip cut at a time: a page asks for all its stills at once, and the first
+        # request's cut serves the rest from memory.
+        self._cutting = asyncio.Lock()
 
     async def listing(self, job_id: str) -> list[Artefact]:
         return await asyncio.to_thread(list_artefacts, self.jobs_dir, job_id)
@@ -98,6 +101,10 @@ class ArtefactFiles:
         return await asyncio.to_thread(_read_frames, fd)
 
     async def _filmstrip(self, job_id: str, video: str, progress: str) -> dict[int, bytes]:
+        async with self._cutting:
+            return await self._cut(job_id, video, progress)
+
+    async def _cut(self, job_id: str, video: str, progress: str) -> dict[int, bytes]:
         fd, info = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, video)
         try:
             key = (job_id, video, info.st_mtime)

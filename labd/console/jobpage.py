@@ -40,9 +40,11 @@ class JobPage:
         job = await self.api.store.get_job(job_id)
         if job is None:
             raise web.HTTPNotFound(text=f"no job {job_id!r}\n")
-        its = await self.api.store.iterations(job.id, attempt=job.attempts)
+        its: list[Iteration] = []
         try:
+            # Reading and summarising every iteration is a heavy query like the API's results.
             async with self.api.heavy.turn():
+                its = await self.api.store.iterations(job.id, attempt=job.attempts)
                 figures = await asyncio.to_thread(_figures, job, its)
         except Busy:
             figures = "<p class='note'>The daemon is busy with other results; reload shortly.</p>"
@@ -83,7 +85,10 @@ class JobPage:
             done = await self.api.store.count_iterations(job.id, job.attempts)
             rows.append(("progress", progress(done, spec.planned_iterations())))
         cells = "".join(f"<tr><th>{name}</th><td>{value}</td></tr>" for name, value in rows)
-        facts = f"<table class='facts' data-job='{escape(job.id)}'>{cells}</table>"
+        facts = (
+            f"<table class='facts' data-job='{escape(job.id)}' "
+            f"data-state='{job.state.value}'>{cells}</table>"
+        )
         caller = request[CALLER]
         if not job.state.terminal and caller.principal.may_cancel(job.submitter):
             facts += form(f"/console/jobs/{job.id}/cancel", "Cancel this job", request, "danger")

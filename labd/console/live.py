@@ -19,8 +19,10 @@ from labd.events import (
     JobStarted,
     Subscription,
 )
+from labd.store import Store
 
 MAX_STREAMS = 32
+MAX_JOBS = 100  # jobs a page may ask the current state of when its stream opens
 KEEP_ALIVE_S = 15.0
 STREAM_QUEUE = 256
 
@@ -44,8 +46,8 @@ def message(event: Event) -> bytes | None:
 class LiveFeed:
     """GET /console/live: job progress as it happens."""
 
-    def __init__(self, bus: EventBus, headers: dict[str, str]) -> None:
-        self.bus, self.headers = bus, headers
+    def __init__(self, bus: EventBus, store: Store, headers: dict[str, str]) -> None:
+        self.bus, self.store, self.headers = bus, store, headers
         self.streams: set[Subscription] = set()
         self._ids = itertools.count(1)
 
@@ -74,6 +76,11 @@ class LiveFeed:
         try:
             await response.prepare(request)
             await response.write(b"retry: 3000\n\n")
+            # Subscribed first, then where the page's jobs stand now: what happened between
+            # the page's rendering and this stream is not lost.
+            for job_id in request.query.getall("job", [])[:MAX_JOBS]:
+                if (text := await self._now(job_id)) is not None:
+                    await response.write(text)
             while True:
                 try:
                     async with asyncio.timeout(KEEP_ALIVE_S):
@@ -91,6 +98,17 @@ class LiveFeed:
             self.streams.discard(sub)
             self.bus.unsubscribe(sub)
         return response
+
+    async def _now(self, job_id: str) -> bytes | None:
+        job = await self.store.get_job(job_id)
+        if job is None:
+            return None
+        if job.state.terminal:
+            data: dict[str, Any] = {"job": job.id, "state": job.state.value}
+            return f"event: finished\ndata: {json.dumps(data)}\n\n".encode()
+        done = await self.store.count_iterations(job.id, job.attempts)
+        data = {"job": job.id, "done": done}
+        return f"event: iteration\ndata: {json.dumps(data)}\n\n".encode()
 
     async def close_all(self, _: web.Application) -> None:
         """End every stream (on shutdown: the server would wait for them otherwise)."""

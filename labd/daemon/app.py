@@ -75,8 +75,8 @@ class StoreComponent:
 
     name = "store"
 
-    def __init__(self, url: str, host: str) -> None:
-        self.url, self.host = url, host
+    def __init__(self, url: str, host: str, bus: EventBus) -> None:
+        self.url, self.host, self.bus = url, host, bus
         self._store: Store | None = None
 
     @property
@@ -85,7 +85,7 @@ class StoreComponent:
         return self._store
 
     async def start(self) -> None:
-        self._store = await Store.open(self.url, self.host)
+        self._store = await Store.open(self.url, self.host, self.bus)
 
     async def stop(self, grace: float) -> None:
         await self.store.close()
@@ -179,7 +179,8 @@ class Daemon:
         self.principals = Principals.from_settings(settings.auth, local)
         yield self.health
         yield AccessMetrics(self.bus, self.metrics.registry)
-        store = StoreComponent(settings.store.url or default_sqlite_url(state_dir), host)
+        url = settings.store.url or default_sqlite_url(state_dir)
+        store = StoreComponent(url, host, self.bus)
         yield store
         self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)
         yield self.pool
@@ -187,7 +188,6 @@ class Daemon:
             store.store,
             self.drivers,
             self.bus,
-            on_queued=lambda: self.scheduler.wake(),
             replay=settings.replay,
             measurement=settings.measurement,
             perfherder=settings.perfherder,

@@ -2,6 +2,7 @@
 
 from labd.events.bus import EventBus, SubscriberStats, Subscription, dispatch
 from labd.events.types import (
+    EVENT_TYPES,
     AccessRefused,
     ChangeFound,
     ComponentDown,
@@ -15,16 +16,20 @@ from labd.events.types import (
     Event,
     HealthCheckFailed,
     IterationDone,
+    JobCancelRequested,
     JobFinished,
     JobLeased,
     JobQueued,
     JobRejected,
     JobRequeued,
+    JobRunning,
     JobStarted,
     OutboxRowSetAside,
+    deserialise,
 )
 
 __all__ = [
+    "EVENT_TYPES",
     "AccessRefused",
     "ChangeFound",
     "ComponentDown",
@@ -39,14 +44,17 @@ __all__ = [
     "EventBus",
     "HealthCheckFailed",
     "IterationDone",
+    "JobCancelRequested",
     "JobFinished",
     "JobLeased",
     "JobQueued",
     "JobRejected",
     "JobRequeued",
+    "JobRunning",
     "JobStarted",
     "OutboxRowSetAside",
     "SubscriberStats",
     "Subscription",
+    "deserialise",
     "dispatch",
 ]

@@ -27,6 +27,20 @@ class Event(BaseModel):
         # snake_case kind from the class name: JobQueued -> job_queued
         name = cls.__name__
         cls.kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+        EVENT_TYPES[cls.kind] = cls
+
+    def serialised(self) -> dict[str, Any]:
+        """The event as JSON data that `deserialise` reads back: its kind and its fields."""
+        return {"event": self.kind, "fields": self.model_dump(mode="json")}
+
+
+EVENT_TYPES: dict[str, type[Event]] = {}  # every event class by its kind
+
+
+def deserialise(data: Any) -> Event:
+    """The event `Event.serialised` wrote. An unknown kind raises KeyError, fields that do
+    not fit it pydantic's ValidationError."""
+    return EVENT_TYPES[data["event"]].model_validate(data["fields"])
 
 
 class DaemonStarted(Event):
@@ -67,11 +81,13 @@ class JobQueued(Event):
 
 
 class JobRejected(Event):
-    """A submission was refused; `problems` names every reason."""
+    """A submission was refused; `problems` names every reason, `reason` is a short code
+    (invalid, unsigned, bad_signature, forbidden, rate_limited ...)."""
 
     job_id: str
     source: str
     problems: list[str]
+    reason: str = "invalid"
 
 
 class JobLeased(Event):
@@ -83,8 +99,16 @@ class JobLeased(Event):
     attempt: int
 
 
+class JobRunning(Event):
+    """The host that leased the job began running it (before its scenario's set-up)."""
+
+    job_id: str
+    device_id: str
+    attempt: int
+
+
 class JobStarted(Event):
-    """The job's scenario started on its device."""
+    """The job's scenario finished its set-up on the device; its iterations begin."""
 
     job_id: str
     device_id: str
@@ -106,12 +130,23 @@ class IterationDone(Event):
 
 
 class JobRequeued(Event):
-    """The job goes back to the queue (infrastructure failure, expired lease, shutdown)."""
+    """The job goes back to the queue (infrastructure failure, expired lease, shutdown);
+    `attempt` is the one that ended, and counts against the job unless `attempt_counted` is
+    false (a shutdown is not the job's fault)."""
 
     job_id: str
     reason: str
     attempt: int
     retry_in_s: float
+    attempt_counted: bool = True
+
+
+class JobCancelRequested(Event):
+    """Cancelling an active job was asked for; its runner stops it (`state`: the job's state
+    when asked). A queued job is cancelled at once instead (JobFinished)."""
+
+    job_id: str
+    state: str
 
 
 class JobFinished(Event):
@@ -134,6 +169,7 @@ class DeviceChanged(Event):
     state: str
     admin: str
     reason: str
+    model: str = ""
 
 
 class HealthCheckFailed(Event):

@@ -32,6 +32,7 @@ from labd.events import (
     IterationDone,
     JobFinished,
     JobLeased,
+    JobQueued,
     dispatch,
 )
 from labd.metrics.fleet import FleetRole
@@ -41,6 +42,7 @@ from labd.store import Store, measured
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.metrics")
+QUEUED_KEPT = 10_000  # queued jobs remembered for their wait until leased
 
 PRIORITY_CLASSES = ("high", "normal", "low")
 VERDICTS = ("regression", "improvement")
@@ -198,6 +200,9 @@ class LabMetrics:
         self.snapshot = SnapshotCollector(mqtt_connected)
         r.register(self.snapshot)
         self._leased_at: dict[str, float] = {}
+        # (when, priority) of jobs queued through this host, until leased: the wait without
+        # a read of the store (a job queued elsewhere, or before a restart, is read).
+        self._queued: dict[str, tuple[float, int]] = {}
         self._events = bus.subscribe("metrics")
         self._tasks = TaskSet("metrics")
 
@@ -260,12 +265,18 @@ class LabMetrics:
         }
 
     async def on_event(self, event: Event) -> None:
-        if isinstance(event, JobLeased):
+        if isinstance(event, JobQueued):
+            self._queued[event.job_id] = (event.time.timestamp(), event.priority)
+            if len(self._queued) > QUEUED_KEPT:  # leased by other hosts: forget the oldest
+                self._queued.pop(next(iter(self._queued)))
+        elif isinstance(event, JobLeased):
             self._leased_at[event.job_id] = event.time.timestamp()
-            job = await self.store.get_job(event.job_id)
-            if job is not None:
-                wait = event.time.timestamp() - job.submitted_at.timestamp()
-                self.job_wait.labels(priority_class(job.spec.priority)).observe(max(wait, 0))
+            queued = self._queued.pop(event.job_id, None)
+            if queued is None and (job := await self.store.get_job(event.job_id)) is not None:
+                queued = (job.submitted_at.timestamp(), job.spec.priority)
+            if queued is not None:
+                wait = event.time.timestamp() - queued[0]
+                self.job_wait.labels(priority_class(queued[1])).observe(max(wait, 0))
         elif isinstance(event, JobFinished):
             self.jobs_finished.labels(event.state).inc()
             if (leased := self._leased_at.pop(event.job_id, None)) is not None:

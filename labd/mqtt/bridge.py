@@ -11,17 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
 import random
-import secrets
-import socket
-import ssl
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit
 
 import aiomqtt
 import structlog
@@ -30,18 +23,28 @@ from paho.mqtt.properties import Properties
 
 from labd import __version__
 from labd.config import MqttSettings
-from labd.events import ComponentDown, ComponentUp, DeviceChanged, EventBus, OutboxRowSetAside
-from labd.model import Device, Job
-from labd.mqtt.inbound import Inbound, Reply
+from labd.events import (
+    ComponentDown,
+    ComponentUp,
+    DeviceChanged,
+    Event,
+    EventBus,
+    JobFinished,
+    OutboxRowSetAside,
+    deserialise,
+)
+from labd.model import Job
+from labd.mqtt.client import broker_client, broker_credentials, encode, json_bytes
+from labd.mqtt.inbound import Inbound
 from labd.mqtt.messages import (
-    DeviceStateMessage,
     HostStatus,
     JobStateMessage,
-    Message,
     ResultMessage,
 )
+from labd.mqtt.outbound import publications
+from labd.mqtt.requests import Reply
 from labd.mqtt.topics import Topics
-from labd.pool import Pool
+from labd.pool import Pool, device_changed
 from labd.store import OutboxRow, Store, summary_of
 from labd.tasks import TaskSet
 
@@ -49,7 +52,6 @@ log = structlog.get_logger("labd.mqtt")
 
 UNSUPPORTED_PROTOCOL = 132  # CONNACK reason code of a broker that speaks MQTT 3.1.1 only
 COMPONENT = "mqtt"
-ArtefactLinks = Callable[[Job], Awaitable[list[dict[str, Any]]]]
 HEALTHY_SESSION_S = 10.0  # a session that ran this long failed afresh: backoff starts over
 # What the client library or the row itself raises for a row that can never be published (a
 # wildcard in its topic, a body missing its fields). Anything else (the broker gone, the
@@ -57,6 +59,7 @@ HEALTHY_SESSION_S = 10.0  # a session that ran this long failed afresh: backoff 
 UNPUBLISHABLE = (ValueError, TypeError, KeyError, UnicodeError)
 DRAIN_BATCH = 100
 FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
+ArtefactLinks = Callable[[Job], Awaitable[list[dict[str, Any]]]]
 
 
 class MqttBridge:
@@ -133,41 +136,9 @@ class MqttBridge:
         return encode(message)
 
     def _client_for(self) -> aiomqtt.Client:
-        s = self.settings
-        tls = None
-        if urlsplit(s.url).scheme == "mqtts" or s.tls_ca or s.tls_cert:
-            tls = aiomqtt.TLSParameters(
-                ca_certs=s.tls_ca or None,
-                certfile=s.tls_cert or None,
-                keyfile=s.tls_key or None,
-                cert_reqs=ssl.CERT_REQUIRED,
-            )
         will = aiomqtt.Will(self.topics.host_status(self.host), self._status("offline"), 1, True)
-        properties = None
-        if self.protocol == aiomqtt.ProtocolVersion.V5:
-            # MQTT 5 ends a session at disconnect unless told otherwise: keep ours, so QoS 1
-            # requests published while labd restarts or reconnects wait for it at the broker.
-            properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
-            properties.SessionExpiryInterval = s.session_expiry_s
-        username, password = self.credentials
-        return aiomqtt.Client(
-            self.address[0],
-            self.address[1],
-            username=username or None,
-            password=password or None,
-            properties=properties,
-            identifier=self.client_id,
-            protocol=self.protocol,
-            will=will,
-            keepalive=s.keepalive_s,
-            tls_params=tls,
-            timeout=10,
-            # Small messages go out at once: with Nagle's algorithm an answer queued behind
-            # unacknowledged events waits for the peer's delayed ACK (40 ms on Linux).
-            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-            # Our subscriptions and unacknowledged QoS 1 messages survive a reconnect.
-            clean_session=False if self.protocol == aiomqtt.ProtocolVersion.V311 else None,
-            clean_start=False if self.protocol == aiomqtt.ProtocolVersion.V5 else 3,
+        return broker_client(
+            self.settings, self.address, self.client_id, self.protocol, self.credentials, will
         )
 
     async def _connection_loop(self) -> None:
@@ -228,7 +199,7 @@ class MqttBridge:
         self._down.pop(COMPONENT, None)
         await client.publish(self.topics.host_status(self.host), self._status("online"), 1, True)
         for device in list(self.pool.devices.values()):
-            await self._publish_device(client, device)
+            await self._publish(client, device_changed(device), device.id)
         self.bus.publish(ComponentUp(component=COMPONENT))
         try:
             async with asyncio.TaskGroup() as group:
@@ -341,14 +312,21 @@ class MqttBridge:
         self.bus.publish(OutboxRowSetAside(stream=row.stream, key=ascii(row.key), error=reason))
 
     async def _deliver(self, client: aiomqtt.Client, row: OutboxRow) -> None:
-        if row.stream == "alert":
-            await client.publish(self.topics.alerts, _dumps(row.body), 1)
+        if "event" not in row.body:
+            await self._deliver_written_as_message(client, row)
             return
-        if row.stream != "job":
-            log.warning("outbox row of an unknown stream dropped", stream=row.stream, id=row.id)
+        event = deserialise(row.body)
+        await self._publish(client, event, row.key, row.seq)
+        if isinstance(event, JobFinished):
+            await self._publish_result(client, row.key)
+
+    async def _deliver_written_as_message(self, client: aiomqtt.Client, row: OutboxRow) -> None:
+        """A row an older labd queued as the message itself (before typed events)."""
+        if row.stream == "alert":
+            await client.publish(self.topics.alerts, json_bytes(row.body), 1)
             return
         body = row.body
-        await client.publish(self.topics.job_events(row.key), _dumps(body), 1)
+        await client.publish(self.topics.job_events(row.key), json_bytes(body), 1)
         state = JobStateMessage(job_id=row.key, state=body["state"], seq=row.seq, time=body["time"])
         await client.publish(self.topics.job_state(row.key), encode(state), 1, True)
         if body["kind"] == "finished":
@@ -384,13 +362,12 @@ class MqttBridge:
     async def _follow_devices(self, client: aiomqtt.Client) -> None:
         async for event in self._devices:
             assert isinstance(event, DeviceChanged)
-            if device := self.pool.devices.get(event.device_id):
-                try:
-                    await self._publish_device(client, device)
-                except aiomqtt.MqttError:
-                    raise
-                except Exception:
-                    log.exception("device state could not be published", device=ascii(device.id))
+            try:
+                await self._publish(client, event, event.device_id)
+            except aiomqtt.MqttError:
+                raise
+            except Exception:
+                log.exception("device state could not be published", device=ascii(event.device_id))
 
     async def _follow_health(self) -> None:
         """Keep the retained host status saying which components are down."""
@@ -409,48 +386,7 @@ class MqttBridge:
                 except Exception as e:  # the connection loop deals with a lost broker
                     log.debug("host status not updated", error=str(e))
 
-    async def _publish_device(self, client: aiomqtt.Client, device: Device) -> None:
-        message = DeviceStateMessage(
-            device_id=device.id,
-            host=device.host,
-            platform=device.platform,
-            model=device.model,
-            state=device.state.value,
-            admin=device.admin.value,
-            reason=device.reason,
-        )
-        await client.publish(self.topics.device_state(device.id), encode(message), 1, True)
-
-
-def encode(message: Message) -> bytes:
-    """A message as JSON bytes. ASCII-escaped: a lone surrogate or other odd text that got
-    into a value can never make the payload unencodable."""
-    return _dumps(message.model_dump(mode="json"))
-
-
-def _dumps(data: object) -> bytes:
-    return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode()
-
-
-def broker_credentials(settings: MqttSettings) -> tuple[str, str]:
-    """(username, password) for the broker: mqtt.username/password, else those written in
-    mqtt.url (mqtt://user:password@host), URL-decoded."""
-    parts = urlsplit(settings.url)
-    username = settings.username or unquote(parts.username or "")
-    password = settings.password or unquote(parts.password or "")
-    return username, password
-
-
-def default_client_id(lab: str, host: str, state_dir: Path) -> str:
-    """labd-<lab>-<host>-<16 hex made once per state directory>: stable across restarts (the
-    broker keeps the session by it) and not guessable from anything labd publishes."""
-    path = state_dir / "mqtt-client-id"
-    try:
-        suffix = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        suffix = secrets.token_hex(8)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as out:
-            out.write(suffix + "\n")
-    return f"labd-{lab}-{host}-{suffix}"
+    async def _publish(self, client: aiomqtt.Client, event: Event, key: str, seq: int = 0) -> None:
+        """Publish what the outbound table makes of `event` (queued under `key`)."""
+        for out in publications(event, key, seq, self.host, self.topics):
+            await client.publish(out.topic, encode(out.message), 1, out.retain)

@@ -8,11 +8,7 @@ Brokers do not tell a subscriber who published, so identity comes only from the 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -32,12 +28,12 @@ from labd.auth import (
 )
 from labd.config import AuthSettings, MqttSettings
 from labd.errors import AuthError, InvalidSpec
+from labd.events import JobRejected
 from labd.model import AdminState, JobState, id_problem
 from labd.mqtt.messages import (
     CancelRequest,
     DeviceCommand,
     ErrorMessage,
-    JobEvent,
     JobQuery,
     Message,
     QueryAnswer,
@@ -45,6 +41,20 @@ from labd.mqtt.messages import (
     RequestAnswer,
     SubmitAnswer,
     SubmitRequest,
+)
+from labd.mqtt.outbound import job_event_message
+from labd.mqtt.requests import (
+    Incoming,
+    Refused,
+    Reply,
+    Route,
+    answers,
+    claimed_principal,
+    id_from_nonce,
+    replayed,
+    safe,
+    shown,
+    target_of,
 )
 from labd.mqtt.topics import Topics
 from labd.pool import Pool
@@ -63,50 +73,6 @@ ADMIN_STATES = {
     "enable": AdminState.ENABLED,
     "maintenance": AdminState.MAINTENANCE,
 }
-
-
-@dataclass(frozen=True)
-class Reply:
-    topic: str
-    message: Message
-    correlation: bytes | None = None  # echoed on an MQTT 5 response topic
-
-
-class Refused(Exception):
-    """A request labd will not act on: `reason` is the short code, `problems` the detail."""
-
-    def __init__(
-        self, problems: list[str], reason: str = "invalid", job_free: bool = False
-    ) -> None:
-        super().__init__("; ".join(problems))
-        self.problems, self.reason = problems, reason
-        self.job_free = job_free  # a submission refused for an id no job has
-
-
-@dataclass(frozen=True)
-class Incoming:
-    """One request whose signature held, on its way to its handler."""
-
-    topic: str
-    request: Any  # the route's Request model
-    signed: Signed
-    response_topic: str
-    correlation: bytes | None
-
-    @property
-    def principal(self) -> Principal:
-        return self.signed.principal
-
-
-Handler = Callable[[Incoming], Awaitable[list[Reply]]]
-
-
-@dataclass(frozen=True)
-class Route:
-    filter: str
-    model: type[Request]
-    action: Action
-    handler: Handler
 
 
 class Inbound:
@@ -145,9 +111,9 @@ class Inbound:
             if route is None:
                 raise Refused([f"labd does not take messages on {topic}"])
             data = self._parse(topic, payload)
-            claimed = _claimed_principal(data)
+            claimed = claimed_principal(data)
             if isinstance(data.get("correlation"), str):
-                correlation_claimed = _shown(data["correlation"])
+                correlation_claimed = shown(data["correlation"])
             try:
                 signed = verify(
                     data, topic, self.principals, self.auth.max_age_s, self.auth.clock_skew_s
@@ -171,10 +137,10 @@ class Inbound:
             # replay there (no extra round trip to the database on CI's path).
             submission = route.model is SubmitRequest
             if not submission and await self.jobs.store.nonce_seen(*self._nonce(signed)[:2]):
-                raise _replayed(topic)
+                raise replayed(topic)
             replies = await route.handler(incoming)
             if not submission and not await self.jobs.store.first_use(*self._nonce(signed)):
-                raise _replayed(topic)
+                raise replayed(topic)
         except UNAVAILABLE as e:
             # The database is away: say so (the request was not acted on; send it again).
             log.warning("mqtt request not handled: the store is unreachable", error=repr(e))
@@ -186,7 +152,7 @@ class Inbound:
         except Refused as refused:
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         action = route.action.value
-        self.audit.allowed("mqtt", claimed, action, _target(topic, self.topics), "broker")
+        self.audit.allowed("mqtt", claimed, action, target_of(topic, self.topics), "broker")
         return replies
 
     # Parsing and checks -----------------------------------------------------------------------
@@ -211,13 +177,13 @@ class Inbound:
         try:
             return model.model_validate(data)
         except ValidationError as e:
-            raise Refused([_safe(p) for p in describe_errors(e, model, topic)]) from e
+            raise Refused([safe(p) for p in describe_errors(e, model, topic)]) from e
 
     def _check_reply_to(self, topic: str, request: Request, principal: Principal) -> None:
         mine = replies_prefix(self.topics.prefix, principal.name)
         if request.reply_to and not request.reply_to.startswith(mine + "/"):
             raise Refused(
-                [f"{topic}: reply_to must lie under {mine}/ (got {_shown(request.reply_to)})"],
+                [f"{topic}: reply_to must lie under {mine}/ (got {shown(request.reply_to)})"],
                 "forbidden",
             )
         if isinstance(request, JobQuery) and not request.reply_to:
@@ -245,7 +211,7 @@ class Inbound:
         action = route.action.value if route else "unknown"
         detail = "; ".join(refused.problems)
         self.audit.refused(
-            "mqtt", claimed, action, _target(topic, self.topics), "broker", refused.reason, detail
+            "mqtt", claimed, action, target_of(topic, self.topics), "broker", refused.reason, detail
         )
         error = ErrorMessage(
             topic=topic,
@@ -262,7 +228,7 @@ class Inbound:
             request = incoming.request
             answer: Message
             if isinstance(request, SubmitRequest):
-                job_id = request.id or _id_from_nonce(
+                job_id = request.id or id_from_nonce(
                     incoming.principal.name, incoming.signed.nonce
                 )
                 answer = SubmitAnswer(
@@ -274,9 +240,14 @@ class Inbound:
                 # A "rejected" event goes on the job's topic only when no job has that id: the
                 # events of an existing job (anyone's) are its own, never a refusal's.
                 if refused.job_free:
-                    replies.append(
-                        Reply(self.topics.job_events(job_id), _rejected(job_id, refused))
+                    rejected = JobRejected(
+                        job_id=job_id,
+                        source=request.source or topic,
+                        problems=refused.problems,
+                        reason=refused.reason,
                     )
+                    message = job_event_message(rejected, seq=0, host="")
+                    replies.append(Reply(self.topics.job_events(job_id), message))
             elif isinstance(request, JobQuery):
                 answer = QueryAnswer(
                     query=request.query,
@@ -288,7 +259,7 @@ class Inbound:
                 answer = RequestAnswer(
                     ok=False, problems=refused.problems, correlation=request.correlation
                 )
-            replies += _answers(incoming, answer)
+            replies += answers(incoming, answer)
         return replies
 
     # Handlers ---------------------------------------------------------------------------------
@@ -298,7 +269,7 @@ class Inbound:
         principal = incoming.principal
         # A request without an id gets one from its nonce: the broker delivering it twice
         # (QoS 1 after a reconnect) then makes a duplicate, never a second job.
-        job_id = request.id or _id_from_nonce(principal.name, incoming.signed.nonce)
+        job_id = request.id or id_from_nonce(principal.name, incoming.signed.nonce)
         try:
             source = request.source or f"mqtt {principal.name}"
             job, created = await self.jobs.submit(
@@ -309,7 +280,7 @@ class Inbound:
                 nonce=self._nonce(incoming.signed),
             )
         except NonceSeen as e:
-            raise _replayed(incoming.topic) from e
+            raise replayed(incoming.topic) from e
         except AuthError as e:
             raise Refused([str(e)], e.reason, await self._free(job_id)) from e
         except InvalidSpec as e:
@@ -324,7 +295,7 @@ class Inbound:
             state=job.state.value,
             correlation=request.correlation,
         )
-        return _answers(incoming, answer)
+        return answers(incoming, answer)
 
     async def _free(self, job_id: str) -> bool:
         """Whether no job has this id (a refusal may then announce itself on its topic)."""
@@ -339,7 +310,7 @@ class Inbound:
             try:
                 states = [JobState(s) for s in query.states]
             except ValueError as e:
-                problems.append(f"{incoming.topic}: states: {_safe(str(e))}")
+                problems.append(f"{incoming.topic}: states: {safe(str(e))}")
             else:
                 jobs = await store.list_jobs(states, limit=query.limit)
                 data = {"jobs": [redact_job(j.model_dump(mode="json")) for j in jobs]}
@@ -356,7 +327,7 @@ class Inbound:
             problems=problems,
             correlation=query.correlation,
         )
-        return _answers(incoming, answer)
+        return answers(incoming, answer)
 
     async def _cancel(self, incoming: Incoming) -> list[Reply]:
         request: CancelRequest = incoming.request
@@ -374,7 +345,7 @@ class Inbound:
             )
         await self.scheduler.cancel(job_id)
         # The outcome also arrives as the job's next event.
-        return _answers(incoming, RequestAnswer(ok=True, correlation=request.correlation))
+        return answers(incoming, RequestAnswer(ok=True, correlation=request.correlation))
 
     async def _command(self, incoming: Incoming) -> list[Reply]:
         command: DeviceCommand = incoming.request
@@ -383,8 +354,7 @@ class Inbound:
             raise Refused([f"{incoming.topic}: no device {device_id!r}"], "not_found")
         self.scheduler.wake()
         # The new state is published on the device's retained state topic.
-        return _answers(incoming, RequestAnswer(ok=True, correlation=command.correlation))
-
+        return answers(incoming, RequestAnswer(ok=True, correlation=command.correlation))
 
     def _subject(self, topic: str, what: str) -> str:
         """The id a topic names; a name no job or device could have is refused with the rule
@@ -393,54 +363,3 @@ class Inbound:
         if problem := id_problem(subject, what):
             raise Refused([f"{topic}: {problem}"])
         return subject
-
-
-def _replayed(topic: str) -> Refused:
-    return Refused(
-        [f"{topic}: replayed: a message with this nonce was already handled"], "replayed"
-    )
-
-
-def _rejected(job_id: str, refused: Refused) -> JobEvent:
-    return JobEvent(
-        event_id=f"rejected-{time.time_ns()}",
-        job_id=job_id,
-        seq=0,
-        kind="rejected",
-        state="rejected",
-        time=time.time(),
-        host="",
-        data={"problems": refused.problems, "reason": refused.reason},
-    )
-
-
-def _answers(incoming: Incoming, answer: Message) -> list[Reply]:
-    """The answer on the request's reply_to and on its MQTT 5 response topic, if any (both
-    were checked to lie under the principal's own replies)."""
-    topics = {incoming.request.reply_to, incoming.response_topic} - {""}
-    return [Reply(t, answer, incoming.correlation) for t in sorted(topics)]
-
-
-def _id_from_nonce(principal: str, nonce: str) -> str:
-    return hashlib.sha256(f"{principal}\n{nonce}".encode()).hexdigest()[:32]
-
-
-def _claimed_principal(data: dict[str, Any]) -> str:
-    auth = data.get("auth")
-    name = auth.get("principal") if isinstance(auth, dict) else None
-    return _shown(name) if isinstance(name, str) else ""
-
-
-def _target(topic: str, topics: Topics) -> str:
-    return topic[len(topics.prefix) + 1 :] if topic.startswith(topics.prefix + "/") else topic
-
-
-def _shown(text: str, limit: int = 128) -> str:
-    """Untrusted text fit for a log line, a JSON answer and a terminal: printable ASCII as is,
-    anything else (NUL, lone surrogates) escaped, and long text cut."""
-    safe = text if text.isascii() and text.isprintable() else ascii(text)[1:-1]
-    return safe if len(safe) <= limit else safe[:limit] + "..."
-
-
-def _safe(problem: str) -> str:
-    return _shown(problem, limit=1000)

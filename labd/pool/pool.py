@@ -49,7 +49,6 @@ class Pool:
         self._health_failures: dict[str, int] = {}
         self._unsaved: set[str] = set()  # devices whose last change the store did not take
         self._tasks = TaskSet("pool")
-        self.on_change: list[asyncio.Event] = []  # set whenever a device may have freed up
 
     async def start(self) -> None:
         # Devices of this host from an earlier run are offline until discovered again.
@@ -292,19 +291,21 @@ class Pool:
                 admin=device.admin.value,
                 reason=device.reason,
             )
-            self.bus.publish(
-                DeviceChanged(
-                    device_id=device_id,
-                    host=device.host,
-                    platform=device.platform,
-                    state=device.state.value,
-                    admin=device.admin.value,
-                    reason=device.reason,
-                )
-            )
-        for waiter in self.on_change:
-            waiter.set()
+            self.bus.publish(device_changed(device))
         return device
+
+
+def device_changed(device: Device) -> DeviceChanged:
+    """The event that tells what `device` is now."""
+    return DeviceChanged(
+        device_id=device.id,
+        host=device.host,
+        platform=device.platform,
+        model=device.model,
+        state=device.state.value,
+        admin=device.admin.value,
+        reason=device.reason,
+    )
 
 
 async def _quietly(step: Awaitable[None], what: str) -> None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         comparison_head,
         comparison_rows,
         environment,
+        evidence,
         units_of,
     )
 
@@ -36,6 +37,7 @@ _LAZY = {
     "comparison_head": ("labd.report.tables", "comparison_head"),
     "comparison_rows": ("labd.report.tables", "comparison_rows"),
     "environment": ("labd.report.tables", "environment"),
+    "evidence": ("labd.report.tables", "evidence"),
     "units_of": ("labd.report.tables", "units_of"),
 }
 
@@ -48,6 +50,7 @@ __all__ = [
     "comparison_rows",
     "distribution",
     "environment",
+    "evidence",
     "history_plot",
     "history_section",
     "intervals",

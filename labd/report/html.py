@@ -10,7 +10,14 @@ from typing import Any
 from labd.model import Iteration
 from labd.report import svg
 from labd.report.comparison import comparability, one_variant
-from labd.report.tables import by_severity, comparison_head, comparison_rows, environment, units_of
+from labd.report.tables import (
+    by_severity,
+    comparison_head,
+    comparison_rows,
+    environment,
+    evidence,
+    units_of,
+)
 from labd.stats import compare, detect, diagnose, prediction_band, summarize, tukey_outliers
 from labd.store import measured, set_aside
 
@@ -203,8 +210,12 @@ def render(
     other: dict[str, Any] | None = None,
     history: dict[str, Any] | None = None,
     effect: float = 0.01,
+    artefacts: dict[str, list[dict[str, Any]]] | None = None,
+    console: str = "",
 ) -> str:
-    """The report as one HTML document (inline CSS and SVG; no script, no network)."""
+    """The report as one HTML document (inline CSS and SVG; no script, nothing fetched).
+    `artefacts`: per job id, the files it keeps (as the API lists them), linked to the web
+    console at `console` when given."""
     title = f"labd report: {results['job']['id']}" + (f" vs {other['job']['id']}" if other else "")
     if other is None and results["job"]["spec"].get("ab"):  # an A/B job: its two sides
         name = results["job"]["id"]
@@ -217,6 +228,8 @@ def render(
             _job_section(other, "New", measured(_its(results))),
             _comparison(results, other, effect),
         ]
+    for job_id, files in (artefacts or {}).items():
+        parts.append(evidence(job_id, files, console))
     if history is not None:
         parts.append(_history(history, units_of(results)))
     return (

@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 SEVERITY = {"regression": 0, "improvement": 1, "inconclusive": 2, "no change": 3}
 
@@ -93,3 +94,33 @@ def environment(fingerprint: Mapping[str, Any]) -> str:
     if not rows:
         return "<p class='note'>No conditions were recorded for this run.</p>"
     return "<table class='environment'>" + "".join(rows) + "</table>"
+
+
+def evidence(job_id: str, files: Sequence[Mapping[str, Any]], console: str = "") -> str:
+    """A job's kept files (videos, heat maps, progress, logs), linked to the web console at
+    `console` (which asks the reader to sign in); their names alone without one."""
+    head = f"<h2>Evidence: job {escape(job_id)}</h2>"
+    if not files:
+        return head + "<p class='note'>This job keeps no file on the daemon's host.</p>"
+    job_url = f"{console}/jobs/{quote(job_id, safe='')}"
+    rows = []
+    for f in files:
+        name = escape(str(f["name"]))
+        link = f"<a href='{escape(job_url)}/artefacts/{escape(quote(str(f['name'])))}'>{name}</a>"
+        rows.append(
+            f"<tr><td>{link if console else name}</td><td>{escape(str(f['kind']))}</td>"
+            f"<td>{int(f['size']):,} bytes</td></tr>"
+        )
+    where = (
+        f"<p class='note'>The job's page in the web console plays the videos and shows the "
+        f"filmstrips: <a href='{escape(job_url)}'>{escape(job_url)}</a>.</p>"
+        if console
+        else ""
+    )
+    return (
+        head
+        + where
+        + "<table><tr><th>file</th><th>kind</th><th>size</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import CannotStart, TestFailure
-from labd.events import EventBus, IterationDone, JobStarted
+from labd.events import EventBus, JobStarted
 from labd.model import Device, Iteration, Job, JobState, Policy
 from labd.runner.conditions import judge
 from labd.runner.fingerprint import base_fingerprint, conditions_hash
@@ -28,8 +28,6 @@ from labd.store import Store
 
 log = structlog.get_logger("labd.runner")
 
-# The IterationDone event is the stored iteration less its timestamps and fingerprint.
-ITERATION_EVENT_FIELDS = {"job_id", "device_id", "attempt", "index", "warmup", "values", "error"}
 CONDITIONS_TIMEOUT_S = 30.0
 
 
@@ -125,7 +123,7 @@ async def _run(
             slot = plan[position]
             iteration = await _iteration(runs[slot.variant], slot, position, driver, device, rules)
             position += 1
-            await store.add_iteration(iteration, lease_token)
+            await store.add_iteration(iteration, lease_token)  # publishes IterationDone
             if iteration.error and not slot.warmup:
                 failed.append(iteration.error)
             elif iteration.set_aside and not slot.warmup:
@@ -144,9 +142,6 @@ async def _run(
                 error=iteration.error,
                 flags=iteration.flags,
             )
-            duration = (iteration.finished_at - iteration.started_at).total_seconds()
-            fields = iteration.model_dump(include=ITERATION_EVENT_FIELDS)
-            bus.publish(IterationDone(**fields, duration_s=duration))
             # In a thread: the first call imports scipy (seconds on a loaded machine), and a
             # blocked event loop misses its lease heartbeats.
             if spec.stop_when_stable and await asyncio.to_thread(

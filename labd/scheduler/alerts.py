@@ -55,8 +55,7 @@ class BaselineAnalyst:
 
     async def _publish(self, changes: list[ChangeFound]) -> None:
         for change in changes:
-            await self.store.outbox_append("alert", change.job_id, change.model_dump(mode="json"))
-            self.bus.publish(change)
+            await self.store.record_event("alert", change.job_id, change)  # and publishes it
             log.info(
                 "change found", job_id=change.job_id, metric=change.metric, verdict=change.verdict
             )

@@ -19,7 +19,15 @@ from sqlalchemy.exc import IntegrityError
 
 from labd.config import SchedulerSettings
 from labd.errors import InfrastructureError
-from labd.events import EventBus, JobFinished, JobLeased, JobRequeued
+from labd.events import (
+    DeviceChanged,
+    Event,
+    EventBus,
+    JobQueued,
+    JobRequeued,
+    Subscription,
+    dispatch,
+)
 from labd.logs import bind_context
 from labd.model import Device, Job, JobState
 from labd.pool import Pool
@@ -71,19 +79,27 @@ class Scheduler:
         self._tasks = TaskSet("scheduler")
         self._runs = TaskSet("job")
         self._beats = TaskSet("heartbeat")  # apart from _tasks: they beat on during shutdown
+        self._news: Subscription | None = None
 
     def wake(self) -> None:
         """Look for work now (a job was queued or a device freed up)."""
         self._wake.set()
 
     async def start(self) -> None:
+        # The news that may let a job start: a job queued or back in the queue, a device
+        # changed (freed, enabled, back from quarantine).
+        news = self.bus.subscribe(f"scheduler:{self.owner}", JobQueued, JobRequeued, DeviceChanged)
+        self._news = news
         # This host just started, so nothing it leased before is still running.
         for job in await self.store.expire_leases(owner=self.owner):
             log.warning("took back a job this host held before it restarted", job_id=job.id)
         await self.reap()
-        self.pool.on_change.append(self._wake)
+        self._tasks.supervise("news", lambda: dispatch(news, self._on_news), self.bus)
         self._tasks.supervise("dispatch", self._dispatch_loop, self.bus)
         self._tasks.supervise("reaper", self._reap_loop, self.bus)
+
+    async def _on_news(self, event: Event) -> None:
+        self.wake()
 
     def stop_taking_work(self) -> None:
         """Lease no new job from now on (the daemon calls this as soon as it is told to stop)."""
@@ -92,6 +108,8 @@ class Scheduler:
     async def stop(self, grace: float) -> None:
         """Take no more work; give running jobs `grace` seconds, then requeue what is left."""
         self.stop_taking_work()
+        if self._news is not None:
+            self.bus.unsubscribe(self._news)
         await self._tasks.cancel_all()
         if self.running:
             log.info("waiting for running jobs", jobs=sorted(self.running), grace_s=grace)
@@ -168,24 +186,15 @@ class Scheduler:
 
     async def reap(self) -> None:
         """Take back jobs whose lease expired (their daemon died or hung)."""
+        # The store publishes each job's JobRequeued or JobFinished (the requeued wake us).
         for job in await self.store.expire_leases():
             log.warning("lease expired", job_id=job.id, state=job.state.value, error=job.error)
-            if job.state is JobState.QUEUED:
-                self.bus.publish(
-                    JobRequeued(job_id=job.id, reason=job.error, attempt=job.attempts, retry_in_s=0)
-                )
-                self.wake()
-            else:
-                self._publish_finished(job, job.state, job.error)
 
     # One job ----------------------------------------------------------------------------------
 
     async def _run(self, lease: Lease, device: Device) -> None:
         job = lease.job
         with bind_context(job_id=job.id, device=device.id, attempt=job.attempts):
-            self.bus.publish(
-                JobLeased(job_id=job.id, device_id=device.id, host=self.owner, attempt=job.attempts)
-            )
             log.info("job leased", suite=job.spec.suite, test=job.spec.test)
             infra_failure = ""
             try:
@@ -287,8 +296,6 @@ class Scheduler:
         job = await self.store.request_cancel(job_id)
         if job is None:
             return None
-        if job.state is JobState.CANCELLED and job.finished_at and job_id not in self.running:
-            self._publish_finished(job, job.state, job.error)
         if task := self.running.get(job_id):
             self._interrupts[job_id] = Interrupt.CANCELLED
             task.cancel()
@@ -301,14 +308,6 @@ class Scheduler:
             # Not the job's fault: requeue without counting the attempt.
             if await self.store.requeue_job(job.id, token, "requeued at shutdown", refund=True):
                 log.info("job requeued at shutdown")
-                self.bus.publish(
-                    JobRequeued(
-                        job_id=job.id,
-                        reason="daemon shut down",
-                        attempt=job.attempts,
-                        retry_in_s=0,
-                    )
-                )
         else:
             log.warning(
                 "lease lost: the run was stopped and its measured program killed; "
@@ -331,27 +330,11 @@ class Scheduler:
             log.warning("lease lost before the job could be requeued", error=error)
             return False
         log.info("job will be retried", retry_in_s=delay, error=error)
-        self.bus.publish(
-            JobRequeued(job_id=job.id, reason=error, attempt=job.attempts, retry_in_s=delay)
-        )
         return True
 
     async def _finish(self, job: Job, token: str, state: JobState, error: str) -> bool:
-        if await self.store.finish_job(job.id, token, state, error):
-            self._publish_finished(job, state, error)
+        if await self.store.finish_job(job.id, token, state, error):  # publishes JobFinished
+            log.info("job finished", job_id=job.id, state=state.value, error=error)
             return True
         log.warning("lease lost before the job could be settled", state=state.value)
         return False
-
-    def _publish_finished(self, job: Job, state: JobState, error: str) -> None:
-        log.info("job finished", job_id=job.id, state=state.value, error=error)
-        self.bus.publish(
-            JobFinished(
-                job_id=job.id,
-                state=state.value,
-                error=error,
-                suite=job.spec.suite,
-                test=job.spec.test,
-                device_id=job.device_id,
-            )
-        )

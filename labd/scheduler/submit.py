@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from labd.auth import Principal, RateLimiter
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import InvalidSpec, UsageError
-from labd.events import EventBus, JobQueued, JobRejected
+from labd.events import EventBus, JobRejected
 from labd.model import Device, DeviceState, Job, Policy, TestSpec, id_problem, parse_spec
 from labd.replay import load, profile_for
 from labd.runner import archive_path
@@ -39,7 +39,6 @@ class JobService:
         store: Store,
         drivers: Mapping[str, Driver],
         bus: EventBus,
-        on_queued: Callable[[], None] = lambda: None,
         replay: ReplaySettings | None = None,
         measurement: MeasurementSettings | None = None,
         perfherder: PerfherderSettings | None = None,
@@ -51,7 +50,6 @@ class JobService:
         self.limiter = limiter or RateLimiter()
         self.drivers = drivers
         self.bus = bus
-        self.on_queued = on_queued
         self.replay = replay or ReplaySettings()
         self.measurement = measurement or MeasurementSettings()
         self.perfherder = perfherder or PerfherderSettings()
@@ -96,16 +94,6 @@ class JobService:
                 submitter=job.submitter,
                 priority=spec.priority,
             )
-            self.bus.publish(
-                JobQueued(
-                    job_id=job.id,
-                    suite=spec.suite,
-                    test=spec.test,
-                    submitter=job.submitter,
-                    priority=spec.priority,
-                )
-            )
-            self.on_queued()
         return job, created
 
     async def _check_principal(self, spec: TestSpec, principal: Principal, source: str) -> None:

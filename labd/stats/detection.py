@@ -14,8 +14,10 @@ the change began (`index`) and when the method could first tell (`raised_at`):
   them), where the ramp began. An alarm on a series whose values wander (strong
   autocorrelation before the change) is not reported, nor one on a trend the history began
   with.
-- `ets+cusum` (the default, chosen by measurement): both, a CUSUM alert near an ETS alert
-  counting as the same change.
+- `rank`: an online rank scan (a windowed Mann-Whitney test over every split of the recent
+  builds, calibrated against its own quiet builds; see rankscan.py).
+- `ets+rank` (the default, chosen leave-one-family-out), `ets+cusum` and `ets+cusum+rank`:
+  ensembles, an alert near one already taken counting as the same change.
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
   as the baseline every other method must beat.
 
@@ -34,7 +36,7 @@ from labd.stats.alert import Alert, describe_change
 from labd.stats.confirm import rank_confirmed
 from labd.stats.cusum import detect_cusum
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
-from labd.stats.rankscan import detect_rank_scan
+from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan
 from labd.stats.talos import detect_talos
 
 __all__ = [
@@ -70,14 +72,16 @@ def detect_ensemble(
     long_run: bool = True,
     spread: bool = True,
     rank_p: float | None = 0.01,
-    scan_threshold: float = 3.5,
+    scan_threshold: float = SCAN_THRESHOLD,
     calibrate: float = 2.0,
     quiet_span: int = 160,
     window: int = 30,
+    scan_restart: str = "change",
 ) -> list[Alert]:
     """ETS for the large changes it flags within a build; the CUSUM and the rank scan for the
     small sustained shifts and creeps it cannot see. An alert within `gap` builds of one
-    already taken (ETS first, then the CUSUM, then the rank scan) is the same change. With
+    already taken (ETS first, then the CUSUM, then the rank scan), or whose builds from its
+    date to its alarm hold one, is the same change. With
     `rank_p`, an alert is reported only when the builds since the change rank on its side of
     those before (one-sided Mann-Whitney p < rank_p). (The settings were chosen by the
     detection benchmarks; docs/statistics.md says how.)"""
@@ -85,7 +89,16 @@ def detect_ensemble(
 
     def add(found: list[Alert]) -> None:
         earlier = list(taken)  # a voter's own alerts are distinct changes
-        taken.extend(a for a in found if all(abs(a.index - b.index) > gap for b in earlier))
+        # The same change: an alert dated near one taken, or whose evidence (from its date to
+        # the build that raised it) holds one taken.
+        taken.extend(
+            a
+            for a in found
+            if all(
+                abs(a.index - b.index) > gap and not a.index <= b.index <= a.raised_at
+                for b in earlier
+            )
+        )
 
     if "ets" in voters:
         add(detect_ets(x, z=z, confirm=confirm))
@@ -104,6 +117,7 @@ def detect_ensemble(
                 quiet_span=quiet_span,
                 after=window,
                 before=window,
+                restart=scan_restart,
             )
         )
     alerts = sorted(taken, key=lambda a: a.index)

@@ -13,6 +13,13 @@ stray further than exchangeable noise would let it. The scan therefore also asks
 `calibrate` times the median of its own statistic over the quiet builds before (its
 behaviour on this history's noise), and raises nothing until it has seen enough of them.
 
+After an alert the scan starts afresh at the change's date, not after the alarm: the builds
+between the two are the new level's first builds, so the move back of a revert 8-20 builds
+later has a reference in time. It raises nothing at a build it has already passed (the alert
+stays online), and an alert in the same direction dated within `unfolding_span` builds after the
+previous alarm is that change still unfolding (a creep, a cycle's slope), not a new one; nor
+is one dated at the first monitored build of a history whose first builds already trend its way.
+
 All splits at all builds come from one pass over the sign matrix of each build against the
 `after + before` builds before it, a block of rows at a time: memory is linear in the history.
 """
@@ -27,8 +34,9 @@ from numpy.typing import NDArray
 
 from labd.stats.alert import Alert, describe_change
 from labd.stats.cusum import MEMORY_RHO
-from labd.stats.segments import memory, onset, settled
+from labd.stats.segments import memory, onset, settled, trends
 
+SCAN_THRESHOLD = 3.75  # chosen leave-one-family-out (benchmarks/stats/lofo_bench.py)
 HINDSIGHT = 10  # builds after an alarm that help date a creep (as the CUSUM's dating)
 BLOCK = 256  # rows of the scan computed at once
 MEMORY_LAG = 10  # builds before a row left out of its autocorrelation estimate
@@ -78,7 +86,7 @@ def scan_statistics(
 
 def detect_rank_scan(
     x: Sequence[float],
-    threshold: float = 3.5,
+    threshold: float = SCAN_THRESHOLD,
     calibrate: float = 2.0,
     after: int = 30,
     before: int = 30,
@@ -87,16 +95,23 @@ def detect_rank_scan(
     quiet_span: int = 160,
     quiet_lag: int = 20,
     quiet_rows: int = 20,
+    restart: str = "change",
+    unfolding_span: int = 10,
 ) -> list[Alert]:
     """Alerts where the rank scan's statistic passes `threshold` and `calibrate` times the
     median of its values over the quiet builds `quiet_lag` to `quiet_span` builds before
-    (at least `quiet_rows` of them, in this segment or carried from the one before)."""
+    (at least `quiet_rows` of them, in this segment or carried from the one before). After an
+    alert the scan starts afresh at the change (`restart="change"`) or after the alarm
+    (`"alarm"`, the second round's behaviour)."""
+    if restart not in ("change", "alarm"):
+        raise ValueError(f"restart must be 'change' or 'alarm', not {restart!r}")
     values = np.asarray(x, dtype=float)
     n = values.size
     alerts: list[Alert] = []
     segments: list[tuple[int, int]] = []  # (start, change) of the segments already closed
     lo = 0
     carried: float | None = None  # the quiet median of the segment before
+    passed = -1  # the build of the last alarm: nothing is raised again at or before it
     while lo + min_before + min_after <= n:
         best = np.zeros(n - lo)  # the scan's statistic at each build of the segment
         factors: dict[int, float] = {}
@@ -110,6 +125,8 @@ def detect_rank_scan(
             best[offset : offset + strength.size] = strength
             for row in np.flatnonzero(strength > threshold):
                 r = offset + int(row)
+                if lo + r <= passed:
+                    continue  # a build already passed: an alert there would not be online
                 # Correlated noise: the long-run deviation of AR(1) noise, from the lag-1
                 # autocorrelation of the recent segments up to MEMORY_LAG builds before
                 # (measured once per 10 builds, and only where the statistic could pass).
@@ -152,7 +169,20 @@ def detect_rank_scan(
         index = onset(x, lo, min(n, t + 1 + HINDSIGHT), t - length + 1)
         index = min(max(index, lo + min_before), t)
         alert = describe_change(x, lo, index, t + 1, t, "rank")
-        alerts.append(alert)
-        segments.append((lo, index))
-        lo = settled(x, t + 1, alert.direction)
+        unfolding = bool(
+            restart == "change"
+            and alerts
+            and alerts[-1].direction == alert.direction
+            and index <= passed + unfolding_span
+        )
+        # As the CUSUM's: an alarm dated at the first monitored build while the history's
+        # first builds already trend its way is a trend the history began with (GDP, CO2).
+        inherited = lo == 0 and index == min_before and trends(x[:min_before], alert.direction)
+        passed = t
+        if not (unfolding or inherited):
+            alerts.append(alert)
+            segments.append((lo, index))
+        # Afresh at the change; after the alarm where nothing new was reported.
+        at_change = restart == "change" and not (unfolding or inherited)
+        lo = settled(x, index if at_change else t + 1, alert.direction)
     return alerts

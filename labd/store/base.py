@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from labd.errors import LabdError
+from labd.events import Event, EventBus
 from labd.model import (
     Device,
     DeviceSelector,
@@ -96,6 +97,13 @@ class StoreBase:
     host: str
     known_lanes: set[str]  # lanes this process has committed (lanes are never deleted)
     sqlite_thread: SqliteThread | None
+    bus: EventBus | None  # where the events of committed changes are published
+
+    def announce(self, events: Sequence[Event]) -> None:
+        """Publish on the bus the events of a transaction that has just committed."""
+        if self.bus is not None:
+            for event in events:
+                self.bus.publish(event)
 
     async def write(self, work: Callable[[sa.Connection], T]) -> T:
         """Run `work` in one write transaction. On SQLite the whole transaction is one hop to

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
+from labd.events import (
+    JobCancelRequested,
+    JobFinished,
+    JobLeased,
+    JobRequeued,
+    JobRunning,
+)
 from labd.model import (
     Job,
     JobState,
@@ -18,7 +25,7 @@ from labd.store.base import (
     Lease,
     row_to_job,
 )
-from labd.store.outbox import append_job_event
+from labd.store.outbox import JobEvent, append_job_event
 from labd.store.queue import JobQueue
 from labd.store.tables import ACTIVE_STATES, jobs
 
@@ -58,18 +65,19 @@ class Leases(JobQueue):
                 .returning(*jobs.c)
             ).first()
             if row is not None:
-                append_job_event(
-                    conn,
-                    self.host,
-                    row.id,
-                    "leased",
-                    "leased",
-                    {"device_id": device_id, "host": owner, "attempt": row.attempts},
+                leased = JobLeased(
+                    job_id=row.id, device_id=device_id, host=owner, attempt=row.attempts
                 )
-            return row
+                append_job_event(conn, self.host, leased)
+                return row, leased
+            return None
 
-        row = await self.write(claim)
-        return Lease(row_to_job(row), token) if row is not None else None
+        claimed = await self.write(claim)
+        if claimed is None:
+            return None
+        row, leased = claimed
+        self.announce([leased])
+        return Lease(row_to_job(row), token)
 
     def _peek(
         self,
@@ -118,7 +126,7 @@ class Leases(JobQueue):
             job_id,
             token,
             JobState.RUNNING,
-            ("running", {}),
+            lambda row: JobRunning(job_id=job_id, device_id=row.device_id, attempt=row.attempts),
             from_states=("leased",),
             started_at=time.time(),
         )
@@ -130,7 +138,7 @@ class Leases(JobQueue):
             job_id,
             token,
             state,
-            ("finished", {"error": error}),
+            lambda row: _finished(row, state.value, error),
             error=error,
             finished_at=time.time(),
         )
@@ -151,7 +159,13 @@ class Leases(JobQueue):
             job_id,
             token,
             JobState.QUEUED,
-            ("requeued", {"reason": error, "retry_in_s": delay, "attempt_counted": not refund}),
+            lambda row: JobRequeued(
+                job_id=job_id,
+                reason=error,
+                attempt=row.attempts + 1 if refund else row.attempts,  # the attempt that ended
+                retry_in_s=delay,
+                attempt_counted=not refund,
+            ),
             error=error,
             not_before=time.time() + delay,
             device_id="",
@@ -166,10 +180,12 @@ class Leases(JobQueue):
         job_id: str,
         token: str,
         state: JobState,
-        event: tuple[str, dict[str, Any]],
+        event: Callable[[Any], JobEvent],
         from_states: Sequence[str] = (),
         **values: Any,
     ) -> bool:
+        """Move a held job on; `event` makes the move's event from the moved row (its new
+        values). False, and no event, when the lease has moved on."""
         # Only moves the state machine allows, from states the caller's lease can be in.
         from_states = from_states or [s for s in ACTIVE_STATES if can_move(JobState(s), state)]
         assert all(can_move(JobState(old), state) for old in from_states), (from_states, state)
@@ -177,20 +193,27 @@ class Leases(JobQueue):
             jobs.update()
             .where(jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.state.in_(from_states))
             .values(state=state.value, **values)
+            .returning(*MOVED)
         )
 
-        def move(conn: sa.Connection) -> bool:
-            if conn.execute(update).rowcount != 1:
-                return False
-            append_job_event(conn, self.host, job_id, event[0], state.value, event[1])
-            return True
+        def move(conn: sa.Connection) -> JobEvent | None:
+            row = conn.execute(update).first()
+            if row is None:
+                return None
+            moved = event(row)
+            append_job_event(conn, self.host, moved)
+            return moved
 
-        return await self.write(move)
+        moved = await self.write(move)
+        if moved is None:
+            return False
+        self.announce([moved])
+        return True
 
     async def request_cancel(self, job_id: str) -> Job | None:
         """Cancel a queued job at once; flag an active one for its runner. None if unknown."""
 
-        def cancel(conn: sa.Connection) -> None:
+        def cancel(conn: sa.Connection) -> JobEvent | None:
             cancelled = conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.state == JobState.QUEUED.value)
@@ -200,7 +223,8 @@ class Leases(JobQueue):
                     error="cancelled while queued",
                     cancel_requested=True,
                 )
-            )
+                .returning(*MOVED)
+            ).first()
             flagged = conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.state.in_(ACTIVE_STATES))
@@ -208,13 +232,17 @@ class Leases(JobQueue):
                 .values(cancel_requested=True)
                 .returning(jobs.c.state)
             )
-            if cancelled.rowcount == 1:
-                error = {"error": "cancelled while queued"}
-                append_job_event(conn, self.host, job_id, "finished", "cancelled", error)
+            event: JobEvent | None = None
+            if cancelled is not None:
+                event = _finished(cancelled, JobState.CANCELLED.value, "cancelled while queued")
             elif (state := flagged.scalar()) is not None:
-                append_job_event(conn, self.host, job_id, "cancel_requested", state, {})
+                event = JobCancelRequested(job_id=job_id, state=state)
+            if event is not None:
+                append_job_event(conn, self.host, event)
+            return event
 
-        await self.write(cancel)
+        if (event := await self.write(cancel)) is not None:
+            self.announce([event])
         return await self.get_job(job_id)
 
     async def expire_leases(self, now: float | None = None, owner: str = "") -> list[Job]:
@@ -228,7 +256,8 @@ class Leases(JobQueue):
         else:
             query = query.where(jobs.c.lease_expires < now)
 
-        def expire(conn: sa.Connection) -> None:
+        def expire(conn: sa.Connection) -> list[JobEvent]:
+            events: list[JobEvent] = []
             for row in conn.execute(query.with_for_update(skip_locked=True)).all():
                 held_by = f"lease held by {row.lease_owner} expired"
                 if row.cancel_requested:
@@ -252,10 +281,32 @@ class Leases(JobQueue):
                         **values,
                     )
                 )
-                kind = "requeued" if values["state"] == "queued" else "finished"
-                detail = {"reason" if kind == "requeued" else "error": values["error"]}
-                append_job_event(conn, self.host, row.id, kind, values["state"], detail)
+                event: JobEvent
+                if values["state"] == "queued":
+                    event = JobRequeued(
+                        job_id=row.id, reason=values["error"], attempt=row.attempts, retry_in_s=0
+                    )
+                else:
+                    event = _finished(row, values["state"], values["error"])
+                append_job_event(conn, self.host, event)
+                events.append(event)
                 moved.append(row.id)
+            return events
 
-        await self.write(expire)
+        self.announce(await self.write(expire))
         return [job for job_id in moved if (job := await self.get_job(job_id))]
+
+
+# What a moved job's event is made of (the row's values after the move).
+MOVED = (jobs.c.id, jobs.c.suite, jobs.c.test, jobs.c.device_id, jobs.c.attempts)
+
+
+def _finished(row: Any, state: str, error: str) -> JobFinished:
+    return JobFinished(
+        job_id=row.id,
+        state=state,
+        error=error,
+        suite=row.suite,
+        test=row.test,
+        device_id=row.device_id,
+    )

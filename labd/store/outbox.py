@@ -1,19 +1,38 @@
-"""Writing and draining the outbox. A job event is appended inside the transaction that makes
-the change it reports, so an event exists exactly when its change does, crash or not."""
+"""Writing and draining the outbox. A job's typed event is appended inside the transaction
+that makes the change it reports, so an event exists exactly when its change does, crash or
+not; the store publishes it on the bus once the transaction has committed."""
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
+from labd.events import (
+    Event,
+    IterationDone,
+    JobCancelRequested,
+    JobFinished,
+    JobLeased,
+    JobQueued,
+    JobRequeued,
+    JobRunning,
+)
 from labd.store.tables import jobs, outbox
 
-SCHEMA_VERSION = 1
+# The events a job's sequence numbers (stream "job", keyed by the job id); each has job_id.
+JobEvent = (
+    JobQueued
+    | JobLeased
+    | JobRunning
+    | IterationDone
+    | JobRequeued
+    | JobCancelRequested
+    | JobFinished
+)
 
 
 @dataclass(frozen=True)
@@ -25,32 +44,16 @@ class OutboxRow:
     body: dict[str, Any]
 
 
-def job_event(
-    host: str, job_id: str, seq: int, kind: str, state: str, data: dict[str, Any]
-) -> dict[str, Any]:
-    """The body of a job's event number `seq`."""
+def event_row(host: str, stream: str, key: str, seq: int, event: Event) -> dict[str, Any]:
+    """The outbox row that queues `event`, serialised, for `host`'s daemon to deliver (its
+    MQTT bridge maps the event to its message)."""
     return {
-        "schema_version": SCHEMA_VERSION,
-        "event_id": uuid.uuid4().hex,
-        "job_id": job_id,
+        "host": host,
+        "stream": stream,
+        "key": key,
         "seq": seq,
-        "kind": kind,
-        "state": state,
-        "time": time.time(),
-        "host": host,
-        "data": data,
-    }
-
-
-def job_event_row(host: str, body: dict[str, Any]) -> dict[str, Any]:
-    """The outbox row that queues a job event."""
-    return {
-        "host": host,
-        "stream": "job",
-        "key": body["job_id"],
-        "seq": body["seq"],
-        "body": body,
-        "created_at": body["time"],
+        "body": event.serialised(),
+        "created_at": time.time(),
     }
 
 
@@ -63,27 +66,15 @@ NEXT_EVENT_SEQ = (
 )
 
 
-def append_job_event(
-    conn: sa.Connection, host: str, job_id: str, kind: str, state: str, data: dict[str, Any]
-) -> None:
+def append_job_event(conn: sa.Connection, host: str, event: JobEvent) -> None:
     """Number the job's next event and queue it, in the caller's transaction."""
-    seq = conn.execute(NEXT_EVENT_SEQ, {"job_id": job_id}).scalar_one()
-    body = job_event(host, job_id, seq, kind, state, data)
-    conn.execute(outbox.insert(), job_event_row(host, body))
+    seq = conn.execute(NEXT_EVENT_SEQ, {"job_id": event.job_id}).scalar_one()
+    conn.execute(outbox.insert(), event_row(host, "job", event.job_id, seq, event))
 
 
-def append(conn: sa.Connection, host: str, stream: str, key: str, body: dict[str, Any]) -> None:
-    """Queue a message outside a job's event sequence (a result, an alert, an error)."""
-    conn.execute(
-        outbox.insert().values(
-            host=host,
-            stream=stream,
-            key=key,
-            seq=0,
-            body={"schema_version": SCHEMA_VERSION, **body},
-            created_at=time.time(),
-        )
-    )
+def append(conn: sa.Connection, host: str, stream: str, key: str, event: Event) -> None:
+    """Queue an event outside a job's event sequence (an alert)."""
+    conn.execute(outbox.insert(), event_row(host, stream, key, 0, event))
 
 
 def pending(

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from labd.events import JobQueued
 from labd.model import (
     DeviceSelector,
     Job,
@@ -23,7 +24,7 @@ from labd.store.base import (
     spec_hash,
 )
 from labd.store.nonces import Nonces, NonceSeen, record_nonce
-from labd.store.outbox import job_event, job_event_row
+from labd.store.outbox import event_row
 from labd.store.tables import ACTIVE_STATES, jobs, lanes, outbox
 
 
@@ -44,13 +45,13 @@ class JobQueue(Nonces):
         (NonceSeen when this host has it already): a replay costs no second commit to find."""
         now = time.time() if now is None else now
         digest, lane = spec_hash(spec), lane_key(spec.device, spec.scenario)
-        summary = {
-            "submitter": submitter,
-            "suite": spec.suite,
-            "test": spec.test,
-            "priority": spec.priority,
-        }
-        queued = job_event(self.host, job_id, 1, "queued", JobState.QUEUED.value, summary)
+        queued = JobQueued(
+            job_id=job_id,
+            suite=spec.suite,
+            test=spec.test,
+            submitter=submitter,
+            priority=spec.priority,
+        )
         # As few statements as it takes, in one hop (CI waits for the answer): the lane once
         # per process, the fair rank computed inside the INSERT, the first event numbered 1
         # without an UPDATE.
@@ -84,7 +85,7 @@ class JobQueue(Nonces):
                         lanes.insert().values(key=lane, selector=selector, scenario=spec.scenario)
                     )
             conn.execute(INSERT_JOB, row)
-            conn.execute(outbox.insert(), job_event_row(self.host, queued))
+            conn.execute(outbox.insert(), event_row(self.host, "job", job_id, 1, queued))
 
         try:
             await self.write(insert)
@@ -100,6 +101,7 @@ class JobQueue(Nonces):
                 ) from None
             return existing, False
         self.known_lanes.add(lane)
+        self.announce([queued])
         job = Job(
             id=job_id,
             spec=spec,

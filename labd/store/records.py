@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Sequence
-from typing import Any
 
 import sqlalchemy as sa
 
+from labd.events import Event, IterationDone
 from labd.model import (
     AdminState,
     Device,
@@ -21,6 +21,9 @@ from labd.store.fencing import fence
 from labd.store.outbox import OutboxRow, append_job_event
 from labd.store.tables import devices, iterations, outbox_set_aside
 from labd.store.tables import outbox as outbox_table
+
+# IterationDone is the stored iteration less its timestamps, fingerprint and flags.
+ITERATION_EVENT_FIELDS = set(IterationDone.model_fields) & set(Iteration.model_fields)
 
 
 class Records(StoreBase):
@@ -57,8 +60,11 @@ class Records(StoreBase):
 
         await self.write(move)
 
-    async def outbox_append(self, stream: str, key: str, body: dict[str, Any]) -> None:
-        await self.write(lambda conn: outbox_mod.append(conn, self.host, stream, key, body))
+    async def record_event(self, stream: str, key: str, event: Event) -> None:
+        """Queue an event that belongs to no job's sequence (an alert) for delivery, then
+        publish it on the bus."""
+        await self.write(lambda conn: outbox_mod.append(conn, self.host, stream, key, event))
+        self.announce([event])
 
     async def outbox_depth(self) -> int:
         query = sa.select(sa.func.count()).where(outbox_table.c.host == self.host)
@@ -77,17 +83,19 @@ class Records(StoreBase):
             "idx": iteration.index,
             "record": iteration.model_dump(mode="json"),
         }
-        data = iteration.model_dump(
-            mode="json", include={"attempt", "index", "warmup", "values", "error", "device_id"}
+        done = IterationDone(
+            **iteration.model_dump(include=ITERATION_EVENT_FIELDS),
+            duration_s=(iteration.finished_at - iteration.started_at).total_seconds(),
         )
 
         def add(conn: sa.Connection) -> None:
             if token is not None:
                 fence(conn, iteration.job_id, token)
             conn.execute(iterations.insert(), row)
-            append_job_event(conn, self.host, iteration.job_id, "iteration", "running", data)
+            append_job_event(conn, self.host, done)
 
         await self.write(add)
+        self.announce([done])
 
     async def iterations(self, job_id: str, attempt: int | None = None) -> list[Iteration]:
         """Raw iterations of a job (one attempt, or every attempt), in order."""

@@ -17,6 +17,7 @@ import structlog
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from labd.events import EventBus
 from labd.store.base import SqliteThread, StoreError
 from labd.store.leases import Leases
 from labd.store.migrations import migrate
@@ -38,16 +39,19 @@ class Store(Leases, Records, Views):
         engine: AsyncEngine,
         host: str = "",
         sqlite_thread: SqliteThread | None = None,
+        bus: EventBus | None = None,
     ) -> None:
         self.engine = engine
         self.sqlite_thread = sqlite_thread  # SQLite's transactions (see StoreBase.write)
         self.dialect = engine.dialect.name
         self.host = host  # who delivers the outbox rows this store writes
         self.known_lanes: set[str] = set()
+        self.bus = bus
 
     @classmethod
-    async def open(cls, url: str, host: str = "") -> Store:
-        """Connect, apply pending migrations, and return the store."""
+    async def open(cls, url: str, host: str = "", bus: EventBus | None = None) -> Store:
+        """Connect, apply pending migrations, and return the store. The events of the changes
+        it commits are published on `bus`."""
         if url.startswith("sqlite"):
             # labd's own transactions run on SqliteThread's synchronous connections; the async
             # engine (no connection until used) is for tools and tests that want one.
@@ -61,10 +65,10 @@ class Store(Leases, Records, Views):
             # Reads begin DEFERRED: in WAL mode they see the last commit without taking the
             # write lock (a submit waited ~3x longer when every read took it too).
             _configure_sqlite(reader, writes=False)
-            store = cls(engine, host, SqliteThread(writer, reader))
+            store = cls(engine, host, SqliteThread(writer, reader), bus)
         else:
             engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
-            store = cls(engine, host)
+            store = cls(engine, host, bus=bus)
         try:
             applied = await store.write(migrate)
         except Exception as e:

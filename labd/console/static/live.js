@@ -4,7 +4,10 @@
 "use strict";
 (function () {
   const status = document.getElementById("live-status");
-  const source = new EventSource("/console/live");
+  // The stream first says where this page's jobs stand now, then what happens to them.
+  const shown = [...new Set([...document.querySelectorAll("[data-job]")].map((e) => e.dataset.job))];
+  const query = shown.slice(0, 100).map((id) => "job=" + encodeURIComponent(id)).join("&");
+  const source = new EventSource("/console/live" + (query ? "?" + query : ""));
   const rows = (job) => document.querySelectorAll('[data-job="' + CSS.escape(job) + '"]');
   let reloading = false;
   function reloadSoon() {
@@ -39,6 +42,7 @@
       const bar = row.querySelector("progress");
       if (bar && d.state === "succeeded") { bar.value = bar.max; }
     });
-    if (document.querySelector("table.facts") && rows(d.job).length) reloadSoon();
+    const facts = document.querySelector("table.facts");
+    if (facts && facts.dataset.job === d.job && facts.dataset.state !== d.state) reloadSoon();
   });
 })();

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.console.conftest import Lab, command_spec
+from tests.e2e.console.conftest import ARTIFACTS, Lab, command_spec
 
 PROGRESS = "document.querySelector('tr[data-job=long] progress').value"
 STILLS_LOADED = (
@@ -60,6 +60,8 @@ def test_running_progress_moves_live_the_queue_says_why_and_an_admin_cancels(
     until(lambda: int(viewer.evaluate(PROGRESS)) >= first + 3, 30)
     assert viewer.evaluate("window.notReloaded") is True
     assert "Live: following the lab." in viewer.locator("#live-status").inner_text()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    viewer.screenshot(path=ARTIFACTS / "running-page-live.png")
 
     viewer.goto("/console/queue")
     waiting = viewer.locator("tr", has_text="behind").inner_text()
@@ -164,3 +166,19 @@ def test_a_page_load_shows_its_video_filmstrip_heat_map_and_progress(
     assert page.evaluate("document.querySelector('img.heatmap').naturalWidth") > 0
     assert "visual progress (%)" in axis_titles(page)
     assert "time since navigation (ms)" in axis_titles(page)
+
+
+def test_an_ab_job_page_compares_its_two_sides(lab: Lab, page_as: Any) -> None:
+    spec = command_spec("ab", "r1", 0.01, iterations=8) | {
+        "ab": {
+            "base": {"params": {"command": ["sleep", "0.01"]}},
+            "new": {"params": {"command": ["sleep", "0.06"]}},
+        }
+    }
+    lab.submit("ab-job", spec)
+    lab.wait("ab-job")
+    page = page_as("viewer")
+    page.goto("/console/jobs/ab-job")
+    rows = page.locator("main table", has_text="new (median)").locator("tr").all_inner_texts()
+    assert rows[1].startswith("wall_time_ms") and "regression" in rows[1], rows
+    assert "\t8\t8\t" in rows[1]  # n on each side

@@ -14,7 +14,7 @@ from labd.auth import Audit, Principals, sign
 from labd.auth.principals import Principal, Role
 from labd.config import AuthSettings, MqttSettings
 from labd.mqtt import Inbound, Topics
-from labd.mqtt.bridge import encode
+from labd.mqtt.client import encode
 from labd.mqtt.messages import ErrorMessage
 from labd.store import Store
 from tests.integration.mqtt.conftest import CI

@@ -12,7 +12,7 @@ import pytest
 
 from labd.config import PoolSettings, SchedulerSettings
 from labd.errors import InvalidSpec
-from labd.events import Event, EventBus
+from labd.events import Event, EventBus, deserialise
 from labd.model import AdminState, DeviceState, JobState
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
@@ -72,13 +72,13 @@ async def make_lab(
 ) -> Lab:
     """A lab of the scripted driver's devices `ids`; `others` are drivers listed before it."""
     bus = EventBus()
+    store.bus = bus  # the store publishes the events of what it commits
     driver = ScriptedDriver(ids)
     power = pool.pop("power", {})
     drivers = {d.name: d for d in others} | {"scripted": driver}
     pool_settings = PoolSettings(discovery_interval_s=0.1, health_interval_s=0.1, **pool)
     the_pool = Pool(drivers, power, store, bus, pool_settings, "test-host")
-    scheduler: Scheduler
-    jobs = JobService(store, drivers, bus, on_queued=lambda: scheduler.wake())
+    jobs = JobService(store, drivers, bus)
     scheduler = Scheduler(store, the_pool, jobs, bus, settings, "test-host", tmp_path / "jobs")
     sub = bus.subscribe("recorder")
     events: list[Event] = []
@@ -118,9 +118,9 @@ async def test_job_runs_and_keeps_every_raw_value_with_events_in_order(lab: Lab)
     assert job.device_id == "d1" and job.attempts == 1
     await asyncio.sleep(0.05)
     kinds = [e.kind for e in lab.events if getattr(e, "job_id", None) == "j1"]
-    assert kinds == ["job_queued", "job_leased", "job_started"] + ["iteration_done"] * 4 + [
-        "job_finished"
-    ]
+    assert kinds == ["job_queued", "job_leased", "job_running", "job_started"] + [
+        "iteration_done"
+    ] * 4 + ["job_finished"]
 
 
 async def test_infrastructure_failure_is_retried_then_succeeds(lab: Lab) -> None:
@@ -163,7 +163,9 @@ async def test_job_timeout_gives_timed_out(lab: Lab) -> None:
     assert "exceeded its 0.3 s" in job.error
     # The device is handed back just after the job's state is written: wait for it.
     async with asyncio.timeout(5):
-        while lab.pool.devices["d1"].state is not DeviceState.AVAILABLE:  # noqa: ASYNC110 (the pool has no event for it)
+        while True:
+            if lab.pool.devices["d1"].state is DeviceState.AVAILABLE:
+                break
             await asyncio.sleep(0.02)
 
 
@@ -316,7 +318,7 @@ async def test_a_job_slower_than_its_baseline_raises_an_alert(store: Store, tmp_
         assert (change.job_id, change.metric, change.verdict) == ("slower", "value", "regression")  # type: ignore[attr-defined]
         assert change.ratio == pytest.approx(1.1)  # type: ignore[attr-defined]
         alerts = [r for r in await store.outbox_pending(1000) if r.stream == "alert"]
-        assert [a.body["job_id"] for a in alerts] == ["slower"]
+        assert [deserialise(a.body) for a in alerts] == [change]
     finally:
         await analyst.stop(1)
         await lab.scheduler.stop(1)

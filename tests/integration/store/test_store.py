@@ -9,6 +9,14 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
+from labd.events import (
+    IterationDone,
+    JobFinished,
+    JobLeased,
+    JobQueued,
+    JobRunning,
+    deserialise,
+)
 from labd.model import Device, DeviceSelector, Iteration, JobState, TestSpec
 from labd.model.device import AdminState
 from labd.store import JobConflict, Store, lane_key
@@ -216,15 +224,17 @@ async def test_every_job_change_queues_one_numbered_event_in_its_transaction(
     assert not await store.finish_job("j", "wrong-token", JobState.SUCCEEDED)  # no event
     await store.finish_job("j", lease.token, JobState.SUCCEEDED)
     rows = await store.outbox_pending()
-    assert [(r.seq, r.body["kind"], r.body["state"]) for r in rows] == [
-        (1, "queued", "queued"),
-        (2, "leased", "leased"),
-        (3, "running", "running"),
-        (4, "iteration", "running"),
-        (5, "finished", "succeeded"),
+    events = [deserialise(r.body) for r in rows]
+    assert [(r.seq, type(e)) for r, e in zip(rows, events, strict=True)] == [
+        (1, JobQueued),
+        (2, JobLeased),
+        (3, JobRunning),
+        (4, IterationDone),
+        (5, JobFinished),
     ]
-    assert len({r.body["event_id"] for r in rows}) == 5
-    assert rows[3].body["data"]["values"] == {"v": 1.0}
+    assert isinstance(events[4], JobFinished) and events[4].state == "succeeded"
+    assert len({e.event_id for e in events}) == 5
+    assert isinstance(events[3], IterationDone) and events[3].values == {"v": 1.0}
     store.host = "host-b"
     assert await store.outbox_pending() == []  # each host delivers its own rows
     store.host = "host-a"
@@ -295,7 +305,7 @@ async def test_an_iteration_written_under_a_lease_that_moved_on_is_refused(
         await store.add_iteration(iteration(1), first.token)
     await store.add_iteration(iteration(2), second.token)
     assert [i.attempt for i in await store.iterations("j")] == [2]
-    kinds = [r.body["kind"] for r in await store.outbox_pending()]
-    assert kinds.count("iteration") == 1
+    kinds = [r.body["event"] for r in await store.outbox_pending()]
+    assert kinds.count("iteration_done") == 1
     held, _ = await store.heartbeat("j", first.token, 30)
     assert not held

@@ -22,9 +22,9 @@ from labd.auth import (
 from labd.auth.principals import Principal, Role
 from labd.config import AuthSettings, MqttSettings
 from labd.mqtt import Inbound, Topics
-from labd.mqtt.bridge import encode
-from labd.mqtt.inbound import Reply
+from labd.mqtt.client import encode
 from labd.mqtt.messages import ErrorMessage, QueryAnswer, RequestAnswer, SubmitAnswer
+from labd.mqtt.requests import Reply
 from labd.store import Store
 from tests.integration.scheduler.test_scheduler import Lab, make_lab
 

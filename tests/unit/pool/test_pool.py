@@ -1,0 +1,148 @@
+"""The pool's rules for a device's health, failures and admin state, on a store in memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labd.config import PoolSettings
+from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckFailed
+from labd.model import AdminState, DeviceState
+from labd.pool import Pool
+from labd.pool.plugins import Plugins
+from tests.scripted_driver import RecordingPower, ScriptedDriver
+from tests.unit.fakes import DeviceMemory
+
+
+async def pool_of(*ids: str, power: dict[str, Any] | None = None, **settings: Any) -> Any:
+    driver = ScriptedDriver(list(ids))
+    store = DeviceMemory()
+    bus = EventBus()
+    heard = bus.subscribe("test")
+    pool = Pool({"scripted": driver}, power or {}, store, bus, PoolSettings(**settings), "h")
+    await pool.discover()  # what start() does first, without its background loops
+    return pool, driver, store, heard
+
+
+def drained(sub: Any) -> list[Any]:
+    events = []
+    while (event := sub.get_nowait()) is not None:
+        events.append(event)
+    return events
+
+
+async def test_a_discovered_device_is_available_saved_and_announced() -> None:
+    pool, _, store, heard = await pool_of("p1")
+    assert [d.id for d in pool.available()] == ["p1"]
+    assert store.devices["p1"].host == "h"
+    (changed,) = drained(heard)
+    assert isinstance(changed, DeviceChanged) and changed.state == "available"
+
+
+async def test_a_failing_device_is_power_cycled_then_quarantined() -> None:
+    relay = RecordingPower()
+    pool, driver, _, heard = await pool_of(
+        "p1", power={"p1": relay}, power_cycle_after=2, power_off_s=0
+    )
+    driver.unhealthy["p1"] = "adb offline"
+    await pool.check_health()
+    assert pool.devices["p1"].state is DeviceState.OFFLINE and relay.calls == []
+    await pool.check_health()  # the second failure in a row: cycle the power
+    assert relay.calls == ["off", "on"]
+    await pool.check_health()  # cycling did not help
+    device = pool.devices["p1"]
+    assert device.state is DeviceState.QUARANTINED
+    assert "power cycle did not help" in device.reason
+    kinds = [type(e) for e in drained(heard)]
+    assert kinds.count(HealthCheckFailed) == 3 and kinds.count(DevicePowerCycled) == 1
+
+
+async def test_without_power_control_a_device_is_quarantined_at_twice_the_limit() -> None:
+    pool, driver, _, _ = await pool_of("p1", power_cycle_after=2)
+    driver.unhealthy["p1"] = "no answer"
+    for _ in range(3):
+        await pool.check_health()
+    assert pool.devices["p1"].state is DeviceState.OFFLINE
+    await pool.check_health()
+    assert pool.devices["p1"].state is DeviceState.QUARANTINED
+    assert "no power control configured" in pool.devices["p1"].reason
+
+
+async def test_a_healthy_check_brings_an_offline_device_back() -> None:
+    pool, driver, _, _ = await pool_of("p1")
+    driver.unhealthy["p1"] = "no answer"
+    await pool.check_health()
+    del driver.unhealthy["p1"]
+    await pool.check_health()
+    assert pool.devices["p1"].state is DeviceState.AVAILABLE
+
+
+async def test_infrastructure_failures_in_a_row_quarantine_and_a_success_resets_them() -> None:
+    pool, _, _, _ = await pool_of("p1", quarantine_after=2)
+    await pool.acquire("p1", "j1")
+    assert pool.available() == []
+    await pool.release("p1", infra_failure="adb gone")
+    assert pool.devices["p1"].consecutive_failures == 1
+    await pool.acquire("p1", "j2")
+    await pool.release("p1")  # a clean run
+    assert pool.devices["p1"].consecutive_failures == 0
+    for job in ("j3", "j4"):
+        await pool.acquire("p1", job)
+        await pool.release("p1", infra_failure="adb gone")
+    device = pool.devices["p1"]
+    assert device.state is DeviceState.QUARANTINED
+    assert device.reason == "2 infrastructure failures in a row; last: adb gone"
+
+
+async def test_drain_puts_a_device_in_maintenance_and_enable_lifts_a_quarantine() -> None:
+    pool, _, store, _ = await pool_of("p1", quarantine_after=1)
+    await pool.set_admin("p1", AdminState.DRAINING)
+    assert pool.devices["p1"].state is DeviceState.MAINTENANCE and pool.available() == []
+    assert store.devices["p1"].admin is AdminState.DRAINING
+    await pool.set_admin("p1", AdminState.ENABLED)
+    await pool.acquire("p1", "j")
+    await pool.release("p1", infra_failure="x")
+    assert pool.devices["p1"].state is DeviceState.QUARANTINED
+    await pool.set_admin("p1", AdminState.ENABLED)
+    assert pool.devices["p1"].state is DeviceState.AVAILABLE
+    assert pool.devices["p1"].consecutive_failures == 0
+
+
+async def test_an_unknown_device_cannot_be_drained() -> None:
+    pool, _, _, _ = await pool_of("p1")
+    assert await pool.set_admin("nope", AdminState.DRAINING) is None
+
+
+async def test_a_device_that_vanishes_goes_offline_and_comes_back_when_seen() -> None:
+    pool, driver, _, _ = await pool_of("p1", "p2")
+    driver.ids.remove("p2")
+    await pool.discover()
+    gone = pool.devices["p2"]
+    assert (gone.state, gone.reason) == (DeviceState.OFFLINE, "vanished")
+    driver.ids.append("p2")
+    await pool.discover()
+    assert pool.devices["p2"].state is DeviceState.AVAILABLE
+
+
+async def test_a_change_the_store_did_not_take_is_saved_on_the_next_pass() -> None:
+    pool, _, store, _ = await pool_of("p1")
+    store.failing = True
+    await pool.acquire("p1", "j1")  # the pool's own view stands meanwhile
+    assert pool.devices["p1"].state is DeviceState.BUSY
+    assert store.devices["p1"].state is DeviceState.AVAILABLE
+    store.failing = False
+    await pool.discover()
+    assert store.devices["p1"].state is DeviceState.BUSY
+
+
+async def test_a_device_whose_power_plugin_failed_is_quarantined_with_the_reason() -> None:
+    power: Plugins[Any] = Plugins()
+    power.failed["p1"] = "relay on /dev/ttyUSB0 not found"
+    pool = Pool(
+        {"scripted": ScriptedDriver(["p1"])}, power, DeviceMemory(), EventBus(), PoolSettings(), "h"
+    )
+    await pool.discover()
+    device = pool.devices["p1"]
+    assert (device.state, device.reason) == (
+        DeviceState.QUARANTINED,
+        "relay on /dev/ttyUSB0 not found",
+    )
