@@ -138,3 +138,16 @@ async def test_gestures_on_a_page_in_the_browser(tmp_path: Path) -> None:
     assert [n["status"] for n in phone.navigations if "labd.test" in n["url"]] == [200]
     assert values["unique_fps"] > 15 and values["sync_confidence"] > 0.95
     assert phone.proxy == ""  # set for the job, taken off after it
+
+
+async def test_a_url_reaches_am_as_one_word_whatever_it_holds(tmp_path: Path) -> None:
+    phone = Phone()
+    adb, driver, device = await lab(phone)
+    nasty = "http://x.test/$(reboot);`id`'\"|&>a?q=1#f"
+    try:
+        driver.screen(device).view(nasty, "com.android.chrome")
+    finally:
+        adb.close()
+    (sent,) = [argv for argv in phone.received if argv[:2] == ["am", "start"]]
+    assert sent == ["am", "start", "-a", "android.intent.action.VIEW", "-d", nasty,
+                    "-p", "com.android.chrome"]  # fmt: skip
