@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from labd.redact import is_secret_name
+from labd.redact import is_secret_name, redact_text
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -39,14 +39,16 @@ def _describe(
     reason = err["msg"][:1].lower() + err["msg"][1:]
     value = err.get("input")
     if isinstance(value, str | int | float | bool) and not _may_hold_secrets(loc):
-        reason += f", got {value!r}"
+        shown = redact_text(value) if isinstance(value, str) else value  # a password in a URL
+        reason += f", got {shown!r}"
     return f"{source}: {key}: {reason}"
 
 
 def _may_hold_secrets(loc: tuple[str, ...]) -> bool:
-    """A value under an environment (a test's API token, given as a string by mistake) or
-    under a secret-named key is never echoed."""
-    return any(part.lower() == "env" or is_secret_name(part) for part in loc)
+    """A value under an environment (a test's API token, given as a string by mistake), under
+    `auth` (principals and their keys, e.g. given whole in LABD_AUTH__PRINCIPALS) or under a
+    secret-named key is never echoed."""
+    return any(part.lower() in ("env", "auth") or is_secret_name(part) for part in loc)
 
 
 def fields_at(model: Any, loc: tuple[str, ...]) -> Mapping[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.sdk import Device, Driver
+from labd.sdk import OPTIONAL_ID_PATTERN, Device, Driver
 from labd_host.command import CommandScenario
 from labd_host.probe import conditions, cpu_model, host_health
 
@@ -22,7 +22,9 @@ class HostOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(True, description="Offer this machine as a device.")
-    id: str = Field("", description="Device id; empty means host-<hostname>.")
+    id: str = Field(
+        "", pattern=OPTIONAL_ID_PATTERN, description="Device id; empty means host-<hostname>."
+    )
     slots: int = Field(
         1, ge=1, le=256, description="Jobs that may run at once (more than 1 adds noise)."
     )

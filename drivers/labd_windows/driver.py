@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.sdk import Device, Driver
+from labd.sdk import OPTIONAL_ID_PATTERN, Device, Driver
 from labd_browser import Desktop, PageLoad
 from labd_windows.desktop import WindowsDesktop
 from labd_windows.input import WindowsInput
@@ -23,7 +23,9 @@ class WindowsOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(True, description="Offer this Windows desktop as a device.")
-    id: str = Field("", description="Device id; empty means windows-<hostname>.")
+    id: str = Field(
+        "", pattern=OPTIONAL_ID_PATTERN, description="Device id; empty means windows-<hostname>."
+    )
     tags: list[str] = Field(default_factory=list, description="Tags for device selectors.")
 
 

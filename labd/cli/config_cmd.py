@@ -10,8 +10,16 @@ from labd.config import load_config, masked_dump, render_example, render_toml
 
 def check(args: argparse.Namespace) -> int:
     """Validate the configuration and print it as labd would run it, secrets masked."""
+    from labd.pool import check_plugin_options
+
     loaded = load_config(args.file or args.config)
     source = str(loaded.path) if loaded.path else "built-in defaults"
+    # The plugins' own sections too: what `labd run` would refuse is refused here.
+    check_plugin_options(
+        loaded.settings.drivers,
+        loaded.settings.pool.power,
+        loaded.path.name if loaded.path else source,
+    )
     effective = masked_dump(loaded.settings)
     if args.json:
         print(json.dumps({"source": source, "valid": True, "settings": effective}, indent=2))

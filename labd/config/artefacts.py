@@ -5,13 +5,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
-
-class Section(BaseModel):
-    """As labd.config.models.Section (which imports this module): unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from labd.config.section import Section
 
 
 class SuiteRetention(Section):

@@ -6,13 +6,14 @@ when the committed file drifts from them.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import socket
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from labd.config.access import AuthSettings, PolicySettings
 from labd.config.artefacts import ArtefactSettings
@@ -156,6 +157,9 @@ class EventSettings(Section):
     )
 
 
+STORE_SCHEMES = ("sqlite+aiosqlite", "postgresql+asyncpg")
+
+
 class StoreSettings(Section):
     """Where jobs, devices and raw results are kept."""
 
@@ -166,6 +170,19 @@ class StoreSettings(Section):
             "PostgreSQL: postgresql+asyncpg://user:password@host/labd"
         ),
     )
+
+    @field_validator("url")
+    @classmethod
+    def _supported(cls, value: str) -> str:
+        scheme = value.split("://", 1)[0] if "://" in value else ""
+        if value and scheme not in STORE_SCHEMES:
+            raise ValueError(
+                f"labd keeps its data in SQLite or PostgreSQL: the URL must start with "
+                f"{' or '.join(s + '://' for s in STORE_SCHEMES)}"
+            )
+        if scheme == "postgresql+asyncpg" and importlib.util.find_spec("asyncpg") is None:
+            raise ValueError("PostgreSQL needs asyncpg: pip install 'labd[postgres]'")
+        return value
 
 
 class PoolSettings(Section):

@@ -18,7 +18,9 @@ def masked_dump(model: BaseModel) -> dict[str, Any]:
 def _mask(name: str, value: Any) -> Any:
     if isinstance(value, BaseModel):
         return masked_dump(value)
-    if isinstance(value, SecretStr) or (is_secret_name(name) and value):
+    if isinstance(value, SecretStr) or (
+        is_secret_name(name) and value and not isinstance(value, bool)
+    ):
         return MASK
     if isinstance(value, str):
         return redact_text(value)
@@ -54,7 +56,13 @@ def _secrets_in(name: str, value: Any, secret: bool = False) -> list[str]:
 
 def render_toml(data: dict[str, Any], prefix: str = "") -> str:
     """Nested plain data as TOML tables (scalars first, then sub-tables)."""
-    lines = [f"{k} = {toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    # TOML has no null: a key left unset (a suite's limit that falls back to the section's)
+    # is left out, as it would be written.
+    lines = [
+        f"{k} = {toml_value(v)}"
+        for k, v in data.items()
+        if not isinstance(v, dict) and v is not None
+    ]
     for key, value in data.items():
         if isinstance(value, dict):
             lines += ["", f"[{prefix}{key}]", render_toml(value, f"{prefix}{key}.")]

@@ -57,6 +57,39 @@ def _options(model: type[BaseModel], data: dict[str, Any], key: str, source: str
         ) from e
 
 
+def check_plugin_options(
+    drivers: dict[str, dict[str, Any]], power: dict[str, dict[str, Any]], source: str
+) -> None:
+    """What `labd run` would refuse in the drivers' and power controls' sections, found without
+    starting anything (for `labd config check`): ConfigError naming every problem."""
+    driver_classes = _plugins(DRIVER_GROUP).classes
+    power_classes = _plugins(POWER_GROUP).classes
+    checks: list[tuple[str, type[BaseModel] | None, dict[str, Any], str]] = []
+    for name, section in drivers.items():
+        cls = driver_classes.get(name)
+        hint = f"no such driver{did_you_mean(name, driver_classes)}"
+        checks.append((f"drivers.{name}", cls.Options if cls else None, section, hint))
+    for device_id, section in power.items():
+        kind = str(section.get("kind"))
+        power_cls = power_classes.get(kind)
+        rest = {k: v for k, v in section.items() if k != "kind"}
+        hint = f"kind: unknown power control {kind!r}{did_you_mean(kind, power_classes)}"
+        checks.append(
+            (f"pool.power.{device_id}", power_cls.Options if power_cls else None, rest, hint)
+        )
+    problems: list[str] = []
+    for key, model, section, hint in checks:
+        if model is None:
+            problems.append(f"{source}: {key}: {hint}")
+            continue
+        try:
+            _options(model, section, key, source)
+        except ConfigError as e:
+            problems += e.problems
+    if problems:
+        raise ConfigError(problems)
+
+
 def load_drivers(sections: dict[str, dict[str, Any]], host: str, source: str) -> Plugins[Driver]:
     """Every installed driver whose `[drivers.<name>]` section does not set enabled = false."""
     registry = _plugins(DRIVER_GROUP)

@@ -21,7 +21,7 @@ walks through a complete driver.
 """
 
 from labd.errors import CannotStart, InfrastructureError, LabdError, TestFailure, UsageError
-from labd.model import Device, MetricSpec, Policy, ProgramNotFound, RunAs
+from labd.model import OPTIONAL_ID_PATTERN, Device, MetricSpec, Policy, ProgramNotFound, RunAs
 from labd.sdk.bindings import PluginError, Resources
 from labd.sdk.capture import CaptureSource, FrameSource, Image
 from labd.sdk.controller import FOCUS_WAIT_S, TYPING_DELAY_MS, Controller, color_page
@@ -52,6 +52,7 @@ __all__ = [
     "DRIVER_GROUP",
     "FOCUS_WAIT_S",
     "LATENCY_METRICS",
+    "OPTIONAL_ID_PATTERN",
     "POWER_GROUP",
     "TYPING_DELAY_MS",
     "CannotStart",

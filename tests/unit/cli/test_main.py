@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,37 @@ def test_config_check_with_principals_masks_every_credential(tmp_path: Path) -> 
         assert "submitter" in result.stdout
     report = json.loads(labd("config", "check", str(config), "--json").stdout)
     assert report["settings"]["auth"]["principals"]["ci"]["role"] == "submitter"
+
+
+def test_config_check_refuses_what_run_refuses_and_never_echoes_a_secret(tmp_path: Path) -> None:
+    # Each said "valid" or printed the secret; the driver sections were checked only by `run`.
+    cases = {
+        '[mqtt]\nurl = "http://labd:hunter2@127.0.0.1:1883"\n': "labd:**********@127.0.0.1",
+        "[artefacts]\nmax_total_mb = 1e400\n": "should be a finite number",
+        '[drivers.sim]\nprefix = "../x"\n': "drivers.sim.prefix: string should match",
+        '[drivers.host]\nid = "dev/1#x"\n': "drivers.host.id: string should match",
+        '[drivers.nope]\nx = 1\n': "drivers.nope: no such driver",
+    }
+    for text, says in cases.items():
+        config = tmp_path / "labd.toml"
+        config.write_text(text)
+        result = labd("config", "check", str(config))
+        assert (result.returncode, says in result.stderr) == (2, True), (text, result.stderr)
+        assert "hunter2" not in result.stderr
+    env = {"LABD_AUTH__PRINCIPALS": '{"p":{"role":"viewer","secret_keys":{"k1":"hunter2"}'}
+    result = subprocess.run(
+        [sys.executable, "-m", "labd", "config", "check"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+    )  # fmt: skip
+    assert result.returncode == 2 and "auth.principals" in result.stderr
+    assert "hunter2" not in result.stderr
+
+
+def test_config_check_renders_a_suite_that_sets_one_limit(tmp_path: Path) -> None:
+    # The limit left out is None (the section's): it crashed the TOML rendering.
+    config = tmp_path / "labd.toml"
+    config.write_text("[artefacts.suites.ok]\nmax_age_days = 3\n[auth]\nlocal_credentials = true\n")
+    result = labd("config", "check", str(config))
+    assert result.returncode == 0, result.stderr
+    assert "[artefacts.suites.ok]\nmax_age_days = 3.0\n" in result.stdout
+    assert "local_credentials = true" in result.stdout  # a switch is not a secret
