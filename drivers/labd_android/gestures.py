@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from labd.capture import CaptureError, Recorder
+from labd.capture import Recorder
 from labd.sdk import (
     LATENCY_METRICS,
     MetricSpec,
@@ -36,8 +36,9 @@ from labd_android.sync import (
     GREEN,
     RED,
     PhoneSync,
-    analyse,
+    analysed,
     artifacts_in,
+    capture_quality,
     start_recording,
     stop_recording,
 )
@@ -136,23 +137,13 @@ class Gestures(Scenario[GestureParams]):
             await self.sync.show(RED)
         finally:
             spool = await stop_recording(recorder)
-        loop = asyncio.get_running_loop()
         artifacts = artifacts_in(folder, p.keep_video)
-        try:
-            result = await loop.run_in_executor(
-                self.pool, analyse, spool.path, spool.timestamps, artifacts, None, inputs,
-                p.checkerboard,
-            )  # fmt: skip
-        except CaptureError as e:
-            raise TestFailure(str(e)) from e
-        finally:
-            spool.path.unlink(missing_ok=True)
+        result = await analysed(self.pool, spool, artifacts, None, inputs, p.checkerboard)
         self.ctx.fingerprint["artifacts"] = result["artifacts"]
         values: dict[str, float] = dict(result["motion"])
         if not values.get("unique_frames"):
             raise TestFailure("nothing on screen changed after the first input")
-        values["sync_confidence"] = result["sync_confidence"]
-        values["dropped_frames"] = float(result["dropped_frames"] + spool.dropped)
+        values |= capture_quality(result, spool)
         if result["checkerboard_percent"] is not None:
             values["checkerboard_percent"] = result["checkerboard_percent"]
         self.ctx.flags += untrustworthy(values, p.min_sync_confidence, p.max_dropped_frames)

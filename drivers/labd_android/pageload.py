@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from labd.capture import CaptureError, Recorder
+from labd.capture import Recorder
 from labd.sdk import (
     LATENCY_METRICS,
     MetricSpec,
@@ -37,8 +37,9 @@ from labd_android.sync import (
     GREEN,
     RED,
     PhoneSync,
-    analyse,
+    analysed,
     artifacts_in,
+    capture_quality,
     shows,
     start_recording,
     stop_recording,
@@ -145,20 +146,10 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
             await self.sync.show(RED)
         finally:
             spool = await stop_recording(recorder)
-        loop = asyncio.get_running_loop()
-        artifacts = artifacts_in(folder, p.keep_video)
-        try:
-            result = await loop.run_in_executor(
-                self.pool, analyse, spool.path, spool.timestamps, artifacts, zero
-            )
-        except CaptureError as e:
-            raise TestFailure(str(e)) from e
-        finally:
-            spool.path.unlink(missing_ok=True)
+        result = await analysed(self.pool, spool, artifacts_in(folder, p.keep_video), zero)
         self.ctx.fingerprint["artifacts"] = result["artifacts"]
         values = {name: float(result[name]) for name in VISUAL if result[name] is not None}
-        values["sync_confidence"] = result["sync_confidence"]
-        values["dropped_frames"] = float(result["dropped_frames"] + spool.dropped)
+        values |= capture_quality(result, spool)
         self.ctx.flags += untrustworthy(values, p.min_sync_confidence, p.max_dropped_frames)
         latency = keep_latencies(take_latencies(self.input), folder, self.ctx.fingerprint)
         return values | timing | latency

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,32 @@ async def stop_recording(recorder: Recorder) -> Spool:
         return await asyncio.to_thread(recorder.stop)
     except CaptureError as e:
         raise InfrastructureError(f"screenrecord: {e}") from e
+
+
+async def analysed(
+    pool: Executor,
+    spool: Spool,
+    artifacts: Artifacts,
+    zero: float | None,
+    inputs_ms: list[float] | None = None,
+    checkerboard: bool = False,
+) -> dict[str, Any]:
+    """`analyse` in the scenario's process pool (off the event loop); the spool is removed
+    after. A recording the analysis cannot trust at all fails the iteration, with why."""
+    loop = asyncio.get_running_loop()
+    args = (spool.path, spool.timestamps, artifacts, zero, inputs_ms, checkerboard)
+    try:
+        return await loop.run_in_executor(pool, analyse, *args)
+    except CaptureError as e:
+        raise TestFailure(str(e)) from e
+    finally:
+        spool.path.unlink(missing_ok=True)
+
+
+def capture_quality(result: dict[str, Any], spool: Spool) -> dict[str, float]:
+    """The values that say whether the others can be trusted."""
+    dropped = result["dropped_frames"] + spool.dropped
+    return {"sync_confidence": result["sync_confidence"], "dropped_frames": float(dropped)}
 
 
 def artifacts_in(folder: Path, keep: bool) -> Artifacts:
