@@ -154,3 +154,38 @@ def test_only_an_admin_applies_the_retention_limits(lab: Lab) -> None:
     for name in ("viewer", "ci"):
         answer = lab.request("POST", "/api/v1/artefacts/gc", {"dry_run": True}, token=TOKENS[name])
         assert answer.status == 403, answer.body
+
+
+def test_a_named_pipe_in_the_jobs_folder_is_a_404_and_the_daemon_keeps_answering(
+    lab: Lab,
+) -> None:
+    """A job that leaves a FIFO gets a prompt 404 for it on the API and the console, however
+    often it is asked, and the daemon's other pages still answer."""
+    import http.client
+    import urllib.parse
+
+    command = ["python3", "-c", "import os; os.mkfifo('pipe.txt')"]
+    spec = {"suite": "art", "test": "fifo", "scenario": "command", "iterations": 1,
+            "warmup": 0, "params": {"command": command}}  # fmt: skip
+    submitted = lab.request("POST", "/api/v1/jobs", {"id": "jf", "spec": spec}, token=TOKENS["ci"])
+    assert submitted.status == 201, submitted.body
+    assert lab.wait_finished("jf", TOKENS["ci"])["state"] == "succeeded"
+    side = lab.daemon.port
+    conn = http.client.HTTPConnection("127.0.0.1", side, timeout=10)
+    conn.request("POST", "/console/login", urllib.parse.urlencode({"token": TOKENS["viewer"]}),
+                 {"Origin": f"http://127.0.0.1:{side}",
+                  "Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    answer = conn.getresponse()
+    answer.read()
+    cookie = answer.getheader("Set-Cookie", "").split(";")[0]
+    for _ in range(15):  # more than the daemon has threads to block
+        api = lab.request("GET", "/api/v1/jobs/jf/artefacts/pipe.txt", token=TOKENS["viewer"])
+        assert api.status == 404 and "not a file" in api.body["errors"][0], api.body
+        conn.request("GET", "/console/jobs/jf/artefacts/pipe.txt", headers={"Cookie": cookie})
+        answer = conn.getresponse()
+        assert answer.status == 404 and b"not a file" in answer.read()
+    listing = lab.request("GET", "/api/v1/jobs/jf/artefacts", token=TOKENS["viewer"])
+    assert "pipe.txt" not in {a["name"] for a in listing.body["artefacts"]}
+    conn.request("GET", "/metrics")
+    assert conn.getresponse().status == 200
+    conn.close()
