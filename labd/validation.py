@@ -38,14 +38,16 @@ def _describe(
         return f"{source}: {key}: unknown key{did_you_mean(loc[-1], fields_at(model, loc[:-1]))}"
     reason = err["msg"][:1].lower() + err["msg"][1:]
     value = err.get("input")
-    if isinstance(value, str | int | float | bool) and not _may_hold_secrets(loc):
+    if isinstance(value, str | int | float | bool) and not _may_hold_secrets(loc, value):
         reason += f", got {value!r}"
     return f"{source}: {key}: {reason}"
 
 
-def _may_hold_secrets(loc: tuple[str, ...]) -> bool:
-    """A value under an environment (a test's API token, given as a string by mistake) or
-    under a secret-named key is never echoed."""
+def _may_hold_secrets(loc: tuple[str, ...], value: object) -> bool:
+    """A value under an environment (a test's API token, given as a string by mistake), under
+    a secret-named key, or a URL with a user name (and maybe a password) is never echoed."""
+    if isinstance(value, str) and "://" in value and "@" in value:
+        return True
     return any(part.lower() == "env" or is_secret_name(part) for part in loc)
 
 
