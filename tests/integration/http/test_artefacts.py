@@ -189,3 +189,24 @@ def test_a_named_pipe_in_the_jobs_folder_is_a_404_and_the_daemon_keeps_answering
     conn.request("GET", "/metrics")
     assert conn.getresponse().status == 200
     conn.close()
+
+
+def test_ranges_follow_rfc_9110(lab: Lab, video: Path, tmp_path: Path) -> None:
+    """An empty suffix is unsatisfiable (416), an unknown unit is ignored (the whole file, 200),
+    and If-Range gives the range only while its entity tag is the file's (else the whole)."""
+    job_id = _run_job(lab, video, _secret(tmp_path))
+    path = f"/api/v1/jobs/{job_id}/artefacts/iteration-0/video.webm"
+    source = video.read_bytes()
+    empty = _get(lab, path, {"Range": "bytes=-0"})
+    assert empty[0] == 416 and empty[1]["Content-Range"] == f"bytes */{len(source)}"
+    unknown = _get(lab, path, {"Range": "items=0-1"})
+    assert unknown[0] == 200 and unknown[2] == source
+    etag = _get(lab, path, {})[1]["ETag"]
+    stale = _get(lab, path, {"Range": "bytes=0-9", "If-Range": '"x"'})
+    assert stale[0] == 200 and stale[2] == source
+    weak = _get(lab, path, {"Range": "bytes=0-9", "If-Range": f"W/{etag}"})
+    assert weak[0] == 200
+    fresh = _get(lab, path, {"Range": "bytes=0-9", "If-Range": etag})
+    assert fresh[0] == 206 and fresh[2] == source[:10]
+    last = _get(lab, path, {"Range": "bytes=-10"})
+    assert last[0] == 206 and last[2] == source[-10:]
