@@ -17,7 +17,7 @@ import hmac
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -96,10 +96,7 @@ class ConsoleGuard:
             audit_refusal(self.audit, request, action, e)
             if e.status == 401 and request.method == "GET" and _wants_page(request):
                 raise web.HTTPSeeOther(f"/console/login?next={quote(request.path_qs)}") from None
-            return web.Response(status=e.status, text=f"{e}\n", headers=security_headers())
-        if not response.prepared:  # a stream already sent its own
-            for name, value in security_headers().items():
-                response.headers.setdefault(name, value)
+            return web.Response(status=e.status, text=f"{e}\n")
         return response
 
     async def _admit(
@@ -161,6 +158,25 @@ def _canonical(request: web.Request) -> str:
 
 def _wants_page(request: web.Request) -> bool:
     return "text/html" in request.headers.get("Accept", "")
+
+
+@web.middleware
+async def with_security_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every console answer gets `security_headers()`: pages, files, redirects and errors
+    alike (aiohttp's own 404, a 303 to the sign-in page); a header the handler set wins."""
+    try:
+        response = await handler(request)
+    except web.HTTPException as e:  # a redirect or an error raised as an answer
+        _add_headers(e.headers)
+        raise
+    if not response.prepared:  # a stream sent its own already (the live feed does)
+        _add_headers(response.headers)
+    return response
+
+
+def _add_headers(headers: MutableMapping[str, str]) -> None:
+    for name, value in security_headers().items():
+        headers.setdefault(name, value)
 
 
 def security_headers() -> dict[str, str]:

@@ -24,6 +24,7 @@ from labd.console.access import (
     Handler,
     Sessions,
     security_headers,
+    with_security_headers,
 )
 from labd.console.artefacts import ArtefactFiles
 from labd.console.jobpage import JobPage
@@ -85,7 +86,9 @@ def console_application(
         {(method, PREFIX + _canonical(path)): action for method, path, _, action in table},
     )
     signin.guard = guard
-    app = web.Application(middlewares=[guard.middleware], client_max_size=64 * 1024)
+    app = web.Application(
+        middlewares=[with_security_headers, guard.middleware], client_max_size=64 * 1024
+    )
     app.add_routes([web.route(method, path, handler) for method, path, handler, _ in table])
     app.add_routes(
         [

@@ -110,7 +110,9 @@ class ArtefactRoutes:
             "Content-Type": kind,
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": "sandbox; default-src 'none'",
-            "Cache-Control": "private, max-age=300",
+            # Kept by the client only, and checked against the ETag before each reuse: the log
+            # of a running job grows.
+            "Cache-Control": "private, no-cache",
         }
         if kind not in INLINE:
             headers["Content-Disposition"] = f'attachment; filename="{_filename(name)}"'

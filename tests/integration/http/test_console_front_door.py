@@ -1,0 +1,78 @@
+"""The console's front door on a real daemon: the headers every answer carries, sign-in and
+sign-out audited, and live streams bound to their session."""
+
+from __future__ import annotations
+
+import http.client
+import time
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.conftest import LabdProcess
+
+FRAMING = ("Content-Security-Policy", "X-Frame-Options", "Cache-Control")
+
+
+def ask(
+    daemon: LabdProcess, method: str, path: str, headers: dict[str, str] | None = None,
+    body: str | None = None,
+) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+    """One request to the side port exactly as given."""
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=20)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        answer = conn.getresponse()
+        return answer.status, dict(answer.getheaders()), answer.read()
+    finally:
+        conn.close()
+
+
+def sign_in(daemon: LabdProcess, token: str) -> tuple[int, str]:
+    """(status, session cookie) of a browser's sign-in with `token`."""
+    form = urllib.parse.urlencode({"token": token})
+    status, headers, _ = ask(daemon, "POST", "/console/login", {
+        "Origin": f"http://127.0.0.1:{daemon.port}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }, form)  # fmt: skip
+    return status, headers.get("Set-Cookie", "").split(";")[0]
+
+
+@pytest.fixture
+def daemon(start_labd: Any) -> LabdProcess:
+    process: LabdProcess = start_labd()
+    return process
+
+
+def test_every_console_answer_forbids_framing_and_caching(daemon: LabdProcess) -> None:
+    """The redirect to sign-in, a 404 page, aiohttp's own 404 and an artefact all carry the
+    console's CSP, X-Frame-Options and Cache-Control: no-store; the API's artefact is
+    revalidated (private, no-cache)."""
+    spec = {"suite": "s", "test": "t", "scenario": "command", "iterations": 1, "warmup": 0,
+            "params": {"command": ["python3", "-c", "open('a.txt', 'w').write('x')"]}}  # fmt: skip
+    assert daemon.post("/api/v1/jobs", {"id": "hdr", "spec": spec})[0] == 201
+    redirect = ask(daemon, "GET", "/console/jobs", {"Accept": "text/html"})
+    assert redirect[0] == 303
+    _, cookie = sign_in(daemon, daemon.token)
+    deadline = time.monotonic() + 60
+    while daemon.get("/api/v1/jobs/hdr")[1]["job"]["state"] != "succeeded":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    answers = {
+        "redirect": redirect,
+        "no job": ask(daemon, "GET", "/console/jobs/nope", {"Cookie": cookie}),
+        "no route": ask(daemon, "GET", "/console/no/such/page", {"Cookie": cookie}),
+        "artefact": ask(daemon, "GET", "/console/jobs/hdr/artefacts/a.txt", {"Cookie": cookie}),
+    }
+    assert [a[0] for a in answers.values()] == [303, 404, 404, 200]
+    for what, (_, headers, _) in answers.items():
+        assert all(name in headers for name in FRAMING), (what, headers)
+        assert headers["X-Frame-Options"] == "DENY", what
+        assert headers["Cache-Control"] == "no-store", what
+    assert answers["artefact"][1]["Content-Security-Policy"].startswith("sandbox")
+    api = urllib.request.Request(daemon.url("/api/v1/jobs/hdr/artefacts/a.txt"),
+                                 headers={"Authorization": f"Bearer {daemon.token}"})  # fmt: skip
+    with urllib.request.urlopen(api, timeout=10) as r:
+        assert r.headers["Cache-Control"] == "private, no-cache" and r.headers["ETag"]
