@@ -76,3 +76,54 @@ def test_every_console_answer_forbids_framing_and_caching(daemon: LabdProcess) -
                                  headers={"Authorization": f"Bearer {daemon.token}"})  # fmt: skip
     with urllib.request.urlopen(api, timeout=10) as r:
         assert r.headers["Cache-Control"] == "private, no-cache" and r.headers["ETag"]
+
+
+def csrf_of(daemon: LabdProcess, cookie: str) -> str:
+    page = ask(daemon, "GET", "/console/devices", {"Cookie": cookie})[2].decode()
+    return page.split("name='csrf' value='", 1)[1].split("'", 1)[0]
+
+
+def sign_out(daemon: LabdProcess, cookie: str) -> int:
+    form = urllib.parse.urlencode({"csrf": csrf_of(daemon, cookie)})
+    return ask(daemon, "POST", "/console/logout", {
+        "Cookie": cookie, "Origin": f"http://127.0.0.1:{daemon.port}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }, form)[0]  # fmt: skip
+
+
+def refusals(daemon: LabdProcess, reason: str) -> float:
+    text = ask(daemon, "GET", "/metrics")[2].decode()
+    key = f'labd_auth_refusals_total{{channel="http",reason="{reason}"}} '
+    return float(text.split(key, 1)[1].split()[0])
+
+
+def audited(daemon: LabdProcess, action: str, verdict: str) -> list[dict[str, Any]]:
+    return [
+        line for line in daemon.logs()
+        if line.get("audit") and line.get("action") == action and line.get("verdict") == verdict
+    ]  # fmt: skip
+
+
+def test_sign_in_and_sign_out_are_audited_and_a_wrong_token_counted(
+    daemon: LabdProcess,
+) -> None:
+    """A wrong token at sign-in is a 401, an audit line and one more bad_token refusal in
+    /metrics; a sign-in and a sign-out are audit lines naming the principal."""
+    before = refusals(daemon, "bad_token")
+    assert sign_in(daemon, "not-a-token")[0] == 401
+    (line,) = audited(daemon, "sign_in", "refused")
+    assert (line["channel"], line["reason"], line["target"]) == (
+        "http", "bad_token", "/console/login"
+    )  # fmt: skip
+    assert line["source"] == "127.0.0.1" and "not-a-token" not in daemon.raw_log()
+    deadline = time.monotonic() + 10
+    while refusals(daemon, "bad_token") != before + 1:  # counted from the bus, a moment later
+        assert time.monotonic() < deadline, "the refusal was not counted"
+        time.sleep(0.05)
+    status, cookie = sign_in(daemon, daemon.token)
+    assert status == 303
+    (line,) = audited(daemon, "sign_in", "allowed")
+    assert line["principal"] == "local" and line["source"] == "127.0.0.1"
+    assert sign_out(daemon, cookie) == 303
+    (line,) = audited(daemon, "sign_out", "allowed")
+    assert line["principal"] == "local" and line["target"] == "/console/logout"
