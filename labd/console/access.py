@@ -43,32 +43,42 @@ class Session:
 
 
 class Sessions:
-    """Signed-in browsers: session id -> principal, forgotten after SESSION_IDLE_S idle."""
+    """Signed-in browsers: session id -> principal, forgotten after SESSION_IDLE_S idle.
+    Whoever holds something on a session's behalf (a live stream) learns of its end through
+    `on_close`."""
 
     def __init__(self) -> None:
         self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self.on_close: list[Callable[[str], None]] = []
 
     def open(self, principal: str) -> str:
         sid = secrets.token_urlsafe(32)
         self._by_id[sid] = Session(principal, secrets.token_urlsafe(24), time.monotonic())
         while len(self._by_id) > MAX_SESSIONS:  # the longest idle goes first
-            self._by_id.popitem(last=False)
+            self.close(next(iter(self._by_id)))
         return sid
 
     def get(self, sid: str) -> Session | None:
-        session = self._by_id.get(sid)
-        if session is None:
+        if not self.alive(sid):
             return None
-        now = time.monotonic()
-        if now - session.seen > SESSION_IDLE_S:
-            del self._by_id[sid]
-            return None
-        session.seen = now
+        session = self._by_id[sid]
+        session.seen = time.monotonic()
         self._by_id.move_to_end(sid)
         return session
 
+    def alive(self, sid: str) -> bool:
+        """Whether the session is still open, without counting this as a use (an expired one
+        is closed now)."""
+        session = self._by_id.get(sid)
+        if session is not None and time.monotonic() - session.seen > SESSION_IDLE_S:
+            self.close(sid)
+            return False
+        return session is not None
+
     def close(self, sid: str) -> None:
-        self._by_id.pop(sid, None)
+        if self._by_id.pop(sid, None) is not None:
+            for listener in self.on_close:
+                listener(sid)
 
 
 class ConsoleGuard:

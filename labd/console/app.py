@@ -59,8 +59,8 @@ def console_application(
     lab, trends = LabPages(api), TrendPages(api)
     files = ArtefactFiles(jobs_dir)
     job = JobPage(api, files)
-    live = LiveFeed(bus, api.store, security_headers())
     signin = SignIn(audit)
+    live = LiveFeed(bus, api.store, signin.sessions, security_headers())
     read = Action.READ
     table = [
         ("GET", "/", lab.home, read),

@@ -1,5 +1,10 @@
 """Live progress for the console: the event bus as server-sent events (one small stream per
-open page, bounded; a slow browser loses its oldest events like any bus subscriber)."""
+open page, bounded; a slow browser loses its oldest events like any bus subscriber).
+
+A stream lives only as long as the session that opened it: signing out ends it at once, an
+expired session at the next keep-alive. One principal may hold only a few of the streams, so
+one viewer cannot take every slot.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
+from labd.console.access import COOKIE, Sessions
+from labd.daemon.guard import CALLER
 from labd.events import (
     Event,
     EventBus,
@@ -22,6 +29,7 @@ from labd.events import (
 from labd.store import Store
 
 MAX_STREAMS = 32
+MAX_STREAMS_PER_PRINCIPAL = 4  # a person's few open pages; more is a tab hoarder or a script
 MAX_JOBS = 100  # jobs a page may ask the current state of when its stream opens
 KEEP_ALIVE_S = 15.0
 STREAM_QUEUE = 256
@@ -46,15 +54,25 @@ def message(event: Event) -> bytes | None:
 class LiveFeed:
     """GET /console/live: job progress as it happens."""
 
-    def __init__(self, bus: EventBus, store: Store, headers: dict[str, str]) -> None:
-        self.bus, self.store, self.headers = bus, store, headers
-        self.streams: set[Subscription] = set()
+    def __init__(
+        self, bus: EventBus, store: Store, sessions: Sessions, headers: dict[str, str]
+    ) -> None:
+        self.bus, self.store, self.sessions, self.headers = bus, store, sessions, headers
+        self.streams: dict[Subscription, tuple[str, str]] = {}  # -> (session id, principal)
         self._ids = itertools.count(1)
+        sessions.on_close.append(self._session_closed)
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
+        sid, principal = request.cookies.get(COOKIE, ""), request[CALLER].principal.name
         if len(self.streams) >= MAX_STREAMS:
             raise web.HTTPServiceUnavailable(
                 text=f"{MAX_STREAMS} live pages are open already; reload later\n",
+                headers={"Retry-After": "30"},
+            )
+        if sum(who == principal for _, who in self.streams.values()) >= MAX_STREAMS_PER_PRINCIPAL:
+            raise web.HTTPTooManyRequests(
+                text=f"principal {principal!r} has {MAX_STREAMS_PER_PRINCIPAL} live pages open "
+                "already; close one\n",
                 headers={"Retry-After": "30"},
             )
         sub = self.bus.subscribe(
@@ -65,7 +83,7 @@ class LiveFeed:
             JobFinished,
             maxsize=STREAM_QUEUE,
         )
-        self.streams.add(sub)
+        self.streams[sub] = (sid, principal)
         response = web.StreamResponse(
             headers={
                 **self.headers,
@@ -86,16 +104,20 @@ class LiveFeed:
                     async with asyncio.timeout(KEEP_ALIVE_S):
                         event = await sub.get()
                 except TimeoutError:
+                    if not self.sessions.alive(sid):  # expired while the page stayed open
+                        break
                     await response.write(b": still here\n\n")
                     continue
-                if event is None:  # closed: the daemon is stopping
+                # None: the daemon is stopping or the session ended (events queued before
+                # a sign-out are not sent after it either).
+                if event is None or not self.sessions.alive(sid):
                     break
                 if (text := message(event)) is not None:
                     await response.write(text)
         except ConnectionResetError:
             pass  # the page was closed
         finally:
-            self.streams.discard(sub)
+            self.streams.pop(sub, None)
             self.bus.unsubscribe(sub)
         return response
 
@@ -109,6 +131,12 @@ class LiveFeed:
         done = await self.store.count_iterations(job.id, job.attempts)
         data = {"job": job.id, "done": done}
         return f"event: iteration\ndata: {json.dumps(data)}\n\n".encode()
+
+    def _session_closed(self, sid: str) -> None:
+        """End the streams of a session that ended (signed out, expired, pushed out)."""
+        for sub, (owner, _) in list(self.streams.items()):
+            if owner == sid:
+                self.bus.unsubscribe(sub)
 
     async def close_all(self, _: web.Application) -> None:
         """End every stream (on shutdown: the server would wait for them otherwise)."""

@@ -127,3 +127,34 @@ def test_sign_in_and_sign_out_are_audited_and_a_wrong_token_counted(
     assert sign_out(daemon, cookie) == 303
     (line,) = audited(daemon, "sign_out", "allowed")
     assert line["principal"] == "local" and line["target"] == "/console/logout"
+
+
+def open_stream(daemon: LabdProcess, cookie: str) -> tuple[int, Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+    conn.request("GET", "/console/live", headers={"Cookie": cookie})
+    answer = conn.getresponse()
+    if answer.status != 200:
+        answer.read()
+    return answer.status, answer
+
+
+def test_a_principal_holds_few_live_streams_and_signing_out_ends_its_own(
+    daemon: LabdProcess,
+) -> None:
+    """One principal gets MAX_STREAMS_PER_PRINCIPAL streams over all its sessions (429 past
+    that, so others still get theirs); signing out ends that session's streams at once."""
+    from labd.console.live import MAX_STREAMS_PER_PRINCIPAL
+
+    first, second = sign_in(daemon, daemon.token)[1], sign_in(daemon, daemon.token)[1]
+    mine = [open_stream(daemon, first) for _ in range(MAX_STREAMS_PER_PRINCIPAL - 1)]
+    other = open_stream(daemon, second)
+    assert [status for status, _ in [*mine, other]] == [200] * MAX_STREAMS_PER_PRINCIPAL
+    over = [open_stream(daemon, cookie)[0] for cookie in (first, second)]
+    assert over == [429, 429]
+    for _, answer in mine:
+        assert answer.read1(100).startswith(b"retry:")
+    assert sign_out(daemon, first) == 303
+    for _, answer in mine:  # ends now, not at the next keep-alive (the read would time out)
+        answer.read()
+    assert open_stream(daemon, first)[0] == 401
+    assert open_stream(daemon, second)[0] == 200  # the slots of the ended streams are free
