@@ -158,3 +158,16 @@ def test_a_principal_holds_few_live_streams_and_signing_out_ends_its_own(
         answer.read()
     assert open_stream(daemon, first)[0] == 401
     assert open_stream(daemon, second)[0] == 200  # the slots of the ended streams are free
+
+
+def test_a_sign_in_posted_from_another_port_of_this_machine_is_refused(
+    daemon: LabdProcess,
+) -> None:
+    """Another local web server's page (same name, other port) is another origin: 403."""
+    form = urllib.parse.urlencode({"token": daemon.token})
+    for origin in (f"http://127.0.0.1:{daemon.port + 1}", f"http://127.0.0.1:{daemon.port}/"):
+        status, _, body = ask(daemon, "POST", "/console/login", {
+            "Origin": origin, "Content-Type": "application/x-www-form-urlencoded",
+        }, form)  # fmt: skip
+        assert status == 403 and b"cross-origin" in body, origin
+    assert sign_in(daemon, daemon.token)[0] == 303
