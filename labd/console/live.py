@@ -2,8 +2,8 @@
 open page, bounded; a slow browser loses its oldest events like any bus subscriber).
 
 A stream lives only as long as the session that opened it: signing out ends it at once, an
-expired session at the next keep-alive. One principal may hold only a few of the streams, so
-one viewer cannot take every slot.
+expired session at the next keep-alive. One principal holds only a few of the streams (a new
+one ends its oldest), so one viewer cannot take every slot.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ MAX_STREAMS_PER_PRINCIPAL = 4  # a person's few open pages; more is a tab hoarde
 MAX_JOBS = 100  # jobs a page may ask the current state of when its stream opens
 KEEP_ALIVE_S = 15.0
 STREAM_QUEUE = 256
+ENDED = b"event: ended\ndata: {}\n\n"
 
 
 def message(event: Event) -> bytes | None:
@@ -60,19 +61,20 @@ class LiveFeed:
         self.bus, self.store, self.sessions, self.headers = bus, store, sessions, headers
         self.streams: dict[Subscription, tuple[str, str]] = {}  # -> (session id, principal)
         self._ids = itertools.count(1)
+        self._stopping = False
         sessions.on_close.append(self._session_closed)
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         sid, principal = request.cookies.get(COOKIE, ""), request[CALLER].principal.name
+        own = [sub for sub, (_, who) in self.streams.items() if who == principal]
+        if len(own) >= MAX_STREAMS_PER_PRINCIPAL:
+            # The principal's oldest stream ends: most likely a page closed or reloaded that
+            # the server has not noticed yet (it learns at the next write).
+            del self.streams[own[0]]
+            self.bus.unsubscribe(own[0])
         if len(self.streams) >= MAX_STREAMS:
             raise web.HTTPServiceUnavailable(
                 text=f"{MAX_STREAMS} live pages are open already; reload later\n",
-                headers={"Retry-After": "30"},
-            )
-        if sum(who == principal for _, who in self.streams.values()) >= MAX_STREAMS_PER_PRINCIPAL:
-            raise web.HTTPTooManyRequests(
-                text=f"principal {principal!r} has {MAX_STREAMS_PER_PRINCIPAL} live pages open "
-                "already; close one\n",
                 headers={"Retry-After": "30"},
             )
         sub = self.bus.subscribe(
@@ -114,6 +116,8 @@ class LiveFeed:
                     break
                 if (text := message(event)) is not None:
                     await response.write(text)
+            if not self._stopping:  # the page stops rather than reconnect (live.js)
+                await response.write(ENDED)
         except ConnectionResetError:
             pass  # the page was closed
         finally:
@@ -140,5 +144,6 @@ class LiveFeed:
 
     async def close_all(self, _: web.Application) -> None:
         """End every stream (on shutdown: the server would wait for them otherwise)."""
+        self._stopping = True  # the pages reconnect to the next daemon
         for sub in list(self.streams):
             self.bus.unsubscribe(sub)
