@@ -5,9 +5,10 @@ Opening never follows a symbolic link and never leaves the job's folder: a job's
 write into that folder (the host driver runs it there, possibly as another account), so a
 link it leaves there must not make labd hand out a file the program could not read itself.
 Each component is opened relative to its parent with O_NOFOLLOW, which also closes the gap
-between checking a path and opening it. The last one is opened with O_NONBLOCK too and must be
-a regular file: a named pipe the program left there would otherwise block the opening thread
-forever (and enough of them every thread the daemon has); a device is no artefact either.
+between checking a path and opening it. The last one is first opened only as a path (O_PATH)
+and must be a regular file before it is opened for reading: opening a named pipe the program
+left there would block the thread until a writer came (enough of them, every thread the daemon
+has), and opening a device may do something; neither is an artefact.
 """
 
 from __future__ import annotations
