@@ -5,7 +5,10 @@ Opening never follows a symbolic link and never leaves the job's folder: a job's
 write into that folder (the host driver runs it there, possibly as another account), so a
 link it leaves there must not make labd hand out a file the program could not read itself.
 Each component is opened relative to its parent with O_NOFOLLOW, which also closes the gap
-between checking a path and opening it.
+between checking a path and opening it. The last one is first opened only as a path (O_PATH)
+and must be a regular file before it is opened for reading: opening a named pipe the program
+left there would block the thread until a writer came (enough of them, every thread the daemon
+has), and opening a device may do something; neither is an artefact.
 """
 
 from __future__ import annotations
@@ -129,8 +132,9 @@ def _artefact(name: str, size: int) -> Artefact:
 
 
 def open_artefact(jobs_dir: Path, job_id: str, name: str) -> tuple[int, os.stat_result]:
-    """An open descriptor of the artefact and its status; the caller closes it. Raises
-    ArtefactError: 400 for a malformed id or path, 403 for a link, 404 when it is not there."""
+    """An open descriptor of the artefact (a regular file) and its status; the caller closes
+    it. Raises ArtefactError: 400 for a malformed id or path, 403 for a link, 404 when it is
+    not there or is not a regular file (a folder, a named pipe, a device)."""
     if problem := id_problem(job_id, "job id"):
         raise ArtefactError(400, problem)
     if problem := path_problem(name):
@@ -143,19 +147,26 @@ def open_artefact(jobs_dir: Path, job_id: str, name: str) -> tuple[int, os.stat_
     try:
         for depth, part in enumerate([job_id, *name.split("/")]):
             last = depth == name.count("/") + 1
+            # The last one only as a path: a pipe or a device is not opened at all.
+            mode = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC if last else flags | os.O_DIRECTORY
             try:
-                child = os.open(part, flags if last else flags | os.O_DIRECTORY, dir_fd=fd)
+                child = os.open(part, mode, dir_fd=fd)
             except OSError as e:
                 raise _refusal(fd, job_id, name, part, depth) from e
             os.close(fd)
             fd = child
         info = os.fstat(fd)
+        if stat.S_ISLNK(info.st_mode):
+            raise _link(job_id, name)
         if not stat.S_ISREG(info.st_mode):
             raise ArtefactError(404, f"{name!r} of job {job_id!r} is not a file")
+        # Now opened for reading, through the descriptor: the very file just checked.
+        readable = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except BaseException:
         os.close(fd)
         raise
-    return fd, info
+    os.close(fd)
+    return readable, info
 
 
 def _refusal(parent: int, job_id: str, name: str, part: str, depth: int) -> ArtefactError:
@@ -164,17 +175,21 @@ def _refusal(parent: int, job_id: str, name: str, part: str, depth: int) -> Arte
     except OSError:
         link = False
     if link:
-        return ArtefactError(
-            403, f"{name!r} of job {job_id!r} is (or passes through) a symbolic link: refused"
-        )
+        return _link(job_id, name)
     if depth == 0:
         return ArtefactError(404, f"job {job_id!r} has no artefacts on this host")
     return ArtefactError(404, f"job {job_id!r} has no artefact {name!r} ({part!r} not found)")
 
 
+def _link(job_id: str, name: str) -> ArtefactError:
+    return ArtefactError(
+        403, f"{name!r} of job {job_id!r} is (or passes through) a symbolic link: refused"
+    )
+
+
 def disk_usage(folder: Path) -> int:
     """Bytes the folder's files take on disk (allocated blocks, as `du -B1` counts them), links
-    not followed."""
+    not followed. Nothing is opened but folders (a named pipe or a device is only stat-ed)."""
     try:
         total = folder.lstat().st_blocks * 512
     except FileNotFoundError:

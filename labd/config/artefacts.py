@@ -64,6 +64,12 @@ class ArtefactSettings(Section):
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{value!r} is not an http(s)://HOST[:PORT] URL")
+        if parts.username is not None or parts.password is not None:
+            # The URL goes into every result message on MQTT, which any viewer may read.
+            raise ValueError(
+                f"{parts.scheme}://…@{parts.hostname}: no user name or password in base_url "
+                "(it is published in every result message); give CI its credentials otherwise"
+            )
         if parts.query or parts.fragment:
             raise ValueError(f"{value!r}: no query or fragment, only scheme, host, port, path")
         return value.rstrip("/")

@@ -17,7 +17,7 @@ import hmac
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -43,32 +43,42 @@ class Session:
 
 
 class Sessions:
-    """Signed-in browsers: session id -> principal, forgotten after SESSION_IDLE_S idle."""
+    """Signed-in browsers: session id -> principal, forgotten after SESSION_IDLE_S idle.
+    Whoever holds something on a session's behalf (a live stream) learns of its end through
+    `on_close`."""
 
     def __init__(self) -> None:
         self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self.on_close: list[Callable[[str], None]] = []
 
     def open(self, principal: str) -> str:
         sid = secrets.token_urlsafe(32)
         self._by_id[sid] = Session(principal, secrets.token_urlsafe(24), time.monotonic())
         while len(self._by_id) > MAX_SESSIONS:  # the longest idle goes first
-            self._by_id.popitem(last=False)
+            self.close(next(iter(self._by_id)))
         return sid
 
     def get(self, sid: str) -> Session | None:
-        session = self._by_id.get(sid)
-        if session is None:
+        if not self.alive(sid):
             return None
-        now = time.monotonic()
-        if now - session.seen > SESSION_IDLE_S:
-            del self._by_id[sid]
-            return None
-        session.seen = now
+        session = self._by_id[sid]
+        session.seen = time.monotonic()
         self._by_id.move_to_end(sid)
         return session
 
+    def alive(self, sid: str) -> bool:
+        """Whether the session is still open, without counting this as a use (an expired one
+        is closed now)."""
+        session = self._by_id.get(sid)
+        if session is not None and time.monotonic() - session.seen > SESSION_IDLE_S:
+            self.close(sid)
+            return False
+        return session is not None
+
     def close(self, sid: str) -> None:
-        self._by_id.pop(sid, None)
+        if self._by_id.pop(sid, None) is not None:
+            for listener in self.on_close:
+                listener(sid)
 
 
 class ConsoleGuard:
@@ -96,10 +106,7 @@ class ConsoleGuard:
             audit_refusal(self.audit, request, action, e)
             if e.status == 401 and request.method == "GET" and _wants_page(request):
                 raise web.HTTPSeeOther(f"/console/login?next={quote(request.path_qs)}") from None
-            return web.Response(status=e.status, text=f"{e}\n", headers=security_headers())
-        if not response.prepared:  # a stream already sent its own
-            for name, value in security_headers().items():
-                response.headers.setdefault(name, value)
+            return web.Response(status=e.status, text=f"{e}\n")
         return response
 
     async def _admit(
@@ -161,6 +168,25 @@ def _canonical(request: web.Request) -> str:
 
 def _wants_page(request: web.Request) -> bool:
     return "text/html" in request.headers.get("Accept", "")
+
+
+@web.middleware
+async def with_security_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every console answer gets `security_headers()`: pages, files, redirects and errors
+    alike (aiohttp's own 404, a 303 to the sign-in page); a header the handler set wins."""
+    try:
+        response = await handler(request)
+    except web.HTTPException as e:  # a redirect or an error raised as an answer
+        _add_headers(e.headers)
+        raise
+    if not response.prepared:  # a stream sent its own already (the live feed does)
+        _add_headers(response.headers)
+    return response
+
+
+def _add_headers(headers: MutableMapping[str, str]) -> None:
+    for name, value in security_headers().items():
+        headers.setdefault(name, value)
 
 
 def security_headers() -> dict[str, str]:

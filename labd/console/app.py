@@ -24,6 +24,7 @@ from labd.console.access import (
     Handler,
     Sessions,
     security_headers,
+    with_security_headers,
 )
 from labd.console.artefacts import ArtefactFiles
 from labd.console.jobpage import JobPage
@@ -32,7 +33,14 @@ from labd.console.layout import page
 from labd.console.live import LiveFeed
 from labd.console.trends import TrendPages
 from labd.daemon.api import Api
-from labd.daemon.guard import CALLER, WILDCARDS, ApiGuard, allowed_host_names
+from labd.daemon.guard import (
+    CALLER,
+    CHANNEL,
+    WILDCARDS,
+    ApiGuard,
+    allowed_host_names,
+    source_of,
+)
 from labd.events import EventBus
 from labd.report import CHART_STYLE
 
@@ -51,8 +59,8 @@ def console_application(
     lab, trends = LabPages(api), TrendPages(api)
     files = ArtefactFiles(jobs_dir)
     job = JobPage(api, files)
-    live = LiveFeed(bus, api.store, security_headers())
-    signin = SignIn()
+    signin = SignIn(audit)
+    live = LiveFeed(bus, api.store, signin.sessions, security_headers())
     read = Action.READ
     table = [
         ("GET", "/", lab.home, read),
@@ -85,7 +93,9 @@ def console_application(
         {(method, PREFIX + _canonical(path)): action for method, path, _, action in table},
     )
     signin.guard = guard
-    app = web.Application(middlewares=[guard.middleware], client_max_size=64 * 1024)
+    app = web.Application(
+        middlewares=[with_security_headers, guard.middleware], client_max_size=64 * 1024
+    )
     app.add_routes([web.route(method, path, handler) for method, path, handler, _ in table])
     app.add_routes(
         [
@@ -102,8 +112,9 @@ def console_application(
 class SignIn:
     """The sign-in page (a principal's API token, once) and signing out."""
 
-    def __init__(self) -> None:
+    def __init__(self, audit: Audit) -> None:
         self.sessions = Sessions()
+        self.audit = audit
         self.guard: ConsoleGuard | None = None
 
     async def form(self, request: web.Request, problem: str = "") -> web.Response:
@@ -127,11 +138,16 @@ class SignIn:
         assert self.guard is not None
         data = await request.post()
         found = self.guard.sign_in(str(data.get("token", "")))
-        if found is None:
+        target, source = request.path, source_of(request)
+        if found is None:  # audited and counted like a wrong bearer token on the API
+            self.audit.refused(
+                CHANNEL, "-", "sign_in", target, source, "bad_token", "unknown token at sign-in"
+            )
             response = await self.form(request, "That token belongs to no principal of this lab.")
             response.set_status(401)
             return response
-        sid, _ = found
+        sid, principal = found
+        self.audit.allowed(CHANNEL, principal.name, "sign_in", target, source)
         response = web.HTTPSeeOther(_local(str(data.get("next", ""))))
         response.set_cookie(
             COOKIE, sid, path=PREFIX, httponly=True, samesite="Strict", max_age=SESSION_IDLE_S
@@ -139,7 +155,9 @@ class SignIn:
         raise response
 
     async def sign_out(self, request: web.Request) -> web.Response:
+        caller = request[CALLER]
         self.sessions.close(request.cookies.get(COOKIE, ""))
+        self.audit.allowed(CHANNEL, caller.principal.name, "sign_out", request.path, caller.source)
         response = web.HTTPSeeOther(f"{PREFIX}/login")
         response.del_cookie(COOKIE, path=PREFIX)
         raise response

@@ -64,9 +64,9 @@ class ArtefactFiles:
         kind = content_type(name)
         headers = {
             "Content-Type": kind,
-            # A file a job wrote is never a page of the console's origin.
+            # A file a job wrote is never a page of the console's origin. Not cached, like every
+            # console answer (the headers middleware adds Cache-Control: no-store).
             "Content-Security-Policy": "sandbox; default-src 'none'",
-            "Cache-Control": "private, max-age=300",
         }
         if kind not in INLINE:
             headers["Content-Disposition"] = 'attachment; filename="{}"'.format(

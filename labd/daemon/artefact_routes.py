@@ -15,8 +15,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.abc import AbstractStreamWriter
+from multidict import CIMultiDict
 
 from labd.artefacts import (
     INLINE,
@@ -30,6 +31,7 @@ from labd.artefacts import (
 )
 from labd.auth import Action, Audit
 from labd.daemon.guard import CALLER, CHANNEL
+from labd.daemon.ranges import range_to_honour
 from labd.model import Job, id_problem
 from labd.store import Store
 
@@ -108,7 +110,9 @@ class ArtefactRoutes:
             "Content-Type": kind,
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": "sandbox; default-src 'none'",
-            "Cache-Control": "private, max-age=300",
+            # Kept by the client only, and checked against the ETag before each reuse: the log
+            # of a running job grows.
+            "Cache-Control": "private, no-cache",
         }
         if kind not in INLINE:
             headers["Content-Disposition"] = f'attachment; filename="{_filename(name)}"'
@@ -135,7 +139,8 @@ class ArtefactRoutes:
 class OpenedFile(web.FileResponse):
     """A file already opened (without following links), sent by aiohttp with Range, ETag and
     sendfile: it opens the file again through the descriptor (/proc/self/fd/N names the very
-    file, whatever its path now), and the descriptor is closed once the answer is sent."""
+    file, whatever its path now), and the descriptor is closed once the answer is sent. The
+    Range aiohttp acts on is first corrected (`labd.daemon.ranges`)."""
 
     def __init__(self, fd: int, headers: dict[str, str]) -> None:
         super().__init__(f"/proc/self/fd/{fd}", headers=headers)
@@ -143,11 +148,27 @@ class OpenedFile(web.FileResponse):
 
     async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
         try:
+            if self._fd is not None and hdrs.RANGE in request.headers:
+                info = os.fstat(self._fd)
+                etag = f"{info.st_mtime_ns:x}-{info.st_size:x}"  # as aiohttp makes it
+                request = _with_range(request, etag)
             return await super().prepare(request)
         finally:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+
+def _with_range(request: web.BaseRequest, etag: str) -> web.BaseRequest:
+    headers = request.headers
+    honoured = range_to_honour(headers.get(hdrs.RANGE), headers.get(hdrs.IF_RANGE), etag)
+    if honoured == headers.get(hdrs.RANGE):
+        return request
+    changed = CIMultiDict(headers)
+    changed.popall(hdrs.RANGE, None)
+    if honoured is not None:
+        changed[hdrs.RANGE] = honoured
+    return request.clone(headers=changed)
 
 
 def _elsewhere(job: Job) -> str:

@@ -1,8 +1,11 @@
 """The API's front door: whether a request may come in at all, and who is asking.
 
 In this order, each refusal audited and answered with the reason:
-1. the Host header names this machine (403 otherwise: a DNS-rebinding page names its own);
-2. an Origin header, when a browser sends one, names this machine too (403);
+1. the Host header is one `host[:port]` naming this machine, and a port in it is the one the
+   request came in on (403 otherwise: a DNS-rebinding page names its own host);
+2. an Origin header, when a browser sends one, is exactly `http(s)://host[:port]` naming this
+   machine, and its port is the one the request came in on or the Host's (403: a page of
+   another web server of this machine, on another port, is another origin);
 3. a write carries JSON (415: a cross-site form can send text/plain without a preflight);
 4. a credential: a bearer token, or on the Unix socket the peer's account (401 / 403);
 5. the principal's role allows the route's action (403).
@@ -13,10 +16,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import pwd
+import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -60,12 +63,31 @@ def _normal(host: str) -> str:
     return host.strip().strip("[]").rstrip(".").lower()
 
 
-def host_of(value: str) -> str:
-    """The host name of a Host header value (port and IPv6 brackets taken off)."""
-    value = value.strip()
-    if value.startswith("["):
-        return _normal(value[: value.find("]") + 1] if "]" in value else value)
-    return _normal(value.rsplit(":", 1)[0] if value.count(":") == 1 else value)
+# RFC 9110's `uri-host [":" port]`, with nothing around it: a name, an IPv4 or a bracketed IPv6
+# address. A trailing dot is kept, so `localhost.` is not `localhost` (nor a browser origin's).
+_AUTHORITY = re.compile(
+    r"(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9_.-]+))(?::(?P<port>\d{1,5}))?"
+)
+_ORIGIN = re.compile(r"(?P<scheme>https?)://(?P<authority>[^/?#@\s]+)")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def authority(value: str) -> tuple[str, int | None] | None:
+    """(host, port or None) of a Host header value, or None when it is not exactly one
+    `host[:port]`."""
+    found = _AUTHORITY.fullmatch(value)
+    if found is None:
+        return None
+    port = int(found["port"]) if found["port"] else None
+    if port is not None and not 0 < port < 65536:
+        return None
+    return (found["ip6"] or found["name"]).lower(), port
+
+
+def listener_port(request: web.BaseRequest) -> int | None:
+    """The TCP port the request came in on (None on the Unix socket)."""
+    name = request.transport.get_extra_info("sockname") if request.transport else None
+    return int(name[1]) if isinstance(name, tuple) else None
 
 
 def _is_ip(name: str) -> bool:
@@ -118,8 +140,7 @@ class ApiGuard:
         return self.actions.get((request.method, resource.canonical))
 
     def admit(self, request: web.Request, action: Action | None) -> Caller:
-        self._check_host(request)
-        self._check_origin(request)
+        self._check_origin(request, self._check_host(request))
         if request.method in WRITE_METHODS and request.content_type != "application/json":
             raise Refused(
                 415,
@@ -140,31 +161,47 @@ class ApiGuard:
 
     def check_site(self, request: web.Request) -> None:
         """The Host and Origin checks alone (steps 1 and 2): the console's front door."""
-        self._check_host(request)
-        self._check_origin(request)
+        self._check_origin(request, self._check_host(request))
 
     def _host_allowed(self, name: str) -> bool:
         return name in self.allowed_hosts or (self.any_ip_literal and _is_ip(name))
 
-    def _check_host(self, request: web.Request) -> None:
-        value = request.headers.get("Host", "")
-        if not value or not self._host_allowed(host_of(value)):
+    def _check_host(self, request: web.Request) -> tuple[str, int | None]:
+        values = request.headers.getall("Host", [])
+        value = values[0] if len(values) == 1 else ", ".join(values)
+        found = authority(value) if len(values) == 1 else None
+        if found is None or not self._host_allowed(found[0]):
             raise Refused(
                 403,
                 "host_not_allowed",
-                f"Host {value or '(none)'!r} is not a name of this daemon "
+                f"Host {value or '(none)'!r} is not one name of this daemon "
                 "(add it to http.allowed_hosts if clients use it)",
             )
+        port = listener_port(request)
+        if found[1] is not None and port is not None and found[1] != port:
+            raise Refused(
+                403, "host_not_allowed", f"Host {value!r}: this daemon listens on port {port} here"
+            )
+        return found
 
-    def _check_origin(self, request: web.Request) -> None:
+    def _check_origin(self, request: web.Request, host: tuple[str, int | None]) -> None:
         origin = request.headers.get("Origin")
         if origin is None:
             return  # not a browser, or a same-origin GET
-        parts = urlsplit(origin)
-        if parts.scheme not in ("http", "https") or not self._host_allowed(
-            _normal(parts.hostname or "")
-        ):
+        found = _ORIGIN.fullmatch(origin)
+        site = authority(found["authority"]) if found else None
+        if found is None or site is None or not self._host_allowed(site[0]):
             raise Refused(403, "origin_not_allowed", f"cross-origin request from {origin!r}")
+        default = DEFAULT_PORTS[found["scheme"]]
+        port = site[1] or default
+        # The page is this daemon's when it came from the port the request came in on, or
+        # from the very host and port the request names (a TLS proxy in front forwards its own).
+        if port != listener_port(request) and (site[0], port) != (host[0], host[1] or default):
+            raise Refused(
+                403,
+                "origin_not_allowed",
+                f"cross-origin request from {origin!r} (another port is another site)",
+            )
 
     def _authenticate(self, request: web.Request) -> Caller:
         source = source_of(request)

@@ -15,6 +15,11 @@
   }
   source.addEventListener("open", () => { if (status) status.textContent = "Live: following the lab."; });
   source.addEventListener("error", () => { if (status) status.textContent = "Live: reconnecting…"; });
+  // The session ended, or this principal opened newer live pages: stop, do not reconnect.
+  source.addEventListener("ended", () => {
+    source.close();
+    if (status) status.textContent = "Live: stopped (signed out, or newer live pages open); reload to follow.";
+  });
   source.addEventListener("iteration", (e) => {
     const d = JSON.parse(e.data);
     rows(d.job).forEach((row) => {

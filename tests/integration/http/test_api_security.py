@@ -114,6 +114,38 @@ def test_a_cross_site_request_is_refused_and_runs_nothing(lab: Lab) -> None:
     _proves_nothing_ran(lab, list(attacks))
 
 
+def test_host_and_origin_are_parsed_strictly(lab: Lab) -> None:
+    """A Host that is more than one host[:port], names another port or ends in a dot, and an
+    Origin that is more than scheme://host[:port] or is another port of this machine (another
+    web server's page), are refused; this daemon's own host and origin pass."""
+    port = lab.daemon.api_port
+    refused = {
+        "host userinfo": {"Host": f"localhost:{port}@evil.example"},
+        "host two names": {"Host": f"localhost:{port} evil.example"},
+        "host trailing dot": {"Host": f"localhost.:{port}"},
+        "host other port": {"Host": f"localhost:{port + 1}"},
+        "origin two": {"Origin": f"http://127.0.0.1:{port} http://evil.example"},
+        "origin path": {"Origin": f"http://127.0.0.1:{port}/x"},
+        "origin userinfo": {"Origin": f"http://evil.example@127.0.0.1:{port}"},
+        "origin other port": {"Origin": f"http://127.0.0.1:{port + 1}"},
+        "origin default port": {"Origin": "http://localhost"},
+    }
+    for name, headers in refused.items():
+        answer = lab.request("GET", "/api/v1/jobs", headers=headers, token=TOKENS["viewer"])
+        assert answer.status == 403, (name, answer.body)
+        reason = "host_not_allowed" if name.startswith("host") else "origin_not_allowed"
+        assert answer.body["reason"] == reason, name
+    allowed = [
+        {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"},
+        {"Host": f"[::1]:{port}", "Origin": f"http://127.0.0.1:{port}"},
+        {"Host": "localhost"},  # the local command on the Unix socket sends this
+        {"Host": "localhost", "Origin": "http://localhost"},  # behind a proxy on port 80
+    ]
+    for headers in allowed:
+        answer = lab.request("GET", "/api/v1/jobs", headers=headers, token=TOKENS["viewer"])
+        assert answer.status == 200, (headers, answer.body)
+
+
 def test_the_side_port_serves_metrics_but_never_the_api(lab: Lab) -> None:
     status, _ = lab.daemon.get("/metrics")
     assert status == 200

@@ -154,3 +154,59 @@ def test_only_an_admin_applies_the_retention_limits(lab: Lab) -> None:
     for name in ("viewer", "ci"):
         answer = lab.request("POST", "/api/v1/artefacts/gc", {"dry_run": True}, token=TOKENS[name])
         assert answer.status == 403, answer.body
+
+
+def test_a_named_pipe_in_the_jobs_folder_is_a_404_and_the_daemon_keeps_answering(
+    lab: Lab,
+) -> None:
+    """A job that leaves a FIFO gets a prompt 404 for it on the API and the console, however
+    often it is asked, and the daemon's other pages still answer."""
+    import http.client
+    import urllib.parse
+
+    command = ["python3", "-c", "import os; os.mkfifo('pipe.txt')"]
+    spec = {"suite": "art", "test": "fifo", "scenario": "command", "iterations": 1,
+            "warmup": 0, "params": {"command": command}}  # fmt: skip
+    submitted = lab.request("POST", "/api/v1/jobs", {"id": "jf", "spec": spec}, token=TOKENS["ci"])
+    assert submitted.status == 201, submitted.body
+    assert lab.wait_finished("jf", TOKENS["ci"])["state"] == "succeeded"
+    side = lab.daemon.port
+    conn = http.client.HTTPConnection("127.0.0.1", side, timeout=10)
+    conn.request("POST", "/console/login", urllib.parse.urlencode({"token": TOKENS["viewer"]}),
+                 {"Origin": f"http://127.0.0.1:{side}",
+                  "Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    answer = conn.getresponse()
+    answer.read()
+    cookie = answer.getheader("Set-Cookie", "").split(";")[0]
+    for _ in range(15):  # more than the daemon has threads to block
+        api = lab.request("GET", "/api/v1/jobs/jf/artefacts/pipe.txt", token=TOKENS["viewer"])
+        assert api.status == 404 and "not a file" in api.body["errors"][0], api.body
+        conn.request("GET", "/console/jobs/jf/artefacts/pipe.txt", headers={"Cookie": cookie})
+        answer = conn.getresponse()
+        assert answer.status == 404 and b"not a file" in answer.read()
+    listing = lab.request("GET", "/api/v1/jobs/jf/artefacts", token=TOKENS["viewer"])
+    assert "pipe.txt" not in {a["name"] for a in listing.body["artefacts"]}
+    conn.request("GET", "/metrics")
+    assert conn.getresponse().status == 200
+    conn.close()
+
+
+def test_ranges_follow_rfc_9110(lab: Lab, video: Path, tmp_path: Path) -> None:
+    """An empty suffix is unsatisfiable (416), an unknown unit is ignored (the whole file, 200),
+    and If-Range gives the range only while its entity tag is the file's (else the whole)."""
+    job_id = _run_job(lab, video, _secret(tmp_path))
+    path = f"/api/v1/jobs/{job_id}/artefacts/iteration-0/video.webm"
+    source = video.read_bytes()
+    empty = _get(lab, path, {"Range": "bytes=-0"})
+    assert empty[0] == 416 and empty[1]["Content-Range"] == f"bytes */{len(source)}"
+    unknown = _get(lab, path, {"Range": "items=0-1"})
+    assert unknown[0] == 200 and unknown[2] == source
+    etag = _get(lab, path, {})[1]["ETag"]
+    stale = _get(lab, path, {"Range": "bytes=0-9", "If-Range": '"x"'})
+    assert stale[0] == 200 and stale[2] == source
+    weak = _get(lab, path, {"Range": "bytes=0-9", "If-Range": f"W/{etag}"})
+    assert weak[0] == 200
+    fresh = _get(lab, path, {"Range": "bytes=0-9", "If-Range": etag})
+    assert fresh[0] == 206 and fresh[2] == source[:10]
+    last = _get(lab, path, {"Range": "bytes=-10"})
+    assert last[0] == 206 and last[2] == source[-10:]

@@ -70,3 +70,21 @@ def test_open_reads_the_file_and_refuses_the_rest_with_a_status(jobs: Path) -> N
 def test_disk_usage_is_what_du_counts(jobs: Path) -> None:
     du = subprocess.run(["du", "-s", "-B1", str(jobs / "j1")], capture_output=True, text=True)
     assert disk_usage(jobs / "j1") == int(du.stdout.split()[0])
+
+
+def test_a_named_pipe_is_not_listed_not_opened_and_not_waited_on(jobs: Path) -> None:
+    """A FIFO a job left is a 404 at once (no reader thread blocked until a writer comes), is
+    not listed, and the disk-usage walk passes it by."""
+    import concurrent.futures
+
+    os.mkfifo(jobs / "j1" / "pipe.txt")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        opening = pool.submit(open_artefact, jobs, "j1", "pipe.txt")
+        try:
+            error = opening.exception(timeout=5)
+        finally:
+            if not opening.done():  # blocked in open: a writer releases it, then fail
+                os.close(os.open(jobs / "j1" / "pipe.txt", os.O_WRONLY | os.O_NONBLOCK))
+    assert isinstance(error, ArtefactError) and error.status == 404, error
+    assert "pipe.txt" not in {a.name for a in list_artefacts(jobs, "j1")}
+    assert disk_usage(jobs / "j1") > 0

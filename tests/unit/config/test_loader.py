@@ -105,3 +105,17 @@ def test_file_is_found_through_labd_config_then_working_directory(
     assert load_config(environ={}).settings.http.port == 1111
     monkeypatch.setenv("LABD_CONFIG", str(other))
     assert load_config(environ={}).settings.http.port == 2222
+
+
+def test_a_user_name_or_password_in_artefacts_base_url_is_refused_unechoed(
+    tmp_path: Path,
+) -> None:
+    """base_url is published in every result message: credentials in it are a clear error at
+    load, and the error does not repeat the password."""
+    path = tmp_path / "labd.toml"
+    path.write_text('[artefacts]\nbase_url = "https://ci:pw-9f3@lab-1.example:9472"\n')
+    (problem,) = problems_of(path)
+    assert problem.startswith("labd.toml: artefacts.base_url: ")
+    assert "no user name or password" in problem and "pw-9f3" not in problem
+    path.write_text('[artefacts]\nbase_url = "https://lab-1.example:9472/"\n')
+    assert load_config(path, environ={}).settings.artefacts.base_url == "https://lab-1.example:9472"

@@ -26,6 +26,27 @@ def test_a_session_lapses_when_idle_and_when_closed(monkeypatch: pytest.MonkeyPa
     assert sessions.get(other) is None and sessions.get("made-up") is None
 
 
+def test_whoever_holds_a_session_learns_it_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Signing out, expiry and eviction each tell `on_close` (a live stream ends on it); a
+    stream asking `alive` does not keep the session alive."""
+    now = [1000.0]
+    monkeypatch.setattr(access.time, "monotonic", lambda: now[0])
+    sessions, ended = access.Sessions(), []
+    sessions.on_close.append(ended.append)
+    signed_out, idle = sessions.open("a"), sessions.open("a")
+    sessions.close(signed_out)
+    sessions.close(signed_out)  # told once
+    assert ended == [signed_out]
+    now[0] += access.SESSION_IDLE_S - 1
+    assert sessions.alive(idle)
+    now[0] += 2  # `alive` did not count as a use: idle past the limit now
+    assert not sessions.alive(idle) and ended == [signed_out, idle]
+    first = sessions.open("b")
+    for _ in range(access.MAX_SESSIONS):
+        sessions.open("b")
+    assert ended[-1] == first
+
+
 def test_the_oldest_idle_session_goes_when_there_are_too_many() -> None:
     sessions = access.Sessions()
     first = sessions.open("a")

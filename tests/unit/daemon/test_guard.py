@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import socket
 
-from labd.daemon.guard import allowed_host_names, host_of
+from labd.daemon.guard import allowed_host_names, authority
 
 
-def test_a_host_header_is_reduced_to_its_name() -> None:
-    assert host_of("Evil.Example:9472") == "evil.example"
-    assert host_of("[::1]:9472") == "::1"
-    assert host_of("localhost.") == "localhost"
-    assert host_of("127.0.0.1") == "127.0.0.1"
-    assert host_of("[::1") == "::1"
+def test_a_host_header_is_exactly_one_host_and_port() -> None:
+    assert authority("Evil.Example:9472") == ("evil.example", 9472)
+    assert authority("[::1]:9472") == ("::1", 9472)
+    assert authority("127.0.0.1") == ("127.0.0.1", None)
+    assert authority("localhost.") == ("localhost.", None)  # not `localhost`
+    for bad in ("[::1", "localhost:9472@evil.example", "localhost:9472 evil.example",
+                "localhost:", "localhost:99999", "a:1:2", ""):  # fmt: skip
+        assert authority(bad) is None, bad
 
 
 def test_the_default_names_are_this_machine_and_where_labd_listens() -> None:
