@@ -101,3 +101,22 @@ async def test_a_program_that_leaves_nothing_records_zero(tmp_path: Path) -> Non
     await s.run_iteration(0)
     await s.teardown()
     assert ctx.fingerprint[STRAYS] == 0
+
+
+async def test_a_time_out_during_the_strays_grace_is_not_the_programs(
+    tmp_path: Path, launcher_kind: str
+) -> None:
+    """The program exits in time; its SIGTERM-deaf stray keeps the launcher busy past the
+    iteration's time-out: the run is not flagged as timed out."""
+    script = tmp_path / "detach.py"
+    quick = PROGRAM.replace("held = bytearray(60 << 20)", "").replace("sum(range(4_000_000))", "")
+    script.write_text(quick)
+    mark = f"30.{uuid.uuid4().int % 10**9:09d}"
+    params = CommandParams(command=[sys.executable, str(script), mark], iteration_timeout_s=0.8)
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests())
+    s = CommandScenario(params, ctx)
+    await s.setup()
+    values = await s.run_iteration(0)
+    await s.teardown()
+    assert values["wall_time_ms"] < 800  # it did exit in time
+    assert ctx.flags == [] and ctx.fingerprint[STRAYS] == 1 and _running(mark) == []
