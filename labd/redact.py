@@ -6,6 +6,9 @@ import re
 from collections.abc import Iterable
 
 MASK = "**********"
+# A shorter value cannot be masked in text: "on" or "1" occur in any message, and masking every
+# occurrence would garble the text and point at the value. Such values are shown as they are.
+MIN_MASKABLE = 4
 _SECRET_NAME = re.compile(r"(password|passwd|secret|token|credential|api_key)", re.IGNORECASE)
 # Long runs of key-like characters: base64 keys, bearer tokens, hex digests.
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-+/=]{32,}")
@@ -18,9 +21,10 @@ def is_secret_name(name: str) -> bool:
 
 
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """Text with passwords inside URLs and every given secret value masked."""
+    """Text with passwords inside URLs and every given secret value masked (the longest
+    first: a secret inside another must not leave the rest of the longer one)."""
     text = _URL_PASSWORD.sub(lambda m: m["scheme"] + MASK, text)
-    for secret in secrets:
+    for secret in sorted(secrets, key=len, reverse=True):
         if secret:
             text = text.replace(secret, MASK)
     return text

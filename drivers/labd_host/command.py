@@ -32,6 +32,7 @@ TMPFS_ROOT = Path("/dev/shm")
 MAX_EXEC_BYTES = 128 * 1024
 STDERR_TAIL = 400  # characters of the program's stderr kept in a failed iteration's error
 MAX_ITERATION_TIMEOUT_S = 7 * 24 * 3600.0  # a job's own time-out cannot be longer either
+STRAYS = "stray_processes_ended"  # fingerprint key: what the program left running, ended
 
 
 class CommandParams(BaseModel):
@@ -152,11 +153,13 @@ class CommandScenario(Scenario[CommandParams]):
                 timeout_s=self.params.iteration_timeout_s,
                 stderr=stderr,
             )
+            self.ctx.fingerprint.pop(STRAYS, None)  # the last iteration's count is not this one's
             try:
                 usage = await asyncio.to_thread(launch.run)
             except asyncio.CancelledError:
                 await asyncio.to_thread(launch.stop)
                 raise
+            self._note_strays(index, usage.strays)
             stderr.seek(0)
             tail = stderr.read()[-STDERR_TAIL:].decode(errors="replace").strip()
         values = {
@@ -174,6 +177,18 @@ class CommandScenario(Scenario[CommandParams]):
             detail = f": {tail}" if tail else ""
             raise TestFailure(f"exit status {usage.exit_code}{detail}")
         return values
+
+    def _note_strays(self, index: int, strays: int) -> None:
+        """Recorded on the iteration either way: a program that leaves processes behind would
+        have them compete with the next iteration (the launcher ended them)."""
+        self.ctx.fingerprint[STRAYS] = strays
+        if strays:
+            log.warning(
+                "the program left processes running; the launcher ended them",
+                job_id=self.ctx.job_id,
+                iteration=index,
+                count=strays,
+            )
 
     async def teardown(self) -> None:
         if self.tuning is not None and (problems := await asyncio.to_thread(self.tuning.restore)):

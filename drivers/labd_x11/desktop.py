@@ -4,7 +4,9 @@ override-redirect window (shown at once, the same in every browser)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Collection
 from pathlib import Path
@@ -75,12 +77,16 @@ class X11Desktop:
         return bool(self.open().windows())
 
     def stop(self, process: subprocess.Popen[bytes]) -> None:
-        if process.poll() is None:
-            os.killpg(process.pid, 15)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, 9)
+        # The whole group, even when the browser itself has gone (a crash): its helper
+        # processes must not outlive it and load the next measurement.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(10)
 
     def overlay(self, rgb: RGB) -> None:
         self.open().overlay(rgb)

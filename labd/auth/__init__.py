@@ -21,7 +21,7 @@ from labd.auth.principals import (
     from_settings,
     token_digest,
 )
-from labd.auth.redaction import redact_job, redact_params, redact_spec
+from labd.auth.redaction import redact_job, redact_params, redact_spec, spec_secrets
 from labd.auth.signing import Signed, sign, verify
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "replies_prefix",
     "rules_for",
     "sign",
+    "spec_secrets",
     "token_digest",
     "verify",
 ]

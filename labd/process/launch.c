@@ -8,15 +8,21 @@
  * Usage: labd-launch --result-fd N [--cpus 0,2] [--no-aslr] [--user UID:GID[:G1,G2...]]
  *                    [--timeout-ms MS] -- PROGRAM [ARG...]
  * One line goes to fd N:
- *   ok <wait status> <wall ns> <user us> <system us> <max rss KiB> <timed out 0|1>
+ *   ok <wait status> <wall ns> <user us> <system us> <max rss KiB> <timed out 0|1> <strays>
  *   error <stage> <errno> <message>
  * SIGTERM to the launcher kills the program (and its process group) and still reports.
+ * Nothing the program started outlives it: the launcher is a child subreaper, so descendants
+ * that detach (setsid, double fork) stay below it; once the program's own figures are taken,
+ * every descendant still running gets SIGTERM, then SIGKILL after a short grace, and is
+ * reaped. <strays> is how many there were.
  * Asked to drop to a user, it refuses to exec the program as root.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +37,8 @@
 #include <unistd.h>
 
 #define MAX_GROUPS 64
+#define STRAY_GRACE_MS 1000  /* after SIGTERM, before SIGKILL */
+#define MAX_PROCS 65536
 
 static volatile sig_atomic_t timed_out = 0, stopped = 0;
 
@@ -58,6 +66,86 @@ static int parse_ints(char *text, long *out, int max) {
         if (*end) return -1;
     }
     return n;
+}
+
+/* Every live (not zombie) descendant of `root` into out[], from one pass over /proc.
+ * Returns how many; a process forked during the pass is found by the next one. */
+static int descendants(pid_t root, pid_t *out, int max) {
+    static pid_t pids[MAX_PROCS], parents[MAX_PROCS];
+    static char zombie[MAX_PROCS];
+    int n = 0, found = 0;
+    DIR *proc = opendir("/proc");
+    if (!proc) return 0;
+    struct dirent *entry;
+    while ((entry = readdir(proc)) && n < MAX_PROCS) {
+        if (!isdigit((unsigned char)entry->d_name[0])) continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t len = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (len <= 0) continue;
+        buf[len] = 0;
+        char *after = strrchr(buf, ')');  /* the name may hold spaces and parentheses */
+        char state;
+        int ppid;
+        if (!after || sscanf(after + 1, " %c %d", &state, &ppid) != 2) continue;
+        pids[n] = (pid_t)atoi(entry->d_name);
+        parents[n] = (pid_t)ppid;
+        zombie[n] = state == 'Z' || state == 'X';
+        n++;
+    }
+    closedir(proc);
+    /* The tree below root, breadth first: queue[] holds the parents still to look under. */
+    static pid_t queue[MAX_PROCS];
+    int head = 0, tail = 0;
+    queue[tail++] = root;
+    while (head < tail) {
+        pid_t parent = queue[head++];
+        for (int k = 0; k < n; k++) {
+            if (parents[k] != parent || tail >= MAX_PROCS) continue;
+            queue[tail++] = pids[k];
+            if (!zombie[k] && found < max) out[found++] = pids[k];
+        }
+    }
+    return found;
+}
+
+/* Reaps what has exited; returns whether any child is left. With none, nothing is below us
+ * (every descendant's chain of parents leads here), and /proc need not be read. */
+static int reap_zombies(void) {
+    pid_t got;
+    while ((got = waitpid(-1, NULL, WNOHANG)) > 0) {}
+    return !(got < 0 && errno == ECHILD);
+}
+
+/* End everything below the launcher: SIGTERM, a grace, then SIGKILL until nothing is left.
+ * Returns how many distinct processes were still running. */
+static int end_strays(void) {
+    static pid_t live[MAX_PROCS], seen[MAX_PROCS];
+    int nseen = 0;
+    pid_t self = getpid();
+    struct timespec start, now, pause = {0, 10 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        if (!reap_zombies()) break;
+        int n = descendants(self, live, MAX_PROCS);
+        if (n == 0) break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long elapsed_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+        int sig = elapsed_ms < STRAY_GRACE_MS ? SIGTERM : SIGKILL;
+        for (int k = 0; k < n; k++) {
+            int known = 0;
+            for (int j = 0; j < nseen && !known; j++) known = seen[j] == live[k];
+            if (known && sig == SIGTERM) continue;  /* asked once; it has the grace */
+            if (!known && nseen < MAX_PROCS) seen[nseen++] = live[k];
+            kill(live[k], sig);
+        }
+        nanosleep(&pause, NULL);
+    }
+    reap_zombies();
+    return nseen;
 }
 
 int main(int argc, char **argv) {
@@ -96,6 +184,8 @@ int main(int argc, char **argv) {
     }
     /* Die with labd: a restarted labd must not find the last run's program still running. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* Orphans below us are reparented to us, not to init: we can find and end them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     pid_t launcher = getpid();
 
     int errpipe[2];
@@ -179,6 +269,12 @@ int main(int argc, char **argv) {
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    /* The program is done: a time-out falling in the strays' grace is not its time-out. */
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    int program_timed_out = timed_out;
+    /* After wait4: what the strays did is in none of the program's figures. */
+    int strays = end_strays();
     if (n > 0) {  /* the child never became the program */
         failure[n] = 0;
         char stage[32] = "exec";
@@ -188,9 +284,9 @@ int main(int argc, char **argv) {
         return 126;
     }
     long long wall = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
-    dprintf(result_fd, "ok %d %lld %lld %lld %ld %d\n", status, wall,
+    dprintf(result_fd, "ok %d %lld %lld %lld %ld %d %d\n", status, wall,
             (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
             (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec,
-            usage.ru_maxrss, timed_out ? 1 : 0);
+            usage.ru_maxrss, program_timed_out ? 1 : 0, strays);
     return 0;
 }

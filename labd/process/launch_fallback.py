@@ -7,6 +7,9 @@ programs smaller than that read as the launcher's size (a documented limit); the
 No Python runs in the program's process: the launcher applies CPU affinity, no-ASLR and the
 drop to another user to itself (all three are inherited), then `posix_spawn`s the program, so
 the program's CPU time holds none of the launcher's work between fork and exec.
+
+Like the C launcher it is a child subreaper and ends every descendant still running once the
+program has exited (SIGTERM, a grace, SIGKILL), reporting how many there were.
 """
 
 import ctypes
@@ -16,8 +19,63 @@ import signal
 import sys
 import time
 
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
 ADDR_NO_RANDOMIZE = 0x0040000
+STRAY_GRACE_S = 1.0  # after SIGTERM, before SIGKILL
+
+
+def descendants(root: int) -> list[int]:
+    """Every live (not zombie) process below root, from one pass over /proc."""
+    children: dict[int, list[tuple[int, bool]]] = {}
+    for name in os.listdir("/proc"):  # noqa: PTH208  pathlib would add to our own memory
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:  # noqa: PTH123  as above
+                stat = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        state, ppid = stat[stat.rfind(b")") + 2 :].split(b" ", 2)[:2]
+        children.setdefault(int(ppid), []).append((int(name), state in (b"Z", b"X")))
+    found, queue = [], [root]
+    while queue:
+        for pid, zombie in children.get(queue.pop(), []):
+            queue.append(pid)
+            if not zombie:
+                found.append(pid)
+    return found
+
+
+def reap_zombies() -> bool:
+    """Reaps what has exited; whether any child is left. With none, nothing is below us
+    (every descendant's chain of parents leads here), and /proc need not be read."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        return False
+    return True
+
+
+def end_strays() -> int:
+    """SIGTERM, a grace, then SIGKILL to everything below us until nothing is left; how many
+    distinct processes were still running."""
+    seen: set[int] = set()
+    start = time.monotonic()
+    while True:
+        live = descendants(os.getpid()) if reap_zombies() else []
+        if not live:
+            return len(seen)
+        sig = signal.SIGTERM if time.monotonic() - start < STRAY_GRACE_S else signal.SIGKILL
+        for pid in live:
+            if pid in seen and sig == signal.SIGTERM:
+                continue  # asked once; it has the grace
+            seen.add(pid)
+            try:  # noqa: SIM105  contextlib would add to the launcher's own memory
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
 
 
 def main(argv: list[str]) -> int:
@@ -40,6 +98,8 @@ def main(argv: list[str]) -> int:
         return 126
     # SIGTERM, not SIGKILL, when labd dies: the handler below kills the program first.
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    # Orphans below us are reparented to us, not to init: we can find and end them.
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
     flags = {"alarm": False, "term": False}
     child = {"pid": 0}
 
@@ -104,9 +164,11 @@ def main(argv: list[str]) -> int:
     _, status, usage = os.wait4(pid, 0)
     signal.setitimer(signal.ITIMER_REAL, 0)
     wall = time.monotonic_ns() - start
+    strays = end_strays()  # after wait4: what they did is in none of the program's figures
     user_us, system_us = round(usage.ru_utime * 1e6), round(usage.ru_stime * 1e6)
     timed_out = int(flags["alarm"])
-    report.write(f"ok {status} {wall} {user_us} {system_us} {usage.ru_maxrss} {timed_out}\n")
+    figures = f"{status} {wall} {user_us} {system_us} {usage.ru_maxrss} {timed_out} {strays}"
+    report.write(f"ok {figures}\n")
     return 0
 
 

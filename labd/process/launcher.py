@@ -10,6 +10,12 @@ wall time from fork to exit, and whether a time-out killed it.
 The launcher also applies what must happen between fork and exec of the program: CPU
 affinity, no address-space randomisation, and dropping to an unprivileged user (`RunAs`),
 refusing to exec the program as root when asked to drop.
+
+Nothing the program starts outlives it: the launcher is a child subreaper (PR_SET_CHILD_SUBREAPER),
+so a descendant that detaches (setsid and a double fork) is reparented to the launcher, not to
+init. When the program has exited and wait4 has given its figures, the launcher sends every
+descendant still running SIGTERM, then SIGKILL after a second, reaps them, and reports how many
+there were (`Usage.strays`). Their work is in none of the program's figures.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ class Usage:
     system_s: float
     max_rss_kib: int
     timed_out: bool
+    strays: int = 0  # descendants still running when the program exited, ended by the launcher
 
     @property
     def cpu_s(self) -> float:
@@ -188,7 +195,7 @@ class Launch:
     def _parse(self, line: str) -> Usage:
         kind, _, rest = line.partition(" ")
         if kind == "ok":
-            status, wall, user, system, rss, timed_out = (int(x) for x in rest.split())
+            status, wall, user, system, rss, timed_out, strays = (int(x) for x in rest.split())
             return Usage(
                 exit_code=os.waitstatus_to_exitcode(status),
                 wall_s=wall / 1e9,
@@ -196,6 +203,7 @@ class Launch:
                 system_s=system / 1e6,
                 max_rss_kib=rss,
                 timed_out=bool(timed_out),
+                strays=strays,
             )
         if kind == "error":
             stage, _, detail = rest.partition(" ")

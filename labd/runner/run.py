@@ -15,10 +15,12 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
+from labd.auth import spec_secrets
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
-from labd.errors import CannotStart, TestFailure
+from labd.errors import CannotStart, InfrastructureError, TestFailure
 from labd.events import EventBus, JobStarted
 from labd.model import Device, Iteration, Job, JobState, Policy
+from labd.redact import redact_text
 from labd.runner.conditions import judge
 from labd.runner.fingerprint import base_fingerprint, conditions_hash
 from labd.runner.network import test_network
@@ -55,15 +57,28 @@ async def run_job(
     """Run every iteration of job on device. InfrastructureError propagates (the caller
     retries); a failing iteration is recorded with its error and the job reported failed; a
     spec that cannot start (CannotStart) fails the job at once. Values are written under
-    `lease_token` (the scheduler's lease): LeaseLost propagates once it moved on."""
+    `lease_token` (the scheduler's lease): LeaseLost propagates once it moved on.
+
+    Errors may quote what the program wrote (its stderr): the job's secrets (`params.env`
+    values, secret fields) are masked in every error and flag before it is stored or logged."""
+    secrets = spec_secrets(job.spec.model_dump(mode="json"))
     try:
-        return await _run(
+        outcome = await _run(
             job, device, driver, params, store, bus, workdir, replay, measurement, perfherder,
-            policy, lease_token,
+            policy, lease_token, secrets,
         )  # fmt: skip
     except CannotStart as e:
-        log.warning("the job cannot start on this device", error=str(e))
-        return Outcome(JobState.FAILED, f"cannot start on {device.id}: {e}")
+        error = redact_text(str(e), secrets)
+        log.warning("the job cannot start on this device", error=error)
+        return Outcome(JobState.FAILED, f"cannot start on {device.id}: {error}")
+    except (InfrastructureError, TestFailure) as e:
+        # The scheduler records these as the job's error: masked, without the original.
+        if type(e) in (InfrastructureError, TestFailure) and (
+            masked := redact_text(str(e), secrets)
+        ) != str(e):
+            raise type(e)(masked) from None
+        raise
+    return Outcome(outcome.state, redact_text(outcome.error, secrets))
 
 
 async def _run(
@@ -79,6 +94,7 @@ async def _run(
     perfherder: PerfherderSettings | None,
     policy: Policy | None,
     lease_token: str | None,
+    secrets: list[str],
 ) -> Outcome:
     spec = job.spec
     rules = measurement or MeasurementSettings()
@@ -121,7 +137,9 @@ async def _run(
         retries, position = rules.retry_flagged, 0
         while position < len(plan):
             slot = plan[position]
-            iteration = await _iteration(runs[slot.variant], slot, position, driver, device, rules)
+            iteration = await _iteration(
+                runs[slot.variant], slot, position, driver, device, rules, secrets
+            )
             position += 1
             await store.add_iteration(iteration, lease_token)  # publishes IterationDone
             if iteration.error and not slot.warmup:
@@ -185,8 +203,10 @@ async def _iteration(
     driver: Driver,
     device: Device,
     rules: MeasurementSettings,
+    secrets: list[str],
 ) -> Iteration:
-    """Run one iteration between two readings of the device's conditions."""
+    """Run one iteration between two readings of the device's conditions; its error and
+    flags with the job's secrets masked."""
     ctx = scenario.ctx
     ctx.flags = []
     before = await _conditions(driver, device)
@@ -198,10 +218,10 @@ async def _iteration(
     except CannotStart:
         raise  # every further iteration would fail the same way
     except TestFailure as e:
-        error = str(e)
+        error = redact_text(str(e), secrets)  # may quote the program's stderr
     finished = datetime.now(UTC)
     after = await _conditions(driver, device)
-    flags = [*ctx.flags, *judge(before, after, rules)]
+    flags = [redact_text(f, secrets) for f in [*ctx.flags, *judge(before, after, rules)]]
     fingerprint = {
         **ctx.fingerprint,
         "conditions": {"before": before, "after": after},

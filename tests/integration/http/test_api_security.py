@@ -258,6 +258,33 @@ def test_secrets_are_in_no_answer(lab: Lab) -> None:
     assert shown.returncode == 0 and "secretive" in shown.stdout and SECRET not in shown.stdout
 
 
+def test_a_secret_the_program_writes_to_stderr_is_masked_in_its_error(lab: Lab) -> None:
+    ci = TOKENS["ci"]
+    leak = "import os, sys; sys.exit('login failed with token ' + os.environ['API_TOKEN'])"
+    spec = lab.touch_spec("leaky", env={"API_TOKEN": SECRET})
+    spec["params"]["command"] = ["python3", "-c", leak]
+    submitted = lab.request("POST", "/api/v1/jobs", {"id": "leaky", "spec": spec}, token=ci)
+    assert submitted.status == 201
+    job = lab.wait_finished("leaky", ci)
+    assert job["state"] == "failed"
+    # The error still says what went wrong, with the value masked where it stood.
+    assert f"login failed with token {MASK}" in job["error"]
+    answers = [
+        lab.request("GET", path, token=ci)
+        for path in ("/api/v1/jobs", "/api/v1/jobs/leaky", "/api/v1/jobs/leaky/results")
+    ]
+    assert [a.status for a in answers] == [200, 200, 200]
+    assert all(SECRET.encode() not in a.raw for a in answers)
+    assert f"token {MASK}".encode() in answers[2].raw  # the failed iteration's error
+    shown = subprocess.run(
+        [sys.executable, "-m", "labd", "--config", str(lab.daemon.config), "jobs", "show",
+         "leaky", "--json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert shown.returncode == 0 and MASK in shown.stdout and SECRET not in shown.stdout
+    assert "leaky" in lab.daemon.raw_log() and SECRET not in lab.daemon.raw_log()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="acting as another account needs root")
 def test_the_unix_socket_knows_the_account_at_the_other_end(lab: Lab) -> None:
     spec = lab.touch_spec("by-socket")

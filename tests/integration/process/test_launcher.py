@@ -8,8 +8,6 @@ import os
 import pwd
 import shutil
 import statistics
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,42 +18,12 @@ from labd.process import Launch, launcher
 from labd.sdk import RunContext
 from labd_host.command import CommandParams, CommandScenario
 from tests.conftest import policy_for_tests
+from tests.integration.process.conftest import gnu_time
 
 DEVICE = Device(id="host-x", driver="host", platform="host")
 PARENT_MB = 300
 RUNS = 20
 CPU_RUNS = 10  # GNU time's runs per CPU-time sample
-
-
-@pytest.fixture(params=["c", "python"])
-def launcher_kind(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> Iterator[str]:
-    """Each test runs with the C launcher and with the Python one (hosts without cc)."""
-    monkeypatch.setenv("LABD_CACHE_DIR", str(tmp_path / "cache"))
-    if request.param == "python":
-        monkeypatch.setenv("CC", "/nonexistent/cc")
-    elif shutil.which("cc") is None:
-        pytest.skip("no C compiler here to build the launcher")
-    launcher.launcher_command.cache_clear()
-    assert launcher.launcher_command()[1].startswith(request.param)
-    yield request.param
-    launcher.launcher_command.cache_clear()
-
-
-def _time(argv: list[str], runs: int = 1) -> tuple[int, float]:
-    """GNU time's figures: (max RSS KiB of one run, CPU seconds of `runs` runs in a row). It
-    truncates user and system time to steps of 10 ms, too coarse for one run of a 10 ms
-    program: CPU is taken over many runs (a shell loop), and half a step is added to each of
-    the two to make them unbiased."""
-    if runs > 1:
-        loop = f'i=0; while [ $i -lt {runs} ]; do "$@"; i=$((i+1)); done'
-        argv = ["sh", "-c", loop, "sh", *argv]
-    done = subprocess.run(
-        ["/usr/bin/time", "-f", "%M %U %S", *argv], capture_output=True, text=True, check=True
-    )
-    rss, user, system = done.stderr.strip().splitlines()[-1].split()
-    return int(rss), float(user) + float(system) + 0.01
 
 
 @pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="GNU time is not installed")
@@ -76,8 +44,8 @@ async def test_a_300_mb_parent_does_not_show_in_the_program_figures(
     cpu_ms: list[float] = []
     for _ in range(RUNS):  # interleaved, so drift on this shared machine hits both alike
         ours.append(await s.run_iteration(0))
-        rss.append((await asyncio.to_thread(_time, program))[0])
-        cpu_ms.append(1000 * (await asyncio.to_thread(_time, program, CPU_RUNS))[1] / CPU_RUNS)
+        rss.append((await asyncio.to_thread(gnu_time, program))[0])
+        cpu_ms.append(1000 * (await asyncio.to_thread(gnu_time, program, CPU_RUNS))[1] / CPU_RUNS)
     await s.teardown()
     assert len(held) == PARENT_MB * 2**20
     ours_rss = statistics.median(v["max_rss_kib"] for v in ours)

@@ -1,0 +1,122 @@
+"""Nothing a measured program starts outlives its iteration: a grandchild that detached (setsid,
+double fork) is ended by the launcher, counted on the iteration, and none of its work shows in
+the program's own figures."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from labd.model import Device
+from labd.sdk import RunContext
+from labd_host.command import STRAYS, CommandParams, CommandScenario
+from tests.conftest import policy_for_tests
+from tests.integration.process.conftest import gnu_time
+
+DEVICE = Device(id="host-x", driver="host", platform="host")
+RUNS = 5
+
+# Holds 60 MiB and burns about 0.2 s of CPU; unless "plain", leaves `sleep <mark>` running in a
+# session of its own (setsid between two forks: the classic daemon) and deaf to SIGTERM, so
+# the launcher needs its SIGKILL; then exits.
+PROGRAM = """
+import os, signal, sys
+held = bytearray(60 << 20)
+sum(range(4_000_000))
+if sys.argv[1] != "plain":
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.execvp("sleep", ["sleep", sys.argv[1]])
+        os._exit(0)
+    os.wait()
+"""
+
+
+def _running(mark: str) -> list[str]:
+    """Live (not zombie) processes whose command line is exactly `sleep <mark>`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")[:-1]
+            state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if argv == [b"sleep", mark.encode()] and state not in ("Z", "X"):
+            found.append(proc.name)
+    return found
+
+
+@pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="GNU time is not installed")
+async def test_a_detached_grandchild_is_ended_counted_and_not_measured(
+    tmp_path: Path, launcher_kind: str
+) -> None:
+    script = tmp_path / "detach.py"
+    script.write_text(PROGRAM)
+    # A unique duration: only this test's strays match (GNU sleep takes a fraction).
+    mark = f"30.{uuid.uuid4().int % 10**9:09d}"
+    detaching = [sys.executable, str(script), mark]
+    plain = [sys.executable, str(script), "plain"]
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests())
+    s = CommandScenario(CommandParams(command=detaching), ctx)
+    await s.setup()
+    ours: list[dict[str, float]] = []
+    rss: list[int] = []
+    cpu_ms: list[float] = []
+    try:
+        for _ in range(RUNS):  # interleaved, so drift on this shared machine hits both alike
+            started = time.monotonic()
+            ours.append(await s.run_iteration(0))
+            # The launcher gave the stray its grace before the SIGKILL, after the program's
+            # clock stopped: the grace is not the program's time.
+            assert (time.monotonic() - started) * 1000 - ours[-1]["wall_time_ms"] >= 900
+            assert _running(mark) == []  # gone when the iteration returns, not some time later
+            assert ctx.fingerprint[STRAYS] == 1
+            rss_kib, cpu_s = await asyncio.to_thread(gnu_time, plain)
+            rss.append(rss_kib)
+            cpu_ms.append(cpu_s * 1000)
+    finally:
+        await s.teardown()
+    assert statistics.median(v["max_rss_kib"] for v in ours) == pytest.approx(
+        statistics.median(rss), rel=0.10
+    )
+    assert statistics.median(v["cpu_time_ms"] for v in ours) == pytest.approx(
+        statistics.median(cpu_ms), rel=0.15
+    )
+
+
+async def test_a_program_that_leaves_nothing_records_zero(tmp_path: Path) -> None:
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests("sh"))
+    s = CommandScenario(CommandParams(command=["sh", "-c", "sleep 0.01 & wait"]), ctx)
+    await s.setup()
+    await s.run_iteration(0)
+    await s.teardown()
+    assert ctx.fingerprint[STRAYS] == 0
+
+
+async def test_a_time_out_during_the_strays_grace_is_not_the_programs(
+    tmp_path: Path, launcher_kind: str
+) -> None:
+    """The program exits in time; its SIGTERM-deaf stray keeps the launcher busy past the
+    iteration's time-out: the run is not flagged as timed out."""
+    script = tmp_path / "detach.py"
+    quick = PROGRAM.replace("held = bytearray(60 << 20)", "").replace("sum(range(4_000_000))", "")
+    script.write_text(quick)
+    mark = f"30.{uuid.uuid4().int % 10**9:09d}"
+    params = CommandParams(command=[sys.executable, str(script), mark], iteration_timeout_s=0.8)
+    ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests())
+    s = CommandScenario(params, ctx)
+    await s.setup()
+    values = await s.run_iteration(0)
+    await s.teardown()
+    assert values["wall_time_ms"] < 800  # it did exit in time
+    assert ctx.flags == [] and ctx.fingerprint[STRAYS] == 1 and _running(mark) == []
