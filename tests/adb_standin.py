@@ -31,6 +31,7 @@ class FakeDevice:
     logcat: list[str] = field(default_factory=list)
     logcat_event: threading.Event = field(default_factory=threading.Event)
     logcat_readers: list[int] = field(default_factory=list)  # their client ports
+    logcat_sent: int = 0  # lines written to the readers' sockets so far
     on_command: Callable[[FakeDevice, list[str]], None] | None = None
     state: str = "device"
     statuses: dict[str, int] = field(default_factory=lambda: {"su": 127})  # not rooted
@@ -298,6 +299,7 @@ class AdbStandIn:
                     conn.sendall(("\n".join(lines) + "\n").encode())
                 except OSError:
                     return
+                device.logcat_sent = sent
             else:
                 device.logcat_event.wait(0.05)
                 device.logcat_event.clear()

@@ -34,8 +34,13 @@ def _until(condition: object, seconds: float, what: str) -> None:
 
 
 def _read_all_sent(device: FakeDevice) -> bool:
-    """The CLI has read every byte the stand-in sent it (its socket's queue is empty)."""
-    return bool(device.logcat_readers) and unread_bytes(device.logcat_readers[0]) == 0
+    """The stand-in has sent every line emitted so far (emit only queues them), and the CLI has
+    read them all (its socket's queue is empty)."""
+    return (
+        bool(device.logcat_readers)
+        and device.logcat_sent == len(device.logcat)
+        and unread_bytes(device.logcat_readers[0]) == 0
+    )
 
 
 def test_iterations_print_as_lines_arrive_and_ctrl_c_keeps_the_open_one(
@@ -64,7 +69,10 @@ def test_iterations_print_as_lines_arrive_and_ctrl_c_keeps_the_open_one(
         device.emit(*second)
         _until(lambda: _read_all_sent(device), 20, "the CLI to read the second launch")
         cli.send_signal(signal.SIGINT)
-        _, stderr = cli.communicate(timeout=20)
+        # Not communicate(): it would read stdout too, racing the reader for the last lines.
+        cli.wait(timeout=20)
+        assert cli.stderr is not None
+        stderr = cli.stderr.read()
     finally:
         if cli.poll() is None:
             cli.kill()
