@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Collection
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from labd.sdk import Image, RunAs
 from labd_x11.xinput import X11Input
 
 RGB = tuple[int, int, int]
+GROUP_EXIT_S = 5.0  # how long a killed browser group may take to be gone
 
 
 class X11Desktop:
@@ -87,6 +89,15 @@ class X11Desktop:
             os.killpg(process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(10)
+        # A killed process takes a moment to exit (a browser's many threads, a loaded host):
+        # return once the whole group is gone, so nothing of it runs into the next iteration.
+        deadline = time.monotonic() + GROUP_EXIT_S
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.02)
 
     def overlay(self, rgb: RGB) -> None:
         self.open().overlay(rgb)

@@ -49,15 +49,16 @@ def test_a_detached_grandchild_ends_with_the_job_and_is_counted(lab: Lab) -> Non
     assert lab.wait_finished("detaching", ci)["state"] == "succeeded"
     assert _running(mark) == []
     results = lab.request("GET", "/api/v1/jobs/detaching/results", token=ci).body
-    # Each iteration's shell and its sleep: two processes ended, and said so.
+    # Each iteration's shell and, once the shell has started it, its sleep: ended, and said so
+    # (on a loaded host the shell may be ended before it forks).
     ended = [i["fingerprint"]["stray_processes_ended"] for i in results["iterations"]]
-    assert ended == [2, 2]
+    assert len(ended) == 2 and all(n in (1, 2) for n in ended), ended
     warnings = [
         line
         for line in lab.daemon.logs()
         if line.get("event") == "the program left processes running; the launcher ended them"
     ]
     assert [(w["job_id"], w["iteration"], w["count"]) for w in warnings] == [
-        ("detaching", 0, 2),
-        ("detaching", 1, 2),
+        ("detaching", 0, ended[0]),
+        ("detaching", 1, ended[1]),
     ]

@@ -89,8 +89,11 @@ async def test_a_detached_grandchild_is_ended_counted_and_not_measured(
     assert statistics.median(v["max_rss_kib"] for v in ours) == pytest.approx(
         statistics.median(rss), rel=0.10
     )
+    # GNU time counts in 10 ms steps, and a loaded host stretches CPU time a little: 15% or
+    # 25 ms, whichever is wider. What this checks: ending the stray adds nothing to the
+    # program's own figures.
     assert statistics.median(v["cpu_time_ms"] for v in ours) == pytest.approx(
-        statistics.median(cpu_ms), rel=0.15
+        statistics.median(cpu_ms), rel=0.15, abs=25
     )
 
 
