@@ -8,6 +8,8 @@ left out, and every view says how many were set aside and why.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import weakref
 from collections import Counter, OrderedDict
 from typing import Any
 
@@ -61,7 +63,15 @@ async def digest_of(store: Store, job: Job) -> dict[str, Any]:
     (it cannot change). Reading, decoding and summarising all run off the event loop.
     """
     loop = asyncio.get_running_loop()
-    key = (id(loop), job.id, job.attempts, job.state.value, job.finished_at)
+    # Per store (a number never reused: an id() of a closed store or loop can come back for the
+    # next one and serve another database's summary).
+    key = (
+        _STORES.setdefault(store, next(_STORE_SERIAL)),
+        job.id,
+        job.attempts,
+        job.state.value,
+        job.finished_at,
+    )
     if (kept := _FINISHED.get(key)) is not None:
         _FINISHED.move_to_end(key)
         return kept
@@ -81,6 +91,8 @@ FINISHED_KEPT = 256  # digests of finished jobs kept (a few hundred bytes per me
 _DigestKey = tuple[int, str, int, str, object]
 _FINISHED: OrderedDict[_DigestKey, dict[str, Any]] = OrderedDict()
 _RUNNING: dict[_DigestKey, asyncio.Task[dict[str, Any]]] = {}
+_STORES: weakref.WeakKeyDictionary[Store, int] = weakref.WeakKeyDictionary()
+_STORE_SERIAL = itertools.count()
 
 
 async def _digest(store: Store, job: Job) -> dict[str, Any]:
