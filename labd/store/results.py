@@ -77,7 +77,7 @@ async def digest_of(store: Store, job: Job) -> dict[str, Any]:
         return kept
     running = _RUNNING.get(key)
     if running is None:
-        running = _RUNNING[key] = loop.create_task(_digest(store, job))
+        running = _RUNNING[key] = loop.create_task(_digest(store, job), name=f"digest {job.id}")
         running.add_done_callback(lambda _: _RUNNING.pop(key, None))
     digest = await asyncio.shield(running)
     if job.state.terminal:
