@@ -24,9 +24,9 @@ from tests.integration.process.conftest import gnu_time
 DEVICE = Device(id="host-x", driver="host", platform="host")
 RUNS = 5
 
-# Holds 60 MiB and burns about 0.2 s of CPU; unless "plain", leaves `sleep <mark>` running in a
-# session of its own (setsid between two forks: the classic daemon) and deaf to SIGTERM, so
-# the launcher needs its SIGKILL; then exits.
+# Holds 60 MiB and burns about 0.2 s of CPU; unless "plain", leaves a stray running in a
+# session of its own (setsid between two forks: the classic daemon), deaf to SIGTERM (so the
+# launcher needs its SIGKILL) and burning CPU all through its grace; then exits.
 PROGRAM = """
 import os, signal, sys
 held = bytearray(60 << 20)
@@ -39,14 +39,14 @@ if sys.argv[1] != "plain":
             null = os.open(os.devnull, os.O_RDWR)  # as a daemon does: off the caller's pipes
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            os.execvp("sleep", ["sleep", sys.argv[1]])
+            os.execvp("sh", ["sh", "-c", "while :; do :; done", sys.argv[1]])
         os._exit(0)
     os.wait()
 """
 
 
 def _running(mark: str) -> list[str]:
-    """Live (not zombie) processes whose command line is exactly `sleep <mark>`."""
+    """Live (not zombie) strays: processes whose command line ends with the mark."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -56,7 +56,7 @@ def _running(mark: str) -> list[str]:
             state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
         except (OSError, IndexError):
             continue
-        if argv == [b"sleep", mark.encode()] and state not in ("Z", "X"):
+        if argv[-1:] == [mark.encode()] and state not in ("Z", "X"):
             found.append(proc.name)
     return found
 
@@ -67,8 +67,7 @@ async def test_a_detached_grandchild_is_ended_counted_and_not_measured(
 ) -> None:
     script = tmp_path / "detach.py"
     script.write_text(PROGRAM)
-    # A unique duration: only this test's strays match (GNU sleep takes a fraction).
-    mark = f"30.{uuid.uuid4().int % 10**9:09d}"
+    mark = f"stray-{uuid.uuid4()}"  # only this test's strays match
     detaching = [sys.executable, str(script), mark]
     ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests())
     s = CommandScenario(CommandParams(command=detaching), ctx)
@@ -97,11 +96,12 @@ async def test_a_detached_grandchild_is_ended_counted_and_not_measured(
     assert statistics.median(v["max_rss_kib"] for v in ours) == pytest.approx(
         statistics.median(rss), rel=0.10
     )
-    # GNU time counts in 10 ms steps, and a loaded host stretches CPU time a little: 15% or
-    # 25 ms, whichever is wider. What this checks: ending the stray adds nothing to the
-    # program's own figures.
+    # The stray burned about a second of CPU in its grace: none of it may show. The same
+    # program's CPU time on this kind of machine is bimodal (160 or 250 ms, in streaks, under
+    # either measure), so five runs are compared loosely; the launcher's accuracy itself is
+    # test_launcher's, over twenty runs.
     assert statistics.median(v["cpu_time_ms"] for v in ours) == pytest.approx(
-        statistics.median(cpu_ms), rel=0.15, abs=25
+        statistics.median(cpu_ms), rel=0.6
     )
 
 
@@ -122,7 +122,7 @@ async def test_a_time_out_during_the_strays_grace_is_not_the_programs(
     script = tmp_path / "detach.py"
     quick = PROGRAM.replace("held = bytearray(60 << 20)", "").replace("sum(range(4_000_000))", "")
     script.write_text(quick)
-    mark = f"30.{uuid.uuid4().int % 10**9:09d}"
+    mark = f"stray-{uuid.uuid4()}"
     params = CommandParams(command=[sys.executable, str(script), mark], iteration_timeout_s=0.8)
     ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests())
     s = CommandScenario(params, ctx)
