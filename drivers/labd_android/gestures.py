@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from labd.capture import Recorder
+from labd.capture import Recorder, untrustworthy
 from labd.sdk import (
     LATENCY_METRICS,
     MetricSpec,
@@ -42,7 +42,6 @@ from labd_android.sync import (
     start_recording,
     stop_recording,
 )
-from labd_browser import untrustworthy
 
 MOTION = ("unique_fps", "frame_time_p50_ms", "frame_time_p90_ms", "frame_time_p99_ms",
           "janky_frames", "missed_frames", "input_to_first_change_ms")  # fmt: skip

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from labd.capture import Recorder
+from labd.capture import Recorder, untrustworthy
 from labd.sdk import (
     LATENCY_METRICS,
     MetricSpec,
@@ -44,7 +44,6 @@ from labd_android.sync import (
     start_recording,
     stop_recording,
 )
-from labd_browser import untrustworthy
 from labd_browser.devtools import BROWSER_MARKS, cdp_timing
 from labd_browser.pageload import VISUAL
 

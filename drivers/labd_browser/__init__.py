@@ -3,6 +3,6 @@ Desktop protocol a platform driver (X11, Windows) provides for it. A library of 
 drivers, not a plugin of its own."""
 
 from labd_browser.desktop import Desktop
-from labd_browser.pageload import PageLoad, PageLoadParams, untrustworthy
+from labd_browser.pageload import PageLoad, PageLoadParams
 
-__all__ = ["Desktop", "PageLoad", "PageLoadParams", "untrustworthy"]
+__all__ = ["Desktop", "PageLoad", "PageLoadParams"]

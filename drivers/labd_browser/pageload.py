@@ -17,7 +17,15 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from labd.capture import AnalysisOptions, Artifacts, CaptureError, Recorder, VideoFile, analyze
+from labd.capture import (
+    AnalysisOptions,
+    Artifacts,
+    CaptureError,
+    Recorder,
+    VideoFile,
+    analyze,
+    untrustworthy,
+)
 from labd.sdk import (
     LATENCY_METRICS,
     TYPING_DELAY_MS,
@@ -296,22 +304,6 @@ class PageLoad(Scenario[PageLoadParams]):
         if self.profile is not None:
             await asyncio.to_thread(shutil.rmtree, self.profile, True)
             self.profile = None
-
-
-def untrustworthy(values: dict[str, float], min_sync: float, max_dropped: int) -> list[str]:
-    """Why a page load's visual metrics cannot be trusted, if they cannot."""
-    reasons = []
-    if values["sync_confidence"] < min_sync:
-        reasons.append(
-            f"sync confidence {values['sync_confidence']:.2f} below {min_sync:g}: "
-            "the green or red screen was not found clearly"
-        )
-    if values["dropped_frames"] > max_dropped:
-        reasons.append(
-            f"{values['dropped_frames']:.0f} dropped frames (more than {max_dropped}): "
-            "visual changes may have been missed"
-        )
-    return reasons
 
 
 def _is(frame: np.ndarray, rgb: tuple[int, int, int]) -> bool:

@@ -4,7 +4,13 @@ visual metrics, artifacts."""
 from labd.capture.analyze import analyze
 from labd.capture.colors import parse_color
 from labd.capture.errors import CaptureError, SyncError
-from labd.capture.findings import AnalysisOptions, Artifacts, Checkerboard, VisualMetrics
+from labd.capture.findings import (
+    AnalysisOptions,
+    Artifacts,
+    Checkerboard,
+    VisualMetrics,
+    untrustworthy,
+)
 from labd.capture.live import (
     H264Decoder,
     Recorder,
@@ -42,4 +48,5 @@ __all__ = [
     "parse_color",
     "screenrecord_command",
     "spool_summary",
+    "untrustworthy",
 ]

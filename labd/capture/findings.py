@@ -91,3 +91,19 @@ class Artifacts:
     video: Path | None = None
     heatmap: Path | None = None
     progress: Path | None = None
+
+
+def untrustworthy(values: dict[str, float], min_sync: float, max_dropped: int) -> list[str]:
+    """Why a page load's visual metrics cannot be trusted, if they cannot."""
+    reasons = []
+    if values["sync_confidence"] < min_sync:
+        reasons.append(
+            f"sync confidence {values['sync_confidence']:.2f} below {min_sync:g}: "
+            "the green or red screen was not found clearly"
+        )
+    if values["dropped_frames"] > max_dropped:
+        reasons.append(
+            f"{values['dropped_frames']:.0f} dropped frames (more than {max_dropped}): "
+            "visual changes may have been missed"
+        )
+    return reasons

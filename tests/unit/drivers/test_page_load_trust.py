@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from labd_browser import PageLoad, untrustworthy
+from labd.capture import untrustworthy
+from labd_browser import PageLoad
 
 
 def test_a_clean_load_is_trusted() -> None:
