@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from labd.process import child_setup
 from labd.sdk import Device, Driver, InfrastructureError
 from labd_browser import Desktop, PageLoad
 from labd_x11.desktop import X11Desktop
@@ -105,7 +106,11 @@ def start_xvfb(size: str) -> tuple[subprocess.Popen[bytes], str]:
     read_end, write_end = os.pipe()
     # -displayfd: Xvfb picks a free display and writes its number once it accepts clients.
     argv = [program, "-displayfd", str(write_end), "-screen", "0", f"{size}x24", "-nolisten", "tcp"]
-    process = subprocess.Popen(argv, pass_fds=(write_end,), stderr=subprocess.DEVNULL)
+    # Dies with this worker thread of the loop's executor, which lives as long as labd: a
+    # killed labd leaves no display behind (each holds 70 MB and a display number).
+    process = subprocess.Popen(
+        argv, pass_fds=(write_end,), stderr=subprocess.DEVNULL, preexec_fn=child_setup(None, False)
+    )
     os.close(write_end)
     with os.fdopen(read_end) as ready:
         number = ready.readline().strip()

@@ -4,6 +4,7 @@ stopped after, so serving never competes with the scheduler's event loop."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import signal
 import sys
@@ -12,6 +13,9 @@ from typing import Any
 
 from labd.errors import InfrastructureError
 from labd.replay.shaping import PROFILES, Profile
+
+PR_SET_PDEATHSIG = 1  # prctl(2) option
+_LIBC = ctypes.CDLL(None)  # loaded here: dlopen takes locks, not safe after fork
 
 
 class ReplayProcess:
@@ -65,7 +69,10 @@ class ReplayProcess:
     async def start(self, ready_within: float = 60.0) -> dict[str, Any]:
         """Start and wait until it listens; its own error message when it cannot."""
         self.process = await asyncio.create_subprocess_exec(
-            *self.command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+            *self.command,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            preexec_fn=_die_with_labd,
         )
         assert self.process.stdout is not None and self.process.stderr is not None
         try:
@@ -99,3 +106,10 @@ class ReplayProcess:
             return {}
         lines = [line for line in rest.decode().splitlines() if line.startswith("{")]
         return json.loads(lines[-1]) if lines else {}
+
+
+def _die_with_labd() -> None:
+    """Between fork and exec: the server gets SIGKILL when the thread that started it (the
+    event loop's, which lives as long as labd) ends, so a killed labd leaves no server holding
+    its port. A plain system call: no Python locks between fork and exec."""
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
