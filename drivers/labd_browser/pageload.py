@@ -212,9 +212,12 @@ class PageLoad(Scenario[PageLoadParams]):
             await controller.show_color(GREEN, navigator=True)
             await self._until(lambda frame: _is(frame, GREEN), 15, "the green screen did not show")
             await asyncio.to_thread(self.input.text, p.url, TYPING_DELAY_MS)  # into the green page
+            # What the screen showed before Enter: a page drawn before the first grab after
+            # it (a loaded host) must count as drawn, not as the screen it started from.
+            before = await asyncio.to_thread(self._grab)
             await controller.press("Return")
             navigated = time.monotonic() * 1000  # Enter has gone out: time zero
-            await self._until_quiet()
+            await self._until_quiet(before)
             if _is(await asyncio.to_thread(self._grab), RED):
                 raise TestFailure(
                     "the page showed the end colour itself, before labd's red screen: "
@@ -250,6 +253,7 @@ class PageLoad(Scenario[PageLoadParams]):
                 "before labd's red screen"
             )
         self.ctx.fingerprint["artifacts"] = result["artifacts"]  # kept with this iteration
+        self.ctx.fingerprint["capture_niceness"] = spool.niceness  # raised, or why it dropped
         latency = keep_latencies(take_latencies(self.input), folder, self.ctx.fingerprint)
         values = {name: float(result[name]) for name in VISUAL if result[name] is not None}
         values["sync_confidence"] = result["sync_confidence"]
@@ -265,11 +269,12 @@ class PageLoad(Scenario[PageLoadParams]):
             await asyncio.sleep(0.05)
         raise TestFailure(error)
 
-    async def _until_quiet(self) -> None:
-        """Done: the screen changed after the navigation, then stayed still for quiet_ms."""
+    async def _until_quiet(self, before: np.ndarray) -> None:
+        """Done: the screen changed from `before` (grabbed just before the navigation), then
+        stayed still for quiet_ms."""
         p = self.params
         began = time.monotonic()
-        first = previous = await asyncio.to_thread(self._grab)
+        first = previous = before
         changed = False
         still_since = time.monotonic()
         while True:

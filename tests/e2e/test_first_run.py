@@ -34,14 +34,16 @@ def bare_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def labd(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def labd(
+    env: dict[str, str], cwd: Path, *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "labd", *args],
         capture_output=True,
         text=True,
         env=env,
         cwd=cwd,
-        timeout=120,
+        timeout=timeout,
     )
 
 

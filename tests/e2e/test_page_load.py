@@ -24,6 +24,9 @@ from tests.e2e.test_first_run import free_port, labd, start_bare_daemon
 
 ROOT = Path(__file__).parents[2]
 THREE_G_RTT_MS = 300
+# Six loads, each filmed and encoded: a minute on a quiet 2-core machine, several with a
+# CPU burner beside it (the --wait and the event stream give the job as long).
+JOB_WITHIN_S = 600
 BAD_PAGES = [  # served by the replay server like any recorded page
     har_entry("GET", f"http://www.labd.test/{path}", [], b"", 200, "OK",
               [("Content-Type", "text/html")], html.encode(), "", 1)
@@ -71,6 +74,14 @@ async def run_job(
     events: list[dict[str, Any]] = []
     async with aiomqtt.Client("127.0.0.1", 1883, identifier=f"watch-{job_id}") as client:
         await client.subscribe(f"labd/v1/{lab['name']}/jobs/{job_id}/events", qos=1)
+
+        async def until_finished() -> None:
+            async for message in client.messages:
+                assert isinstance(message.payload, bytes)
+                events.append(json.loads(message.payload))
+                if events[-1]["kind"] == "finished":
+                    return
+
         submit = asyncio.create_task(
             asyncio.to_thread(
                 labd,
@@ -81,20 +92,41 @@ async def run_job(
                 "--id",
                 job_id,
                 "--wait",
+                timeout=JOB_WITHIN_S,
             )
         )
-        async with asyncio.timeout(300):
-            async for message in client.messages:
-                assert isinstance(message.payload, bytes)
-                events.append(json.loads(message.payload))
-                if events[-1]["kind"] == "finished":
-                    break
+        finished = asyncio.create_task(until_finished())
+        async with asyncio.timeout(JOB_WITHIN_S):
+            await asyncio.wait({submit, finished}, return_when=asyncio.FIRST_COMPLETED)
+            # A job that ran and failed says so on its events within moments; one that was
+            # refused never will: its words, not a long wait for events.
+            refused = (
+                not finished.done()
+                and (done := submit.result()).returncode != 0
+                and not (await asyncio.wait({finished}, timeout=30))[0]
+            )
+            if refused:
+                finished.cancel()
+                raise AssertionError(f"submit exit {done.returncode}: {done.stderr}")
+            await finished
         done = await submit
     assert (done.returncode == 0) == succeeds, done.stderr or done.stdout
     results = json.loads(
         labd(lab["env"], lab["cwd"], "jobs", "results", job_id, "--format", "json").stdout
     )
     return results, events
+
+
+def tolerant(lab: dict[str, Any], example: str) -> str:
+    """The README's example manifest, keeping iterations whose capture dropped frames. This
+    test is about the pipeline (MQTT, the shaped replay server, capture, analysis, compare);
+    on a CI machine busy with other work the capture drops frames, and by default every
+    iteration would rightly be set aside (test_page_load_trust.py checks that rule)."""
+    text = (ROOT / "examples/page" / example).read_text()
+    assert text.count("[params]\n") == 1, example
+    copy = lab["cwd"] / example
+    copy.write_text(text.replace("[params]\n", "[params]\nmax_dropped_frames = 100000\n", 1))
+    return str(copy)
 
 
 def bad_page_manifest(page: str, *params: str) -> str:
@@ -165,8 +197,8 @@ def check_job(results: dict[str, Any], events: list[dict[str, Any]]) -> list[flo
 @pytest.mark.parametrize("browser", ["chromium", "firefox"])
 async def test_page_load_over_mqtt_under_two_profiles(lab: dict[str, Any], browser: str) -> None:
     need_program("chromium" if browser == "chromium" else "firefox-esr")
-    fast_results, fast_events = await run_job(lab, f"examples/page/{browser}-none.toml")
-    slow_results, slow_events = await run_job(lab, f"examples/page/{browser}-3g.toml")
+    fast_results, fast_events = await run_job(lab, tolerant(lab, f"{browser}-none.toml"))
+    slow_results, slow_events = await run_job(lab, tolerant(lab, f"{browser}-3g.toml"))
     fast = check_job(fast_results, fast_events)
     slow = check_job(slow_results, slow_events)
     await asyncio.to_thread(check_video_over_the_api, lab, slow_results)
