@@ -253,7 +253,6 @@ class PageLoad(Scenario[PageLoadParams]):
                 "before labd's red screen"
             )
         self.ctx.fingerprint["artifacts"] = result["artifacts"]  # kept with this iteration
-        self.ctx.fingerprint["capture_niceness"] = spool.niceness  # raised, or why it dropped
         latency = keep_latencies(take_latencies(self.input), folder, self.ctx.fingerprint)
         values = {name: float(result[name]) for name in VISUAL if result[name] is not None}
         values["sync_confidence"] = result["sync_confidence"]

@@ -11,7 +11,6 @@ nominal rate.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import os
@@ -31,8 +30,6 @@ import numpy as np
 
 from labd.capture.errors import CaptureError
 from labd.sdk import CaptureSource, FrameSource, Image
-
-CAPTURE_NICENESS = -10  # ahead of ordinary work (0), behind the kernel's own threads
 
 
 class Paced(FrameSource):
@@ -196,20 +193,12 @@ class Spool:
     frames: int
     dropped: int
     error: str = ""
-    niceness: int = 0  # the recorder's (CAPTURE_NICENESS where labd may raise it)
 
     @classmethod
     def load(cls, path: Path) -> Spool:
         info = json.loads(path.with_suffix(".json").read_text())
         times = [float(line) for line in path.with_suffix(".times").read_text().split()]
-        return cls(
-            path,
-            times,
-            info["frames"],
-            info["dropped"],
-            info.get("error", ""),
-            info.get("niceness", 0),
-        )
+        return cls(path, times, info["frames"], info["dropped"], info.get("error", ""))
 
 
 def _record(
@@ -225,14 +214,8 @@ def _record(
     """The recorder process: grab thread -> bounded queue -> encoder (this thread)."""
     if cpus:  # before any thread starts: threads inherit it
         os.sched_setaffinity(0, cpus)
-    # The instrument before the load: a capture starved of CPU by something else on the host
-    # drops frames and its iteration is set aside. Raised where labd may (root or
-    # CAP_SYS_NICE); elsewhere it stays as it is, and the spool says which.
-    with contextlib.suppress(PermissionError):
-        os.setpriority(os.PRIO_PROCESS, 0, CAPTURE_NICENESS)
-    niceness = os.getpriority(os.PRIO_PROCESS, 0)
     frames: queue.Queue[tuple[float, Image] | None] = queue.Queue(maxsize=buffer)
-    counts = {"frames": 0, "dropped": 0, "niceness": niceness}
+    counts = {"frames": 0, "dropped": 0}
     error = ""
     try:
         source = spec.open()
