@@ -84,6 +84,16 @@ def scan_statistics(
     return z
 
 
+def median(values: NDArray[np.float64]) -> float:
+    """numpy's median from a partial sort, without its overhead (called at every build the
+    statistic passes the threshold)."""
+    k = values.size // 2
+    if values.size % 2:
+        return float(np.partition(values, k)[k])
+    part = np.partition(values, (k - 1, k))
+    return float(part[k - 1] + part[k]) / 2
+
+
 def detect_rank_scan(
     x: Sequence[float],
     threshold: float = SCAN_THRESHOLD,
@@ -97,12 +107,14 @@ def detect_rank_scan(
     quiet_rows: int = 20,
     restart: str = "change",
     unfolding_span: int = 10,
+    cache: dict[tuple[int, ...], tuple[NDArray[np.float64], NDArray[np.intp]]] | None = None,
 ) -> list[Alert]:
     """Alerts where the rank scan's statistic passes `threshold` and `calibrate` times the
     median of its values over the quiet builds `quiet_lag` to `quiet_span` builds before
     (at least `quiet_rows` of them, in this segment or carried from the one before). After an
     alert the scan starts afresh at the change (`restart="change"`) or after the alarm
-    (`"alarm"`, the second round's behaviour)."""
+    (`"alarm"`, the second round's behaviour). Scans of one history with other thresholds
+    share the statistics through `cache` (they depend on the segment, not on the bars)."""
     if restart not in ("change", "alarm"):
         raise ValueError(f"restart must be 'change' or 'alarm', not {restart!r}")
     values = np.asarray(x, dtype=float)
@@ -117,10 +129,25 @@ def detect_rank_scan(
         factors: dict[int, float] = {}
         found: tuple[int, int] | None = None
         for first in range(lo, n, BLOCK):
-            z = scan_statistics(
-                values, lo, first, min(n, first + BLOCK), after, before, min_after, min_before
-            )
-            strength = np.abs(z).max(axis=1)
+            key = (lo, first, after, before, min_after, min_before)
+            if cache is not None and key in cache:
+                strength, splits = cache[key]
+            else:
+                z = np.abs(
+                    scan_statistics(
+                        values,
+                        lo,
+                        first,
+                        min(n, first + BLOCK),
+                        after,
+                        before,
+                        min_after,
+                        min_before,
+                    )
+                )
+                strength, splits = z.max(axis=1), z.argmax(axis=1)
+                if cache is not None:
+                    cache[key] = (strength, splits)
             offset = first - lo
             best[offset : offset + strength.size] = strength
             for row in np.flatnonzero(strength > threshold):
@@ -145,13 +172,13 @@ def detect_rank_scan(
                 quiet = best[max(0, r - quiet_span) : max(0, r - quiet_lag)]
                 quiet = quiet[quiet > 0]
                 if quiet.size >= quiet_rows:
-                    need = calibrate * float(np.median(quiet))
+                    need = calibrate * median(quiet)
                 elif carried is not None:
                     need = calibrate * carried
                 else:
                     continue  # nothing yet says how this history's noise behaves
                 if best[r] > need:
-                    found = (lo + r, int(np.argmax(np.abs(z[row]))) + 1)
+                    found = (lo + r, int(splits[row]) + 1)
                     break
             if found:
                 break
