@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from labd.stats.alert import Alert, describe_change
 from labd.stats.cusum import MEMORY_RHO
-from labd.stats.segments import memory, onset, settled, trends
+from labd.stats.segments import median, memory, onset, settled, trends
 
 SCAN_THRESHOLD = 3.75  # chosen leave-one-family-out (benchmarks/stats/lofo_bench.py)
 HINDSIGHT = 10  # builds after an alarm that help date a creep (as the CUSUM's dating)
@@ -82,16 +82,6 @@ def scan_statistics(
     z = np.zeros((t.size, after))
     z[ok] = diagonal[keep][ok] / np.sqrt(variance[ok])
     return z
-
-
-def median(values: NDArray[np.float64]) -> float:
-    """numpy's median from a partial sort, without its overhead (called at every build the
-    statistic passes the threshold)."""
-    k = values.size // 2
-    if values.size % 2:
-        return float(np.partition(values, k)[k])
-    part = np.partition(values, (k - 1, k))
-    return float(part[k - 1] + part[k]) / 2
 
 
 def detect_rank_scan(
