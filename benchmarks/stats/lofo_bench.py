@@ -57,6 +57,8 @@ SCAN: dict[str, Any] = {
     "window": 30,
     "rank_p": None,
     "scan_restart": "change",
+    "vote_threshold": None,
+    "cycle_guard": False,
 }
 SETTINGS: list[dict[str, Any]] = [
     FIRST_ROUND,
@@ -69,6 +71,15 @@ SETTINGS: list[dict[str, Any]] = [
     {**SCAN, "quiet_span": 80},
     {**SCAN, "rank_p": 0.01},
     {**SCAN, "window": 40},
+    # Fourth round: the cycle guard, and a more sensitive rank scan whose alerts stand only
+    # when the CUSUM agrees (a vote; labd/stats/vote.py, labd/stats/cycles.py).
+    {**SCAN, "scan_threshold": 3.75, "cycle_guard": True},
+    {**SCAN, "vote_threshold": 3.0},
+    {**SCAN, "vote_threshold": 3.0, "cycle_guard": True},
+    {**SCAN, "vote_threshold": 2.75, "cycle_guard": True},
+    {**SCAN, "scan_threshold": 3.75, "vote_threshold": 3.0, "cycle_guard": True},
+    {**SCAN, "calibrate": 2.1, "vote_threshold": 3.0, "cycle_guard": True},
+    {**SCAN, "calibrate": 1.75, "vote_threshold": 3.0, "cycle_guard": True},
 ]
 
 

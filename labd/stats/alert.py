@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from labd.stats.segments import median
 from labd.stats.welch import welch_t
 
 
@@ -33,9 +34,9 @@ def describe_change(
     """An alert for a change at `index`, comparing x[start:index] with x[index:end]."""
     before = np.asarray(x[max(start, index - 30) : index], dtype=float)
     after = np.asarray(x[index:end], dtype=float)
-    base = float(np.median(before))
+    base = median(before)
     scale = abs(base) or 1.0
-    diff = float(np.median(after)) - base
+    diff = median(after) - base
     if before.size >= 2 and after.size >= 2 and (before.std() > 0 or after.std() > 0):
         test = welch_t(before, after)
         low, high, p = test.low, test.high, test.p_value

@@ -112,9 +112,23 @@ def _widened(
     if spread:
         recent_values = np.asarray(x[max(start, end - NOISE_SPAN) : end], dtype=float)
         if recent_values.size >= 10:
-            q1, q3 = np.percentile(recent_values, [25, 75])
-            sd = max(sd, float(q3 - q1) / IQR_TO_SD)
+            sd = max(sd, _interquartile(recent_values) / IQR_TO_SD)
     if long_run:
         rho = min(max(memory(x, [*segments, (start, end)], end), 0.0), MEMORY_RHO)
         sd *= math.sqrt((1 + rho) / (1 - rho))
     return sd
+
+
+def _interquartile(values: np.ndarray) -> float:
+    """The interquartile range as numpy's percentile (linear interpolation) gives it, from a
+    partial sort: this runs at every refresh of the CUSUM's scale."""
+    n = values.size
+    bounds = []
+    for q in (0.25, 0.75):
+        h = (n - 1) * q
+        lo = int(h)
+        bounds += [lo, min(lo + 1, n - 1)]
+    part = np.partition(values, sorted(set(bounds)))
+    q1 = part[bounds[0]] + ((n - 1) * 0.25 - bounds[0]) * (part[bounds[1]] - part[bounds[0]])
+    q3 = part[bounds[2]] + ((n - 1) * 0.75 - bounds[2]) * (part[bounds[3]] - part[bounds[2]])
+    return float(q3 - q1)

@@ -17,7 +17,9 @@ the change began (`index`) and when the method could first tell (`raised_at`):
 - `rank`: an online rank scan (a windowed Mann-Whitney test over every split of the recent
   builds, calibrated against its own quiet builds; see rankscan.py).
 - `ets+rank` (the default, chosen leave-one-family-out), `ets+cusum` and `ets+cusum+rank`:
-  ensembles, an alert near one already taken counting as the same change.
+  ensembles, an alert near one already taken counting as the same change. The default also
+  takes a more sensitive rank scan's alerts where the CUSUM agrees (a vote, vote.py) and drops
+  rank-scan alerts that continue a slow cycle (cycles.py).
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
   as the baseline every other method must beat.
 
@@ -35,9 +37,11 @@ from typing import Any
 from labd.stats.alert import Alert, describe_change
 from labd.stats.confirm import rank_confirmed
 from labd.stats.cusum import detect_cusum
+from labd.stats.cycles import cycle_filtered
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
 from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan
 from labd.stats.talos import detect_talos
+from labd.stats.vote import VOTE_THRESHOLD, same_change, voted
 
 __all__ = [
     "DEFAULT_METHOD",
@@ -58,6 +62,7 @@ __all__ = [
 
 METHODS = ("ets+cusum", "ets+rank", "ets+cusum+rank", "ets", "cusum", "rank", "talos")
 DEFAULT_METHOD = "ets+rank"  # chosen by benchmarks/stats/lofo_bench.py
+ENSEMBLE_SCAN_THRESHOLD = 3.5  # the rank scan's bar beside ETS and the vote (the same choice)
 
 
 def detect_ensemble(
@@ -77,11 +82,15 @@ def detect_ensemble(
     quiet_span: int = 160,
     window: int = 30,
     scan_restart: str = "change",
+    vote_threshold: float | None = None,
+    cycle_guard: bool = False,
 ) -> list[Alert]:
     """ETS for the large changes it flags within a build; the CUSUM and the rank scan for the
     small sustained shifts and creeps it cannot see. An alert within `gap` builds of one
-    already taken (ETS first, then the CUSUM, then the rank scan), or whose builds from its
-    date to its alarm hold one, is the same change. With
+    already taken (ETS first, then the CUSUM, then the rank scan, then the vote), or whose
+    builds from its date to its alarm hold one, is the same change. With `vote_threshold`, a
+    rank scan with that lower bar adds the alerts the CUSUM agrees with (vote.py); with
+    `cycle_guard`, rank-scan alerts that continue a slow cycle are dropped (cycles.py). With
     `rank_p`, an alert is reported only when the builds since the change rank on its side of
     those before (one-sided Mann-Whitney p < rank_p). (The settings were chosen by the
     detection benchmarks; docs/statistics.md says how.)"""
@@ -89,17 +98,9 @@ def detect_ensemble(
 
     def add(found: list[Alert]) -> None:
         earlier = list(taken)  # a voter's own alerts are distinct changes
-        # The same change: an alert dated near one taken, or whose evidence (from its date to
-        # the build that raised it) holds one taken.
-        taken.extend(
-            a
-            for a in found
-            if all(
-                abs(a.index - b.index) > gap and not a.index <= b.index <= a.raised_at
-                for b in earlier
-            )
-        )
+        taken.extend(a for a in found if not same_change(a, earlier, gap))
 
+    scans: dict[tuple[int, ...], Any] = {}  # the rank scans' statistics, shared
     if "ets" in voters:
         add(detect_ets(x, z=z, confirm=confirm))
     if "cusum" in voters:
@@ -118,9 +119,14 @@ def detect_ensemble(
                 after=window,
                 before=window,
                 restart=scan_restart,
+                cache=scans,
             )
         )
+    if vote_threshold is not None:
+        add(voted(x, taken, gap, vote_threshold, scans=scans))
     alerts = sorted(taken, key=lambda a: a.index)
+    if cycle_guard:
+        alerts = cycle_filtered(alerts)
     if rank_p is None:
         return alerts
     kept: list[Alert] = []
@@ -146,7 +152,14 @@ def detect(x: Sequence[float], method: str = DEFAULT_METHOD, **options: Any) -> 
     methods: dict[str, Callable[..., list[Alert]]] = {
         "ets+cusum": functools.partial(detect_ensemble, voters=("ets", "cusum")),
         # The rank scan's own evidence is a rank test: confirming it again only cost recall.
-        "ets+rank": functools.partial(detect_ensemble, voters=("ets", "rank"), rank_p=None),
+        "ets+rank": functools.partial(
+            detect_ensemble,
+            voters=("ets", "rank"),
+            rank_p=None,
+            scan_threshold=ENSEMBLE_SCAN_THRESHOLD,
+            vote_threshold=VOTE_THRESHOLD,
+            cycle_guard=True,
+        ),
         "ets+cusum+rank": functools.partial(detect_ensemble, voters=("ets", "cusum", "rank")),
         "rank": detect_rank_scan,
         "cusum": detect_cusum,

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from labd.stats.alert import Alert, describe_change
 from labd.stats.cusum import MEMORY_RHO
-from labd.stats.segments import memory, onset, settled, trends
+from labd.stats.segments import median, memory, onset, settled, trends
 
 SCAN_THRESHOLD = 3.75  # chosen leave-one-family-out (benchmarks/stats/lofo_bench.py)
 HINDSIGHT = 10  # builds after an alarm that help date a creep (as the CUSUM's dating)
@@ -97,12 +97,14 @@ def detect_rank_scan(
     quiet_rows: int = 20,
     restart: str = "change",
     unfolding_span: int = 10,
+    cache: dict[tuple[int, ...], tuple[NDArray[np.float64], NDArray[np.intp]]] | None = None,
 ) -> list[Alert]:
     """Alerts where the rank scan's statistic passes `threshold` and `calibrate` times the
     median of its values over the quiet builds `quiet_lag` to `quiet_span` builds before
     (at least `quiet_rows` of them, in this segment or carried from the one before). After an
     alert the scan starts afresh at the change (`restart="change"`) or after the alarm
-    (`"alarm"`, the second round's behaviour)."""
+    (`"alarm"`, the second round's behaviour). Scans of one history with other thresholds
+    share the statistics through `cache` (they depend on the segment, not on the bars)."""
     if restart not in ("change", "alarm"):
         raise ValueError(f"restart must be 'change' or 'alarm', not {restart!r}")
     values = np.asarray(x, dtype=float)
@@ -117,10 +119,25 @@ def detect_rank_scan(
         factors: dict[int, float] = {}
         found: tuple[int, int] | None = None
         for first in range(lo, n, BLOCK):
-            z = scan_statistics(
-                values, lo, first, min(n, first + BLOCK), after, before, min_after, min_before
-            )
-            strength = np.abs(z).max(axis=1)
+            key = (lo, first, after, before, min_after, min_before)
+            if cache is not None and key in cache:
+                strength, splits = cache[key]
+            else:
+                z = np.abs(
+                    scan_statistics(
+                        values,
+                        lo,
+                        first,
+                        min(n, first + BLOCK),
+                        after,
+                        before,
+                        min_after,
+                        min_before,
+                    )
+                )
+                strength, splits = z.max(axis=1), z.argmax(axis=1)
+                if cache is not None:
+                    cache[key] = (strength, splits)
             offset = first - lo
             best[offset : offset + strength.size] = strength
             for row in np.flatnonzero(strength > threshold):
@@ -145,13 +162,13 @@ def detect_rank_scan(
                 quiet = best[max(0, r - quiet_span) : max(0, r - quiet_lag)]
                 quiet = quiet[quiet > 0]
                 if quiet.size >= quiet_rows:
-                    need = calibrate * float(np.median(quiet))
+                    need = calibrate * median(quiet)
                 elif carried is not None:
                     need = calibrate * carried
                 else:
                     continue  # nothing yet says how this history's noise behaves
                 if best[r] > need:
-                    found = (lo + r, int(np.argmax(np.abs(z[row]))) + 1)
+                    found = (lo + r, int(splits[row]) + 1)
                     break
             if found:
                 break

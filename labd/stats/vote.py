@@ -1,0 +1,65 @@
+"""A vote: a more sensitive rank scan whose alerts stand only when the CUSUM agrees.
+
+A shift of one or two noise deviations in wide noise ranks clearly only after 10-15 builds;
+a lower bar for the rank scan finds more of them, and alone it would also follow every slow
+cycle and long tail. Its alerts are kept only when a second, different detector (the CUSUM of
+robustly standardised values, with the long-run scale and the interquartile floor) finds a
+change the same way within `within` builds of its date: the two err on different builds, so
+they rarely agree on noise (the voting ensembles of the Mozilla study, "Exploring Statistical
+Change Point Detection Techniques for Performance Anomaly Detection at Mozilla", 2026). An
+agreed alert is raised when both have raised theirs: the vote stays online.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from labd.stats.alert import Alert
+from labd.stats.cusum import detect_cusum
+from labd.stats.rankscan import detect_rank_scan
+
+VOTE_THRESHOLD = 2.75  # the sensitive scan's bar, chosen leave-one-family-out
+VOTE_WITHIN = 5  # builds between the two dates (the benchmarks' matching margin)
+
+
+def same_change(alert: Alert, taken: Sequence[Alert], gap: int) -> bool:
+    """Whether `alert` is a change already taken: dated within `gap` builds of one, or its
+    evidence (from its date to the build that raised it) holds one."""
+    return any(
+        abs(alert.index - b.index) <= gap or alert.index <= b.index <= alert.raised_at
+        for b in taken
+    )
+
+
+def voted(
+    x: Sequence[float],
+    taken: Sequence[Alert],
+    gap: int,
+    threshold: float = VOTE_THRESHOLD,
+    within: int = VOTE_WITHIN,
+    calibrate: float = 2.0,
+    window: int = 30,
+    scans: dict[tuple[int, ...], Any] | None = None,
+) -> list[Alert]:
+    """The sensitive scan's alerts that are new (not a change in `taken`) and that the CUSUM
+    agrees with. `scans` shares the rank statistics with the ensemble's own scan."""
+    sensitive = detect_rank_scan(
+        x, threshold=threshold, calibrate=calibrate, after=window, before=window, cache=scans
+    )
+    candidates = [a for a in sensitive if not same_change(a, taken, gap)]
+    if not candidates:
+        return []  # the CUSUM costs more than the scan: run it only when there is a question
+    cusum = detect_cusum(x, threshold=7.0, drift=1.1, clip=3.0, long_run=True, spread=True)
+    agreed = []
+    for alert in candidates:
+        seconds = [
+            b.raised_at
+            for b in cusum
+            if b.direction == alert.direction and abs(b.index - alert.index) <= within
+        ]
+        if seconds:
+            raised = max(alert.raised_at, min(seconds))
+            agreed.append(dataclasses.replace(alert, raised_at=raised))
+    return agreed
