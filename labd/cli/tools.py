@@ -47,7 +47,16 @@ def add_stats_commands(nouns: Any) -> None:
     detect.add_argument(
         "--method",
         # labd.stats.METHODS, spelled out: importing scipy would slow every command
-        choices=["ets+rank", "ets+cusum", "ets+cusum+rank", "ets", "cusum", "rank", "talos"],
+        choices=[
+            "ets+rank",
+            "ets+rank+vote",
+            "ets+cusum",
+            "ets+cusum+rank",
+            "ets",
+            "cusum",
+            "rank",
+            "talos",
+        ],
         default="ets+rank",
     )
     detect.add_argument("--json", action="store_true", help="print JSON")
