@@ -176,3 +176,13 @@ def test_smoothing_matches_statsmodels() -> None:
 def test_unknown_method_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown detection method 'nope'"):
         detect([1.0, 2.0], "nope")
+
+
+def test_labd_detect_offers_every_method_and_defaults_to_the_librarys() -> None:
+    from labd.cli.main import build_parser
+    from labd.stats.detection import DEFAULT_METHOD
+
+    args = build_parser().parse_args(["detect", "h.csv"])
+    assert args.method == DEFAULT_METHOD
+    for method in METHODS:
+        assert build_parser().parse_args(["detect", "h.csv", "--method", method]).method == method
