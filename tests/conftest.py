@@ -52,6 +52,9 @@ def need_service(name: str, host: str, port: int) -> None:
     pytest.skip(reason)
 
 
+STARTS_WITHIN_S = 60.0
+
+
 class LabdProcess:
     """A real `labd run` subprocess with its stderr (JSON log lines) collected to a file.
 
@@ -71,8 +74,14 @@ class LabdProcess:
             stderr=self._log_file,
             env={**os.environ, **(env or {})},
         )
-        self.port = int(self.wait_for_log("http side port listening")["port"])
-        api = self.wait_for_log("http api listening")
+        try:
+            # A daemon that does not start at all fails here; on a loaded machine a start-up
+            # (imports, the store, the broker) takes well over 15 s.
+            self.port = int(self.wait_for_log("http side port listening", STARTS_WITHIN_S)["port"])
+            api = self.wait_for_log("http api listening", STARTS_WITHIN_S)
+        except BaseException:
+            self.kill()  # not left running when the test fails to start it
+            raise
         self.api_port = int(api["port"]) if api.get("port") else None
         self.socket = Path(api["socket"])
 
