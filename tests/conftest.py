@@ -52,6 +52,15 @@ def need_service(name: str, host: str, port: int) -> None:
     pytest.skip(reason)
 
 
+def process_alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its (new) parent to reap it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
 STARTS_WITHIN_S = 60.0
 
 

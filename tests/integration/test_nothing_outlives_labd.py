@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LabdProcess
+from tests.conftest import LabdProcess, process_alive
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,22 +41,14 @@ def _until(check: Any, seconds: float) -> Any:
     return found
 
 
-def _gone(pid: int) -> bool:
-    """Exited (a zombie waiting for init counts as exited)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")
-
-
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
 def test_a_killed_labds_virtual_display_dies_with_it(start_labd: Any, labd_config: Path) -> None:
     labd_config.write_text(labd_config.read_text() + '[drivers.x11]\nxvfb = ["640x480"]\n')
     daemon: LabdProcess = start_labd()
     (display,) = _until(lambda: _children(daemon.proc.pid, "Xvfb"), 30)
     daemon.kill()
-    assert _until(lambda: _gone(display), 10), f"Xvfb {display} outlived the killed labd"
+    gone = _until(lambda: not process_alive(display), 10)
+    assert gone, f"Xvfb {display} outlived the killed labd"
 
 
 # Starts a job's replay server as the runner does, says its pid, and waits to be killed.
@@ -85,10 +77,11 @@ def test_a_killed_labds_replay_server_dies_with_it() -> None:
     try:
         assert owner.stdout is not None
         server = int(owner.stdout.readline())
-        assert not _gone(server)
+        assert process_alive(server)
         owner.send_signal(signal.SIGKILL)
         owner.wait(10)
-        assert _until(lambda: _gone(server), 10), f"replay server {server} outlived its labd"
+        gone = _until(lambda: not process_alive(server), 10)
+        assert gone, f"replay server {server} outlived its labd"
     finally:
         owner.kill()
         owner.wait(10)

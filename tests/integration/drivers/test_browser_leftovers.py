@@ -12,7 +12,7 @@ import pytest
 from labd.sdk import Device, Policy, RunContext
 from labd_browser import PageLoad, PageLoadParams
 from labd_x11 import X11Driver, X11Options
-from tests.conftest import need_program
+from tests.conftest import need_program, process_alive
 
 
 def _tree(root: int) -> list[int]:
@@ -31,15 +31,6 @@ def _tree(root: int) -> list[int]:
             found.append(pid)
             queue.append(pid)
     return found
-
-
-def _alive(pid: int) -> bool:
-    """Running, not a zombie waiting for its new parent to reap it."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 @pytest.mark.parametrize("crash", [False, True], ids=["teardown", "after-a-crash"])
@@ -66,4 +57,4 @@ async def test_no_browser_process_outlives_the_scenario(
             scenario.browser.wait(10)
     finally:
         await scenario.teardown()
-    assert [pid for pid in [main, *helpers] if _alive(pid)] == []
+    assert [pid for pid in [main, *helpers] if process_alive(pid)] == []
