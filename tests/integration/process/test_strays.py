@@ -40,14 +40,18 @@ if sys.argv[1] != "plain":
             null = os.open(os.devnull, os.O_RDWR)  # as a daemon does: off the caller's pipes
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            os.execvp("sh", ["sh", "-c", "while :; do :; done", sys.argv[1]])
+            os.execvp("sh", ["sh", "-c", "while :; do :; done", sys.argv[1]])  # STRAY + mark
         os._exit(0)
     os.wait()
 """
 
 
+STRAY = [b"sh", b"-c", b"while :; do :; done"]
+
+
 def _running(mark: str) -> list[str]:
-    """Live (not zombie) strays: processes whose command line ends with the mark."""
+    """Live (not zombie) strays: processes whose command line is exactly the stray's with the
+    mark (the program and its copies before exec carry the mark too, and are not strays)."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -57,7 +61,7 @@ def _running(mark: str) -> list[str]:
             state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
         except (OSError, IndexError):
             continue
-        if argv[-1:] == [mark.encode()] and state not in ("Z", "X"):
+        if argv == [*STRAY, mark.encode()] and state not in ("Z", "X"):
             found.append(proc.name)
     return found
 
