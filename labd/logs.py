@@ -98,7 +98,13 @@ def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[
             structlog.processors.JSONRenderer(),
         ]
     else:
-        renderer = [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
+        # Plain tracebacks: rich's, the default, show local variables (secrets again) and
+        # took 3 s of CPU to render one SQLAlchemy error, blocking the event loop meanwhile.
+        renderer = [
+            structlog.dev.ConsoleRenderer(
+                colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
+            )
+        ]
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=_shared_processors(),
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],

@@ -22,6 +22,15 @@ REQUIRE_SERVICES = os.environ.get("LABD_REQUIRE_SERVICES") == "1"
 TEST_PROGRAMS = ["sleep", "true", "python3", "touch", sys.executable]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # What runs in-process logs as `labd run` does at a terminal. structlog's own default
+    # renders tracebacks with rich: seconds of CPU each with the event loop stopped, which
+    # under load starved a test's lease heartbeats.
+    from labd.logs import configure_logging
+
+    configure_logging("info", "console")
+
+
 def policy_for_tests(*more_programs: str, **changes: Any) -> Any:
     """The job policy of test daemons (plus `more_programs`), for tests that run a scenario
     themselves."""

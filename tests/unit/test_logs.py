@@ -63,6 +63,22 @@ def test_tracebacks_are_structured_and_hold_no_local_variables(
     assert password not in json.dumps(line)
 
 
+def test_console_tracebacks_hold_no_local_variables(capsys: pytest.CaptureFixture[str]) -> None:
+    """An operator at a terminal gets a plain traceback: no local variables, which may hold
+    secrets (and which rich's default took seconds to render, with the event loop stopped)."""
+    configure_logging("info", "console")
+    log = structlog.get_logger("labd.test")
+    password = "local-secret-value"
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        log.exception("it failed")
+    err = capsys.readouterr().err
+    assert "it failed" in err and "Traceback (most recent call last)" in err
+    assert "RuntimeError: boom" in err
+    assert password not in err
+
+
 @pytest.mark.parametrize("ours", [True, False])
 def test_journald_gets_a_priority_on_every_line(tmp_path: Path, ours: bool) -> None:
     """Under systemd (JOURNAL_STREAM naming our stderr) each line starts with <N>, so
