@@ -90,6 +90,9 @@ def main(argv: list[str]) -> int:
             i += 2
     program = argv[i + 1 :]
     out = int(opts["result-fd"])
+    # Not the program's: labd reads the pipe to its end, which a stray holding it would delay
+    # for as long as the stray lives (the C launcher closes it in the child).
+    os.set_inheritable(out, False)
     report = os.fdopen(out, "w")
     libc = ctypes.CDLL(None, use_errno=True)
     user = opts.get("user")

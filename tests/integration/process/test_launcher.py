@@ -120,6 +120,19 @@ def test_a_missing_program_is_named(tmp_path: Path, launcher_kind: str) -> None:
         run.run()
 
 
+def test_the_program_gets_no_descriptor_but_its_standard_three(
+    tmp_path: Path, launcher_kind: str
+) -> None:
+    """Not the launcher's result pipe above all: labd reads that pipe to its end, so a stray
+    the launcher could not end (the launcher itself killed) would hold labd's read forever."""
+    listing = tmp_path / "fds"
+    program = "import os, sys; open(sys.argv[1], 'w').write(' '.join(os.listdir('/proc/self/fd')))"
+    usage = Launch(["python3", "-c", program, str(listing)], cwd=tmp_path, env=os.environ).run()
+    assert usage.exit_code == 0
+    # 0-2, then the file being written (3) and the listing's own descriptor (4).
+    assert sorted(listing.read_text().split()) == ["0", "1", "2", "3", "4"]
+
+
 def test_a_small_program_reads_small(tmp_path: Path) -> None:
     """The C launcher's own image is about 1.5 MB: even `true` reads as itself."""
     if shutil.which("cc") is None:

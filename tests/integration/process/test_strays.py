@@ -11,7 +11,6 @@ import signal
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,9 @@ RUNS = 5
 
 # Holds 60 MiB and burns about 0.2 s of CPU; unless "plain", leaves a stray running in a
 # session of its own (setsid between two forks: the classic daemon), deaf to SIGTERM (so the
-# launcher needs its SIGKILL) and burning CPU all through its grace; then exits.
+# launcher needs its SIGKILL) and burning CPU all through its grace; then exits. The stray's
+# pid and session go to the file named by argv[1] before the program exits: a test that looked
+# for it by command line could miss it in the middle of its exec.
 PROGRAM = """
 import os, signal, sys
 held = bytearray(60 << 20)
@@ -35,47 +36,47 @@ sum(range(4_000_000))
 if sys.argv[1] != "plain":
     if os.fork() == 0:
         os.setsid()
-        if os.fork() == 0:
+        stray = os.fork()
+        if stray == 0:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             null = os.open(os.devnull, os.O_RDWR)  # as a daemon does: off the caller's pipes
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            os.execvp("sh", ["sh", "-c", "while :; do :; done", sys.argv[1]])  # STRAY + mark
+            os.execvp("sh", ["sh", "-c", "while :; do :; done"])
+        with open(sys.argv[1], "a") as record:
+            record.write(f"{stray} {os.getpid()}\\n")
         os._exit(0)
     os.wait()
 """
 
 
-STRAY = [b"sh", b"-c", b"while :; do :; done"]
-
-
-def _running(mark: str) -> list[str]:
-    """Live (not zombie) strays: processes whose command line is exactly the stray's with the
-    mark (the program and its copies before exec carry the mark too, and are not strays)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+def _strays(record: Path) -> list[int]:
+    """The recorded strays still running: not zombies, and still in the session they were
+    started in (a pid reused meanwhile is not one of them)."""
+    alive = []
+    for line in record.read_text().splitlines() if record.exists() else []:
+        pid, session = (int(field) for field in line.split())
         try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")[:-1]
-            state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if argv == [*STRAY, mark.encode()] and state not in ("Z", "X"):
-            found.append(proc.name)
-    return found
+            stat = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # gone
+        if stat[0] not in ("Z", "X") and int(stat[3]) == session:
+            alive.append(pid)
+    return alive
 
 
-def _end(mark: str) -> None:
-    """Ends the strays GNU time left, and waits until they are gone: a busy process on a
-    loaded machine takes a while to die, and must not be read as one the launcher left."""
+def _end(record: Path) -> None:
+    """Ends the recorded strays (GNU time leaves its own), and waits until they are gone: a
+    busy process on a loaded machine takes a while to die, and must not be read as one the
+    launcher left."""
     deadline = time.monotonic() + 10
-    while stray := _running(mark):
+    while stray := _strays(record):
         assert time.monotonic() < deadline, f"strays {stray} outlived SIGKILL by 10 s"
         for pid in stray:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
+    record.unlink(missing_ok=True)
 
 
 @pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="GNU time is not installed")
@@ -84,8 +85,8 @@ async def test_a_detached_grandchild_is_ended_counted_and_not_measured(
 ) -> None:
     script = tmp_path / "detach.py"
     script.write_text(PROGRAM)
-    mark = f"stray-{uuid.uuid4()}"  # only this test's strays match
-    detaching = [sys.executable, str(script), mark]
+    record = tmp_path / "strays"
+    detaching = [sys.executable, str(script), str(record)]
     ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests())
     s = CommandScenario(CommandParams(command=detaching), ctx)
     await s.setup()
@@ -99,15 +100,17 @@ async def test_a_detached_grandchild_is_ended_counted_and_not_measured(
             # The launcher gave the stray its grace before the SIGKILL, after the program's
             # clock stopped: the grace is not the program's time.
             assert (time.monotonic() - started) * 1000 - ours[-1]["wall_time_ms"] >= 900
-            assert _running(mark) == []  # gone when the iteration returns, not some time later
+            assert _strays(record) == []  # gone when the iteration returns, not later
+            record.unlink()  # it was recorded: the program did leave one
             assert ctx.fingerprint[STRAYS] == 1
             # The same program under GNU time, which leaves its stray (ended here): like for
             # like, so what the launcher's ending of it would add is all that can differ.
             rss_kib, cpu_s = await asyncio.to_thread(gnu_time, detaching)
-            _end(mark)
+            _end(record)
             rss.append(rss_kib)
             cpu_ms.append(cpu_s * 1000)
     finally:
+        _end(record)  # a failed assertion must not leave a CPU burner behind
         await s.teardown()
     assert statistics.median(v["max_rss_kib"] for v in ours) == pytest.approx(
         statistics.median(rss), rel=0.10
@@ -138,12 +141,18 @@ async def test_a_time_out_during_the_strays_grace_is_not_the_programs(
     script = tmp_path / "detach.py"
     quick = PROGRAM.replace("held = bytearray(60 << 20)", "").replace("sum(range(4_000_000))", "")
     script.write_text(quick)
-    mark = f"stray-{uuid.uuid4()}"
-    params = CommandParams(command=[sys.executable, str(script), mark], iteration_timeout_s=0.8)
+    record = tmp_path / "strays"
+    params = CommandParams(
+        command=[sys.executable, str(script), str(record)], iteration_timeout_s=0.8
+    )
     ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy_for_tests())
     s = CommandScenario(params, ctx)
     await s.setup()
-    values = await s.run_iteration(0)
-    await s.teardown()
-    assert values["wall_time_ms"] < 800  # it did exit in time
-    assert ctx.flags == [] and ctx.fingerprint[STRAYS] == 1 and _running(mark) == []
+    try:
+        values = await s.run_iteration(0)
+        assert values["wall_time_ms"] < 800  # it did exit in time
+        assert ctx.flags == [] and ctx.fingerprint[STRAYS] == 1
+        assert _strays(record) == [] and record.exists()
+    finally:
+        _end(record)
+        await s.teardown()
