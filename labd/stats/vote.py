@@ -16,9 +16,12 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from labd.stats.alert import Alert
+import numpy as np
+
+from labd.stats.alert import Alert, describe_change, sketch_change
 from labd.stats.cusum import detect_cusum
 from labd.stats.rankscan import detect_rank_scan
+from labd.stats.segments import Values
 
 VOTE_THRESHOLD = 2.75  # the sensitive scan's bar, chosen leave-one-family-out
 VOTE_WITHIN = 5  # builds between the two dates (the benchmarks' matching margin)
@@ -45,13 +48,40 @@ def voted(
 ) -> list[Alert]:
     """The sensitive scan's alerts that are new (not a change in `taken`) and that the CUSUM
     agrees with. `scans` shares the rank statistics with the ensemble's own scan."""
+    starts: dict[int, int] = {}  # the build that raised each alert: its segment's start
+
+    def sketch(values: Values, start: int, index: int, end: int, raised: int, method: str) -> Alert:
+        starts[raised] = start
+        return sketch_change(values, start, index, end, raised, method)
+
+    # Most of the sensitive scan's alerts are changes already taken: each is described in
+    # full (its interval and confidence) only once it is a candidate.
     sensitive = detect_rank_scan(
-        x, threshold=threshold, calibrate=calibrate, after=window, before=window, cache=scans
+        x,
+        threshold=threshold,
+        calibrate=calibrate,
+        after=window,
+        before=window,
+        cache=scans,
+        describe=sketch,
     )
-    candidates = [a for a in sensitive if not same_change(a, taken, gap)]
+    values = np.asarray(x, dtype=float)
+    candidates = [
+        describe_change(values, starts[a.raised_at], a.index, a.raised_at + 1, a.raised_at, "rank")
+        for a in sensitive
+        if not same_change(a, taken, gap)
+    ]
     if not candidates:
         return []  # the CUSUM costs more than the scan: run it only when there is a question
-    cusum = detect_cusum(x, threshold=7.0, drift=1.1, clip=3.0, long_run=True, spread=True)
+    cusum = detect_cusum(
+        x,
+        threshold=7.0,
+        drift=1.1,
+        clip=3.0,
+        long_run=True,
+        spread=True,
+        until=max(a.index for a in candidates) + within,
+    )
     agreed = []
     for alert in candidates:
         seconds = [
