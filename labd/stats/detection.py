@@ -44,7 +44,7 @@ from labd.stats.cycles import cycle_filtered
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
 from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan
 from labd.stats.talos import detect_talos
-from labd.stats.vote import VOTE_THRESHOLD, same_change, voted
+from labd.stats.vote import VOTE_THRESHOLD, Taken, voted
 
 __all__ = [
     "DEFAULT_METHOD",
@@ -109,8 +109,8 @@ def detect_ensemble(
     taken: list[Alert] = []
 
     def add(found: list[Alert]) -> None:
-        earlier = list(taken)  # a voter's own alerts are distinct changes
-        taken.extend(a for a in found if not same_change(a, earlier, gap))
+        earlier = Taken(taken)  # a voter's own alerts are distinct changes
+        taken.extend(a for a in found if not earlier.holds(a, gap))
 
     scans: dict[tuple[int, ...], Any] = {}  # the rank scans' statistics, shared
     if "ets" in voters:

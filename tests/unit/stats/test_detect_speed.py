@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 
-from labd.stats.alert import describe_change, sketch_change
+from labd.stats.alert import Alert, describe_change, sketch_change
 from labd.stats.cusum import detect_cusum
+from labd.stats.cycles import last_two_raised
 from labd.stats.rankscan import blocks, scan_statistics
-from labd.stats.vote import voted
+from labd.stats.vote import Taken, voted
 
 
 def _history(seed: int, n: int = 400) -> np.ndarray:
@@ -67,3 +68,38 @@ def test_the_votes_alerts_are_described_in_full() -> None:
             found += 1
             assert math.isfinite(alert.confidence) and math.isfinite(alert.magnitude_low)
     assert found > 0
+
+
+def _random_alerts(rng: np.random.Generator, count: int) -> list[Alert]:
+    alerts = []
+    for _ in range(count):
+        index = int(rng.integers(0, 2000))
+        raised = index + int(rng.integers(0, 40))
+        magnitude = float(rng.choice([-1, 1]) * rng.uniform(0.01, 0.05))
+        method = str(rng.choice(["rank", "ets"]))
+        alerts.append(
+            Alert(index, raised, "up" if magnitude > 0 else "down", magnitude, 0, 0, 1, method)
+        )
+    return alerts
+
+
+def test_the_taken_dates_answer_as_each_alert_compared_in_turn() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        taken = _random_alerts(rng, int(rng.integers(0, 30)))
+        index = Taken(taken)
+        for alert in _random_alerts(rng, 40):
+            for gap in (0, 5, 12):
+                slow = any(
+                    abs(alert.index - b.index) <= gap or alert.index <= b.index <= alert.raised_at
+                    for b in taken
+                )
+                assert index.holds(alert, gap) == slow
+
+
+def test_the_cycle_guard_reads_the_last_two_alerts_raised_as_the_full_list_did() -> None:
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        seen = sorted(_random_alerts(rng, int(rng.integers(0, 25))), key=lambda a: a.index)
+        for by in rng.integers(0, 2100, 20):
+            assert last_two_raised(seen, int(by)) == [a for a in seen if a.raised_at <= by][-2:]
