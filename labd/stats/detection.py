@@ -21,8 +21,8 @@ the change began (`index`) and when the method could first tell (`raised_at`):
 - `ets+rank+vote`: `ets+rank` with the scan's bar at 3.5, a more sensitive rank scan whose
   alerts stand where the CUSUM agrees (a vote, vote.py), and rank-scan alerts that continue a
   slow cycle dropped (cycles.py). It finds more small shifts and raises more false alerts,
-  at 2.5 times the CPU: chosen leave-one-family-out in the fourth round, not the default
-  (docs/statistics.md says why).
+  at 1.6 times the default's CPU (2.5 before the fifth round's speed-ups): chosen
+  leave-one-family-out in the fourth round, not the default (docs/statistics.md says why).
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
   as the baseline every other method must beat.
 
