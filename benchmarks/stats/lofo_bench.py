@@ -168,14 +168,15 @@ def choose(results: dict[tuple[int, str, int], list[int]], families: list[str]) 
     return max(allowed, key=mean_f1)
 
 
-def _speed_chunk(chunk: np.ndarray) -> int:
-    return sum(len(detect(row)) for row in chunk)  # the default method, as users run it
+def _speed_chunk(task: tuple[np.ndarray, str]) -> int:
+    chunk, method = task
+    return sum(len(detect(row, method)) for row in chunk)  # as users run it
 
 
 FINAL = 0
 
 
-def speed(count: int, length: int) -> tuple[float, float]:
+def speed(count: int, length: int, method: str = DEFAULT_METHOD) -> tuple[float, float]:
     """Wall-clock seconds for `count` histories on 2 processes, and the CPU seconds they
     used (children's user + system time: what the work costs on a machine others share)."""
     per = -(-count // len(FAMILIES))
@@ -184,7 +185,7 @@ def speed(count: int, length: int) -> tuple[float, float]:
     before = os.times()
     start = time.perf_counter()
     with ProcessPoolExecutor(2) as pool:
-        list(pool.map(_speed_chunk, np.array_split(data, 16)))
+        list(pool.map(_speed_chunk, [(chunk, method) for chunk in np.array_split(data, 16)]))
     wall = time.perf_counter() - start
     after = os.times()
     cpu = (after.children_user - before.children_user) + (
@@ -205,6 +206,7 @@ def main() -> None:
     parser.add_argument("--speed-series", type=int, default=10_000)
     parser.add_argument("--no-tcpd", action="store_true")
     parser.add_argument("--speed-only", action="store_true", help="time the default alone")
+    parser.add_argument("--speed-method", default=DEFAULT_METHOD, help="the method timed")
     parser.add_argument("--quick", action="store_true", help="the tuning seeds' quick loop")
     args = parser.parse_args()
     if args.quick:
@@ -212,7 +214,7 @@ def main() -> None:
             quick(pool)
         return
     if args.speed_only:
-        report_speed(args.speed_series)
+        report_speed(args.speed_series, args.speed_method)
         return
     families = list(FAMILIES)
     with ProcessPoolExecutor(2) as pool:
@@ -260,14 +262,14 @@ def main() -> None:
         )
         print(published_comparison(tcpd))
     if args.speed_series:
-        report_speed(args.speed_series)
+        report_speed(args.speed_series, args.speed_method)
 
 
-def report_speed(count: int) -> None:
+def report_speed(count: int, method: str = DEFAULT_METHOD) -> None:
     load = os.getloadavg()[0]
-    seconds, cpu = speed(count, 500)
+    seconds, cpu = speed(count, 500, method)
     print(
-        f"speed: {count:,} histories x 500 builds (all families), default {DEFAULT_METHOD}: "
+        f"speed: {count:,} histories x 500 builds (all families), {method}: "
         f"{seconds:.1f} s wall clock on 2 processes, {cpu:.1f} s of CPU in them "
         f"(load average {load:.2f} before, {os.getloadavg()[0]:.2f} after)"
     )

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from labd.stats.segments import median
+from labd.stats.segments import Values, median
 from labd.stats.welch import welch_t
 
 
@@ -29,7 +28,7 @@ class Alert:
 
 
 def describe_change(
-    x: Sequence[float], start: int, index: int, end: int, raised_at: int, method: str
+    x: Values, start: int, index: int, end: int, raised_at: int, method: str
 ) -> Alert:
     """An alert for a change at `index`, comparing x[start:index] with x[index:end]."""
     before = np.asarray(x[max(start, index - 30) : index], dtype=float)
@@ -51,5 +50,26 @@ def describe_change(
         magnitude_low=low / scale,
         magnitude_high=high / scale,
         confidence=1 - p if math.isfinite(p) else 0.0,
+        method=method,
+    )
+
+
+def sketch_change(
+    x: Values, start: int, index: int, end: int, raised_at: int, method: str
+) -> Alert:
+    """describe_change's alert without its interval and confidence (NaN): the direction and
+    magnitude alone, for a scan whose alerts are mostly dropped before anyone reads them
+    (describe_change with the same arguments completes one)."""
+    before = np.asarray(x[max(start, index - 30) : index], dtype=float)
+    base = median(before)
+    diff = median(np.asarray(x[index:end], dtype=float)) - base
+    return Alert(
+        index=index,
+        raised_at=raised_at,
+        direction="up" if diff > 0 else "down",
+        magnitude=diff / (abs(base) or 1.0),
+        magnitude_low=math.nan,
+        magnitude_high=math.nan,
+        confidence=math.nan,
         method=method,
     )

@@ -36,7 +36,7 @@ def cycle_filtered(alerts: Sequence[Alert]) -> list[Alert]:
     seen: list[Alert] = []
     kept: list[Alert] = []
     for alert in sorted(alerts, key=lambda a: a.index):
-        prior = [a for a in seen if a.raised_at <= alert.raised_at]
+        prior = last_two_raised(seen, alert.raised_at)
         cycling = False
         if len(prior) >= 2:
             second, last = prior[-2], prior[-1]
@@ -48,3 +48,15 @@ def cycle_filtered(alerts: Sequence[Alert]) -> list[Alert]:
             kept.append(alert)
         seen.append(alert)
     return kept
+
+
+def last_two_raised(seen: Sequence[Alert], by: int) -> list[Alert]:
+    """The last two of `seen` (in their order) raised by build `by`: from the end, as most
+    are (a long history has thousands of alerts, and each verdict needs only two)."""
+    found: list[Alert] = []
+    for a in reversed(seen):
+        if a.raised_at <= by:
+            found.insert(0, a)
+            if len(found) == 2:
+                break
+    return found

@@ -21,8 +21,8 @@ the change began (`index`) and when the method could first tell (`raised_at`):
 - `ets+rank+vote`: `ets+rank` with the scan's bar at 3.5, a more sensitive rank scan whose
   alerts stand where the CUSUM agrees (a vote, vote.py), and rank-scan alerts that continue a
   slow cycle dropped (cycles.py). It finds more small shifts and raises more false alerts,
-  at 2.5 times the CPU: chosen leave-one-family-out in the fourth round, not the default
-  (docs/statistics.md says why).
+  at 1.6 times the default's CPU (2.5 before the fifth round's speed-ups): chosen
+  leave-one-family-out in the fourth round, not the default (docs/statistics.md says why).
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
   as the baseline every other method must beat.
 
@@ -44,7 +44,7 @@ from labd.stats.cycles import cycle_filtered
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
 from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan
 from labd.stats.talos import detect_talos
-from labd.stats.vote import VOTE_THRESHOLD, same_change, voted
+from labd.stats.vote import VOTE_THRESHOLD, Taken, voted
 
 __all__ = [
     "DEFAULT_METHOD",
@@ -109,8 +109,8 @@ def detect_ensemble(
     taken: list[Alert] = []
 
     def add(found: list[Alert]) -> None:
-        earlier = list(taken)  # a voter's own alerts are distinct changes
-        taken.extend(a for a in found if not same_change(a, earlier, gap))
+        earlier = Taken(taken)  # a voter's own alerts are distinct changes
+        taken.extend(a for a in found if not earlier.holds(a, gap))
 
     scans: dict[tuple[int, ...], Any] = {}  # the rank scans' statistics, shared
     if "ets" in voters:

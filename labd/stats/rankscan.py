@@ -27,18 +27,19 @@ All splits at all builds come from one pass over the sign matrix of each build a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from labd.stats.alert import Alert, describe_change
 from labd.stats.cusum import MEMORY_RHO
-from labd.stats.segments import median, memory, onset, settled, trends
+from labd.stats.segments import Values, median, memory, onset, settled, trends
 
 SCAN_THRESHOLD = 3.75  # chosen leave-one-family-out (benchmarks/stats/lofo_bench.py)
 HINDSIGHT = 10  # builds after an alarm that help date a creep (as the CUSUM's dating)
 BLOCK = 256  # rows of the scan computed at once
+FIRST_BLOCK = 64  # rows of a segment's first block (see blocks)
 MEMORY_LAG = 10  # builds before a row left out of its autocorrelation estimate
 
 
@@ -84,6 +85,13 @@ def scan_statistics(
     return z
 
 
+def blocks(lo: int, n: int) -> list[int]:
+    """The first builds of the blocks a segment from `lo` is scanned in: a short one first
+    (most segments alarm within a few dozen builds, and a segment is scanned afresh after
+    each alarm), then BLOCK builds at a time. The statistics do not depend on the blocks."""
+    return [lo, *range(lo + FIRST_BLOCK, n, BLOCK)] if lo + FIRST_BLOCK < n else [lo]
+
+
 def detect_rank_scan(
     x: Sequence[float],
     threshold: float = SCAN_THRESHOLD,
@@ -98,13 +106,16 @@ def detect_rank_scan(
     restart: str = "change",
     unfolding_span: int = 10,
     cache: dict[tuple[int, ...], tuple[NDArray[np.float64], NDArray[np.intp]]] | None = None,
+    describe: Callable[[Values, int, int, int, int, str], Alert] = describe_change,
 ) -> list[Alert]:
     """Alerts where the rank scan's statistic passes `threshold` and `calibrate` times the
     median of its values over the quiet builds `quiet_lag` to `quiet_span` builds before
     (at least `quiet_rows` of them, in this segment or carried from the one before). After an
     alert the scan starts afresh at the change (`restart="change"`) or after the alarm
     (`"alarm"`, the second round's behaviour). Scans of one history with other thresholds
-    share the statistics through `cache` (they depend on the segment, not on the bars)."""
+    share the statistics through `cache` (they depend on the segment, not on the bars);
+    `describe` makes each alert from describe_change's arguments (the scan reads only its
+    direction)."""
     if restart not in ("change", "alarm"):
         raise ValueError(f"restart must be 'change' or 'alarm', not {restart!r}")
     values = np.asarray(x, dtype=float)
@@ -118,7 +129,7 @@ def detect_rank_scan(
         best = np.zeros(n - lo)  # the scan's statistic at each build of the segment
         factors: dict[int, float] = {}
         found: tuple[int, int] | None = None
-        for first in range(lo, n, BLOCK):
+        for first in blocks(lo, n):
             key = (lo, first, after, before, min_after, min_before)
             if cache is not None and key in cache:
                 strength, splits = cache[key]
@@ -128,7 +139,7 @@ def detect_rank_scan(
                         values,
                         lo,
                         first,
-                        min(n, first + BLOCK),
+                        min(n, first + (FIRST_BLOCK if first == lo else BLOCK)),
                         after,
                         before,
                         min_after,
@@ -140,25 +151,11 @@ def detect_rank_scan(
                     cache[key] = (strength, splits)
             offset = first - lo
             best[offset : offset + strength.size] = strength
-            for row in np.flatnonzero(strength > threshold):
-                r = offset + int(row)
-                if lo + r <= passed:
-                    continue  # a build already passed: an alert there would not be online
-                # Correlated noise: the long-run deviation of AR(1) noise, from the lag-1
-                # autocorrelation of the recent segments up to MEMORY_LAG builds before
-                # (measured once per 10 builds, and only where the statistic could pass).
-                bucket = r // 10 * 10
-                if bucket not in factors:
-                    end = max(lo, lo + bucket - MEMORY_LAG)
-                    rho = (
-                        memory(x, [*segments, (lo, end)], end)
-                        if end - lo >= 10 or segments
-                        else 0.0
-                    )
-                    rho = min(max(rho, 0.0), MEMORY_RHO)
-                    factors[bucket] = math.sqrt((1 + rho) / (1 - rho))
-                if strength[row] <= threshold * factors[bucket]:
-                    continue
+            rows = np.flatnonzero(strength > threshold)
+            for row in rows[rows > passed - lo - offset]:  # not a build already passed: an
+                r = offset + int(row)  # alert there would not be online
+                # Against this history's noise first (the cheaper test): calibrate times the
+                # median statistic over the quiet builds before.
                 quiet = best[max(0, r - quiet_span) : max(0, r - quiet_lag)]
                 quiet = quiet[quiet > 0]
                 if quiet.size >= quiet_rows:
@@ -167,7 +164,22 @@ def detect_rank_scan(
                     need = calibrate * carried
                 else:
                     continue  # nothing yet says how this history's noise behaves
-                if best[r] > need:
+                if best[r] <= need:
+                    continue
+                # Correlated noise: the long-run deviation of AR(1) noise, from the lag-1
+                # autocorrelation of the recent segments up to MEMORY_LAG builds before
+                # (measured once per 10 builds, and only where the statistic could pass).
+                bucket = r // 10 * 10
+                if bucket not in factors:
+                    end = max(lo, lo + bucket - MEMORY_LAG)
+                    rho = (
+                        memory(values, [*segments, (lo, end)], end)
+                        if end - lo >= 10 or segments
+                        else 0.0
+                    )
+                    rho = min(max(rho, 0.0), MEMORY_RHO)
+                    factors[bucket] = math.sqrt((1 + rho) / (1 - rho))
+                if strength[row] > threshold * factors[bucket]:
                     found = (lo + r, int(splits[row]) + 1)
                     break
             if found:
@@ -183,9 +195,9 @@ def detect_rank_scan(
         # Dated by the split with the strongest evidence, or where a ramp began when a
         # flat-then-straight line fits better (with up to HINDSIGHT builds after the alarm,
         # as the CUSUM dates a creep); never before the builds that set the reference.
-        index = onset(x, lo, min(n, t + 1 + HINDSIGHT), t - length + 1)
+        index = onset(values, lo, min(n, t + 1 + HINDSIGHT), t - length + 1)
         index = min(max(index, lo + min_before), t)
-        alert = describe_change(x, lo, index, t + 1, t, "rank")
+        alert = describe(values, lo, index, t + 1, t, "rank")
         unfolding = bool(
             restart == "change"
             and alerts
@@ -194,12 +206,12 @@ def detect_rank_scan(
         )
         # As the CUSUM's: an alarm dated at the first monitored build while the history's
         # first builds already trend its way is a trend the history began with (GDP, CO2).
-        inherited = lo == 0 and index == min_before and trends(x[:min_before], alert.direction)
+        inherited = lo == 0 and index == min_before and trends(values[:min_before], alert.direction)
         passed = t
         if not (unfolding or inherited):
             alerts.append(alert)
             segments.append((lo, index))
         # Afresh at the change; after the alarm where nothing new was reported.
         at_change = restart == "change" and not (unfolding or inherited)
-        lo = settled(x, index if at_change else t + 1, alert.direction)
+        lo = settled(values, index if at_change else t + 1, alert.direction)
     return alerts

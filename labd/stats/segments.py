@@ -11,11 +11,15 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import special, stats
 
 MAD_TO_SD = 1.4826
 TREND_P, TREND_WINDOW = 0.05, 20  # chosen by the detection benchmark (15/30, 0.01 did worse)
 NOISE_SPAN = 60  # builds whose noise the wandering gate and a fresh start's scale pool
+
+# A history as the helpers take it: slices of an array are views, of a list copies.
+Values = Sequence[float] | NDArray[np.float64]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -39,7 +43,12 @@ def median(values: np.ndarray) -> float:
     return float(part[k - 1] + part[k]) / 2
 
 
-def robust_level(x: Sequence[float]) -> tuple[float, float]:
+def mean(values: np.ndarray) -> float:
+    """numpy's mean (the same pairwise sum, divided by the count) without its overhead."""
+    return float(np.add.reduce(values)) / values.size
+
+
+def robust_level(x: Values) -> tuple[float, float]:
     """Median and a robust standard deviation: the larger of the MAD's and the one from
     successive differences, so a handful of values cannot claim the noise is tiny."""
     a = np.asarray(x, dtype=float)
@@ -50,7 +59,7 @@ def robust_level(x: Sequence[float]) -> tuple[float, float]:
     return med, sd or max(abs(med) * 1e-6, 1e-12)
 
 
-def trends(values: Sequence[float], direction: str) -> bool:
+def trends(values: Values, direction: str) -> bool:
     """Whether a straight line through the values slopes in `direction` (p < TREND_P): the
     least-squares slope's t-test in closed form (scipy's linregress costs ten times more)."""
     y = np.asarray(values, dtype=float)
@@ -58,17 +67,18 @@ def trends(values: Sequence[float], direction: str) -> bool:
         return False  # no residual left to test a slope against
     k = np.arange(y.size) - (y.size - 1) / 2
     sxx = float(k @ k)
-    slope = float(k @ (y - y.mean())) / sxx
+    centred = y - mean(y)
+    slope = float(k @ centred) / sxx
     if slope == 0 or (slope > 0) != (direction == "up"):
         return False
-    sse = float(np.sum((y - y.mean() - slope * k) ** 2))
+    sse = float(np.add.reduce((centred - slope * k) ** 2))
     if sse <= 0:
         return True  # a perfect line
     t = slope / math.sqrt(sse / (y.size - 2) / sxx)
     return bool(2 * special.stdtr(y.size - 2, -abs(t)) < TREND_P)
 
 
-def settled(x: Sequence[float], start: int, direction: str) -> int:
+def settled(x: Values, start: int, direction: str) -> int:
     """Where to start afresh after an alert: the first window of TREND_WINDOW builds from
     `start` with no trend in the alert's direction. A creep still unfolding after its alert is
     the same change, not the next one; a move back (a revert) is a new one."""
@@ -78,14 +88,14 @@ def settled(x: Sequence[float], start: int, direction: str) -> int:
     return p
 
 
-def recent(x: Sequence[float], segments: list[tuple[int, int]], end: int) -> list[np.ndarray]:
+def recent(x: Values, segments: list[tuple[int, int]], end: int) -> list[np.ndarray]:
     """The values of each segment between changes, (start, end) pairs, that fall within the
     last NOISE_SPAN builds before `end`."""
     since = end - NOISE_SPAN
     return [np.asarray(x[max(a, since) : b], dtype=float) for a, b in segments if b > since]
 
 
-def memory(x: Sequence[float], segments: list[tuple[int, int]], index: int) -> float:
+def memory(x: Values, segments: list[tuple[int, int]], index: int) -> float:
     """The lag-1 autocorrelation of the noise before a change at `index`: the residuals of a
     straight line fitted to each segment (so that neither an earlier change nor an unfinished
     creep counts), pooled over the recent segments. About 0 for independent noise, high for a
@@ -97,14 +107,14 @@ def memory(x: Sequence[float], segments: list[tuple[int, int]], index: int) -> f
         # The residuals of the least-squares line, in closed form (numpy's polyfit costs
         # ten times more and this runs at every refresh of a noise scale).
         k = np.arange(segment.size) - (segment.size - 1) / 2
-        centred = segment - segment.mean()
+        centred = segment - mean(segment)
         residual = centred - k * (float(k @ centred) / float(k @ k))
-        lag += float((residual[1:] * residual[:-1]).sum())
-        energy += float((residual * residual).sum())
+        lag += float(np.add.reduce(residual[1:] * residual[:-1]))
+        energy += float(np.add.reduce(residual * residual))
     return lag / energy if energy > 0 else 0.0
 
 
-def noise_scale(x: Sequence[float], segments: list[tuple[int, int]], end: int) -> float:
+def noise_scale(x: Values, segments: list[tuple[int, int]], end: int) -> float:
     """A robust standard deviation from the successive differences within the recent
     segments (0 when there are too few); differences do not see the segments' levels."""
     diffs = [np.diff(segment) for segment in recent(x, segments, end) if segment.size >= 2]
@@ -113,7 +123,7 @@ def noise_scale(x: Sequence[float], segments: list[tuple[int, int]], end: int) -
 
 
 def fresh_start(
-    x: Sequence[float], start: int, warmup: int, segments: list[tuple[int, int]]
+    x: Values, start: int, warmup: int, segments: list[tuple[int, int]]
 ) -> tuple[float, float]:
     """Level and noise of a segment from its first `warmup` builds; after a change, the noise
     no smaller than the recent segments show: a change moves the level, not the noise, and a
@@ -124,7 +134,7 @@ def fresh_start(
     return level, sd
 
 
-def onset(x: Sequence[float], start: int, end: int, index: int) -> int:
+def onset(x: Values, start: int, end: int, index: int) -> int:
     """Where a change in x[start:end] began, when a ramp explains the values better than a
     step: the bend of the best flat-then-straight line (least squares over every bend), else
     `index`. A creep has no step; the sum that alarmed on it left zero long after it began."""
