@@ -29,6 +29,24 @@ def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
     return event
 
 
+def _masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value, _secrets)
+    if isinstance(value, list):
+        return [_masked(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _masked(item) for key, item in value.items()}
+    return value
+
+
+def _redact_exception(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """The rendered traceback, masked: an exception's message can quote a secret (a database
+    URL with its password), and it is rendered after the other fields were masked."""
+    if "exception" in event:
+        event["exception"] = _masked(event["exception"])
+    return event
+
+
 def _shared_processors() -> list[Any]:
     return [
         structlog.contextvars.merge_contextvars,
@@ -95,15 +113,18 @@ def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[
         tracebacks = structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
         renderer = [
             structlog.processors.ExceptionRenderer(tracebacks),
+            _redact_exception,
             structlog.processors.JSONRenderer(),
         ]
     else:
         # Plain tracebacks: rich's, the default, show local variables (secrets again) and
         # took 3 s of CPU to render one SQLAlchemy error, blocking the event loop meanwhile.
         renderer = [
+            structlog.processors.format_exc_info,
+            _redact_exception,
             structlog.dev.ConsoleRenderer(
                 colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
-            )
+            ),
         ]
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=_shared_processors(),

@@ -70,6 +70,21 @@ def test_tracebacks_hold_no_local_variables(capsys: pytest.CaptureFixture[str], 
         assert "RuntimeError: boom" in err
 
 
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_an_exception_quoting_a_secret_is_masked(
+    capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    configure_logging("info", fmt, secrets=["hunter2-secret"])
+    log = structlog.get_logger("labd.test")
+    try:
+        raise ConnectionError("postgresql://u:UrlPassw0rd9@db/x refused hunter2-secret")
+    except ConnectionError:
+        log.exception("cannot reach the store")
+    err = capsys.readouterr().err
+    assert "refused" in err  # the message is there, its secrets are not
+    assert "UrlPassw0rd9" not in err and "hunter2-secret" not in err
+
+
 @pytest.mark.parametrize("ours", [True, False])
 def test_journald_gets_a_priority_on_every_line(tmp_path: Path, ours: bool) -> None:
     """Under systemd (JOURNAL_STREAM naming our stderr) each line starts with <N>, so
