@@ -37,6 +37,12 @@ class Samples:
     higher_is_better: dict[str, bool] = field(default_factory=dict)
 
 
+# Magnitudes the statistics handle: their squares and sums stay finite and normal, so no
+# variance overflows to inf (a step at 1e300 went unseen) and no noise scale underflows (at
+# 1e-302 ordinary noise raised six false alerts).
+LARGEST, SMALLEST = 1e100, 1e-100
+
+
 def _number(text: str, where: str, metric: str = "") -> float:
     try:
         value = float(text)
@@ -44,6 +50,11 @@ def _number(text: str, where: str, metric: str = "") -> float:
         raise DataError(f"{where}: not a number: {text!r}") from None
     if not math.isfinite(value):
         raise DataError(f"{where}: not a finite number: {text!r}")
+    if abs(value) > LARGEST or 0 < abs(value) < SMALLEST:
+        raise DataError(
+            f"{where}: {value:g} is out of range: magnitudes from {SMALLEST:g} to {LARGEST:g}"
+            " (or 0); give the values in another unit"
+        )
     if value < 0 and TIME_METRIC.search(metric):
         raise DataError(f"{where}: negative duration {value:g} for {metric!r}")
     return value

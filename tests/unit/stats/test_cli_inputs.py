@@ -28,6 +28,16 @@ def test_bad_sample_files_name_the_file_line_and_reason(tmp_path: Path) -> None:
         "nan.csv": ("1\n2\nnan\n", "nan.csv: line 3: not a finite number: 'nan'"),
         "inf.csv": ("1\ninf\n", "inf.csv: line 2: not a finite number: 'inf'"),
         "text.csv": ("1\nabc\n", "text.csv: line 2: not a number: 'abc'"),
+        "huge.csv": (
+            "1\n1.2e300\n",
+            "huge.csv: line 2: 1.2e+300 is out of range: magnitudes from 1e-100 to 1e+100"
+            " (or 0); give the values in another unit",
+        ),
+        "tiny.csv": (
+            "0\n-3e-302\n",
+            "tiny.csv: line 2: -3e-302 is out of range: magnitudes"
+            " from 1e-100 to 1e+100 (or 0); give the values in another unit",
+        ),
         "neg.csv": (
             "metric,value\nload_ms,5\nload_ms,-3\n",
             "neg.csv: line 3: negative duration -3 for 'load_ms'",
