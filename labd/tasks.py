@@ -106,3 +106,33 @@ class TaskSet:
             _, pending = await asyncio.wait(tasks, timeout=grace)
             for task in pending:
                 log.warning("task ignored cancellation", task=task.get_name())
+
+
+class Failures:
+    """A loop's failures, logged without flooding: the first of a kind with its traceback, the
+    same error again as one line with the count so far, and the recovery. A database away for
+    a minute used to write a 100-line traceback every second from each loop."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.count = 0
+        self._last: tuple[type[BaseException], str] | None = None
+
+    def failed(self, error: Exception, **fields: Any) -> None:
+        self.count += 1
+        kind = (type(error), str(error))
+        if kind != self._last:
+            self._last = kind
+            log.error(f"{self.what} failed; trying again", exc_info=error, **fields)
+        else:
+            log.warning(
+                f"{self.what} failed again; trying again",
+                error=repr(error),
+                failures=self.count,
+                **fields,
+            )
+
+    def succeeded(self) -> None:
+        if self.count:
+            log.info(f"{self.what} works again", failures=self.count)
+        self.count, self._last = 0, None

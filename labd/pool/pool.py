@@ -16,7 +16,7 @@ from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckF
 from labd.model import AdminState, Device, DeviceState
 from labd.sdk import Driver, PowerControl
 from labd.store import Store
-from labd.tasks import TaskSet
+from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.pool")
 
@@ -77,14 +77,16 @@ class Pool:
             await _quietly(control.close(), "closing power control")
 
     async def _every(self, interval: float, action: Callable[[], Awaitable[None]]) -> None:
+        failures = Failures(f"pool pass {action.__name__}")
         while True:
             await asyncio.sleep(interval)
             try:
                 await action()
-            except Exception:
+                failures.succeeded()
+            except Exception as e:
                 # One bad pass (a plugin bug, a database hiccup) must not end the loop that
                 # looks after every device of the host.
-                log.exception("pool pass failed; trying again", action=action.__name__)
+                failures.failed(e)
 
     # Discovery and health -------------------------------------------------------------------
 

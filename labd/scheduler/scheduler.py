@@ -35,7 +35,7 @@ from labd.runner import Outcome, run_job
 from labd.scheduler.start_check import start_check
 from labd.scheduler.submit import JobService
 from labd.store import Lease, LeaseLost, Store
-from labd.tasks import TaskSet
+from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.scheduler")
 
@@ -124,13 +124,15 @@ class Scheduler:
     # Dispatch -------------------------------------------------------------------------------
 
     async def _dispatch_loop(self) -> None:
+        failures = Failures("dispatch")
         while True:
             # Cleared before dispatching: a wake-up that comes during the pass is kept.
             self._wake.clear()
             try:
                 await self.dispatch()
-            except Exception:
-                log.exception("dispatch failed; trying again")
+                failures.succeeded()
+            except Exception as e:
+                failures.failed(e)
             # Also poll once a second: other hosts queue jobs in the shared database too.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(1.0):
@@ -177,12 +179,14 @@ class Scheduler:
         return True
 
     async def _reap_loop(self) -> None:
+        failures = Failures("lease reaper")
         while True:
             await asyncio.sleep(self.settings.reap_interval_s)
             try:
                 await self.reap()
-            except Exception:
-                log.exception("lease reaper failed; trying again")
+                failures.succeeded()
+            except Exception as e:
+                failures.failed(e)
 
     async def reap(self) -> None:
         """Take back jobs whose lease expired (their daemon died or hung)."""

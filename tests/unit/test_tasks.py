@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import structlog.testing
 
 import labd.tasks
 from labd.events import ComponentDown, ComponentUp, EventBus
-from labd.tasks import TaskSet
+from labd.tasks import Failures, TaskSet
 
 
 async def test_a_crashing_loop_is_restarted_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,3 +57,25 @@ async def test_a_loop_that_returns_is_restarted_too(monkeypatch: pytest.MonkeyPa
     await asyncio.wait_for(heard.get(), 5)
     assert runs >= 2
     await tasks.cancel_all()
+
+
+def test_a_loop_failing_the_same_way_logs_one_traceback_then_one_line_each() -> None:
+    """A database away for a minute: the first failure with its traceback, the repeats as
+    a line with the count, a new error with its traceback again, and the recovery."""
+    failures = Failures("dispatch")
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(3):
+            failures.failed(ConnectionResetError(104, "Connection reset by peer"))
+        failures.failed(TimeoutError("no answer"))
+        failures.succeeded()
+        failures.succeeded()  # nothing to say when nothing had failed
+    assert [(e["log_level"], e["event"]) for e in logs] == [
+        ("error", "dispatch failed; trying again"),
+        ("warning", "dispatch failed again; trying again"),
+        ("warning", "dispatch failed again; trying again"),
+        ("error", "dispatch failed; trying again"),
+        ("info", "dispatch works again"),
+    ]
+    assert [e.get("failures") for e in logs] == [None, 2, 3, None, 4]
+    assert isinstance(logs[0]["exc_info"], ConnectionResetError)
+    assert "exc_info" not in logs[1] and "Connection reset" in logs[1]["error"]
