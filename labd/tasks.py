@@ -113,8 +113,8 @@ class Failures:
     same error again as one line with the count so far, and the recovery. A database away for
     a minute used to write a 100-line traceback every second from each loop."""
 
-    def __init__(self, what: str) -> None:
-        self.what = what
+    def __init__(self, what: str, logger: Any = log) -> None:
+        self.what, self.log = what, logger  # the loop's own logger names its module
         self.count = 0
         self._last: tuple[type[BaseException], str] | None = None
 
@@ -123,9 +123,9 @@ class Failures:
         kind = (type(error), str(error))
         if kind != self._last:
             self._last = kind
-            log.error(f"{self.what} failed; trying again", exc_info=error, **fields)
+            self.log.error(f"{self.what} failed; trying again", exc_info=error, **fields)
         else:
-            log.warning(
+            self.log.warning(
                 f"{self.what} failed again; trying again",
                 error=repr(error),
                 failures=self.count,
@@ -134,5 +134,5 @@ class Failures:
 
     def succeeded(self) -> None:
         if self.count:
-            log.info(f"{self.what} works again", failures=self.count)
+            self.log.info(f"{self.what} works again", failures=self.count)
         self.count, self._last = 0, None

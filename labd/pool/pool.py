@@ -77,7 +77,7 @@ class Pool:
             await _quietly(control.close(), "closing power control")
 
     async def _every(self, interval: float, action: Callable[[], Awaitable[None]]) -> None:
-        failures = Failures(f"pool pass {action.__name__}")
+        failures = Failures(f"pool pass {action.__name__}", log)
         while True:
             await asyncio.sleep(interval)
             try:

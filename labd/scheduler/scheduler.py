@@ -124,7 +124,7 @@ class Scheduler:
     # Dispatch -------------------------------------------------------------------------------
 
     async def _dispatch_loop(self) -> None:
-        failures = Failures("dispatch")
+        failures = Failures("dispatch", log)
         while True:
             # Cleared before dispatching: a wake-up that comes during the pass is kept.
             self._wake.clear()
@@ -179,7 +179,7 @@ class Scheduler:
         return True
 
     async def _reap_loop(self) -> None:
-        failures = Failures("lease reaper")
+        failures = Failures("lease reaper", log)
         while True:
             await asyncio.sleep(self.settings.reap_interval_s)
             try:
