@@ -6,12 +6,11 @@ from __future__ import annotations
 import shutil
 import signal
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import LabdProcess
-from tests.integration.recovery.test_takeover import config, wait_job
+from tests.integration.recovery.test_takeover import config, wait_job, wait_until
 
 # Each run of the measured program notes its pid when it starts and again if it ends.
 PROGRAM = (
@@ -31,15 +30,6 @@ def measured(log: Path, seconds: float, iterations: int, **device: str) -> dict[
         "params": {"command": ["python3", "-c", PROGRAM, str(log), str(seconds)]},
         "device": {"platform": "host", **device},
     }
-
-
-def wait_until(check: Any, within: float = 60) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if result := check():
-            return result
-        time.sleep(0.1)
-    raise AssertionError("condition never met")
 
 
 def test_a_host_frozen_past_its_lease_writes_nothing_and_kills_its_program(

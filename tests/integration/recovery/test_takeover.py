@@ -38,6 +38,15 @@ def sleeper(iterations: int) -> dict[str, Any]:
     }
 
 
+def wait_until(check: Any, within: float = 60) -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if result := check():
+            return result
+        time.sleep(0.1)
+    raise AssertionError("condition never met")
+
+
 def wait_job(daemon: LabdProcess, job_id: str, states: set[str], within: float = 60) -> Any:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -65,7 +74,8 @@ def test_a_killed_hosts_job_is_taken_over_after_its_lease_expires(
     assert a.post("/api/v1/jobs", {"id": "victim", "spec": sleeper(8)})[0] == 201
     running = wait_job(a, "victim", {"running"})
     assert running["lease_owner"] == "host-a"
-    time.sleep(1)
+    # Host a has done part of the job (a second on a quiet machine; under load, longer).
+    wait_until(lambda: a.get("/api/v1/jobs/victim/results")[1]["iterations"])
     a.kill()  # SIGKILL: no goodbye, the lease just stops being renewed
     killed_at = time.monotonic()
 
