@@ -22,13 +22,29 @@ REQUIRE_SERVICES = os.environ.get("LABD_REQUIRE_SERVICES") == "1"
 TEST_PROGRAMS = ["sleep", "true", "python3", "touch", sys.executable]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # What runs in-process logs as `labd run` does at a terminal. structlog's own default
-    # renders tracebacks with rich: seconds of CPU each with the event loop stopped, which
-    # under load starved a test's lease heartbeats.
+def tests_logging() -> None:
+    """What runs in-process logs as `labd run` does at a terminal. structlog's own default
+    renders tracebacks with rich: seconds of CPU each with the event loop stopped, which under
+    load starved a test's lease heartbeats. Loggers are not cached, so a test's
+    `capture_logs` sees a module logger another test has used before."""
+    import structlog
+
     from labd.logs import configure_logging
 
     configure_logging("info", "console")
+    structlog.configure(cache_logger_on_first_use=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    tests_logging()
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """A test that configures logging itself (JSON, a level, secrets, a `capsys` stream that
+    closes when it ends) leaves the next test the usual configuration."""
+    yield
+    tests_logging()
 
 
 def policy_for_tests(*more_programs: str, **changes: Any) -> Any:
