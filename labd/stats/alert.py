@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from labd.stats.plain import finite
 from labd.stats.segments import Values, median
 from labd.stats.welch import welch_t
 
@@ -24,7 +25,7 @@ class Alert:
     method: str
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return finite(asdict(self))
 
 
 def describe_change(

@@ -19,6 +19,7 @@ from scipy import stats
 from labd.stats.comparison import choose_method, hodges_lehmann, welch
 from labd.stats.diagnostics import as_array
 from labd.stats.modality import mode_count
+from labd.stats.plain import finite
 
 SIZES = (3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 125, 150, 200)
 
@@ -37,7 +38,7 @@ class Calibration:
         out = asdict(self)
         out["class"] = out.pop("klass")
         out["power"] = {str(k): v for k, v in self.power.items()}
-        return out
+        return finite(out)
 
 
 def distribution_class(values: ArrayLike, effect: float = 0.01) -> str:

@@ -23,6 +23,7 @@ from labd.stats.bootstrap import median_resamples
 from labd.stats.diagnostics import as_array, diagnose, tukey_outliers
 from labd.stats.modality import mode_count
 from labd.stats.pairwise import pairwise_median, pairwise_quantiles
+from labd.stats.plain import finite
 from labd.stats.summary import Summary, summarize
 from labd.stats.welch import welch_t
 
@@ -70,10 +71,7 @@ class Comparison:
         out = {k: v for k, v in self.__dict__.items() if k not in ("base", "new")}
         out["base"] = self.base.as_dict() if self.base else None
         out["new"] = self.new.as_dict() if self.new else None
-        return {
-            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-            for k, v in out.items()
-        }
+        return finite(out)
 
 
 def choose_method(
@@ -101,7 +99,10 @@ def welch(base: NDArray[np.float64], new: NDArray[np.float64], alpha: float) -> 
     if mb == 0:  # a ratio to zero (values around 0, a count that stayed 0): none to give
         return Interval("welch", w.diff, w.low, w.high, math.nan, math.nan, math.nan, w.p_value)
     ratio_low, ratio_high = _fieller(mb, mn, w.var_base, w.var_new, w.quantile)
-    return Interval("welch", w.diff, w.low, w.high, mn / mb, ratio_low, ratio_high, w.p_value)
+    ratio = mn / mb
+    if mb < 0:  # new / base runs against the values below 0: -12 / -10 is 1.2 for a fall
+        ratio, ratio_low, ratio_high = 2 - ratio, 2 - ratio_high, 2 - ratio_low
+    return Interval("welch", w.diff, w.low, w.high, ratio, ratio_low, ratio_high, w.p_value)
 
 
 def _fieller(mb: float, mn: float, vb: float, vn: float, t: float) -> tuple[float, float]:
@@ -148,10 +149,13 @@ def bootstrap(
     q = [100 * alpha / 2, 100 * (1 - alpha / 2)]
     low, high = np.percentile(mn - mb, q)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio_low, ratio_high = np.percentile(mn / mb, q)
+        # 1 + change relative to the baseline's size: new / base above 0, and rising with the
+        # values below it too.
+        ratio_low, ratio_high = np.percentile(1 + (mn - mb) / np.abs(mb), q)
     p = float(stats.mannwhitneyu(new, base, alternative="two-sided").pvalue)
     diff = float(np.median(new) - np.median(base))
-    ratio = float(np.median(new) / np.median(base)) if np.median(base) else math.nan
+    scale = abs(float(np.median(base)))
+    ratio = 1 + diff / scale if scale else math.nan
     return Interval("bootstrap", diff, low, high, ratio, ratio_low, ratio_high, p)
 
 
@@ -256,13 +260,17 @@ def _degenerate(
         return "inconclusive", f"too few values (base {b.size}, new {n.size}; need 2 or more each)"
     if np.ptp(b) == 0 and np.ptp(n) == 0:
         result.method = "exact"
-        result.estimate = result.ci_low = result.ci_high = float(n[0] - b[0])
-        ratio = float(n[0] / b[0]) if b[0] else math.nan
+        diff = float(n[0] - b[0])
+        result.estimate = result.ci_low = result.ci_high = diff
+        ratio = 1 + diff / abs(b[0]) if b[0] else math.nan
         result.ratio = result.ratio_ci_low = result.ratio_ci_high = ratio
-        if n[0] == b[0]:
+        if diff == 0:
             return "no change", "zero variance: both samples hold one identical value"
-        if not math.isfinite(ratio) or abs(ratio - 1) <= effect:
+        if b[0] and abs(ratio - 1) <= effect:
             return "no change", "zero variance: both samples are constant and within the effect"
-        worse = (ratio > 1) != hib
-        return ("regression" if worse else "improvement"), "zero variance: both samples constant"
+        worse = (diff > 0) != hib
+        # From a constant 0 (a count of errors or dropped frames) any other constant is a
+        # change of unbounded relative size.
+        reason = "zero variance: both samples constant" + ("" if b[0] else f", from 0 to {n[0]:g}")
+        return ("regression" if worse else "improvement"), reason
     return None

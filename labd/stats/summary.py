@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from labd.stats.bootstrap import median_resamples
+from labd.stats.plain import finite
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Summary:
     median_ci: tuple[float, float]  # 95%, percentile bootstrap
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return finite(asdict(self))  # the cov of a mean of 0 is null
 
 
 def median_ci(a: np.ndarray, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:

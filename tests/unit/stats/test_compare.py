@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -101,3 +102,36 @@ def test_a_baseline_mean_of_zero_is_inconclusive_not_a_crash() -> None:
         assert result.verdict in ("inconclusive", "no change"), (method, result)
     (welch_result,) = compare({"m": (base, new, False)}, method="welch")
     assert welch_result.reason == "the baseline's mean is 0: a relative change is undefined"
+
+
+def test_a_count_that_leaves_zero_is_a_change() -> None:
+    """Dropped frames 0 in every iteration, then 2 in every one: a regression, not "no
+    change" (the relative change is unbounded, the absolute one exact)."""
+    worse = one([0.0] * 10, [2.0] * 10)
+    assert worse.verdict == "regression" and "from 0 to 2" in worse.reason  # type: ignore[attr-defined]
+    assert worse.estimate == 2.0  # type: ignore[attr-defined]
+    better = one([3.0] * 10, [0.0] * 10)
+    assert better.verdict == "improvement"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("method", ["welch", "hodges-lehmann", "bootstrap", "auto"])
+def test_values_below_zero_keep_their_direction(method: str) -> None:
+    """A signed metric (an offset in ms) going from -10 to -12 fell by 20%: lower is better,
+    so it improved. new / base is +20% there, and Welch and the bootstrap once said
+    regression while Hodges-Lehmann said improvement."""
+    rng = np.random.default_rng(3)
+    base, new = rng.normal(-10, 0.1, 20), rng.normal(-12, 0.1, 20)
+    (result,) = compare({"m": (base, new, False)}, method=method)  # type: ignore[arg-type]
+    assert result.verdict == "improvement", result
+    assert result.ratio_ci_low < result.ratio < result.ratio_ci_high < 1
+    assert result.ratio == pytest.approx(0.8, abs=0.01)
+    constant = one([-10.0] * 5, [-12.0] * 5)
+    assert constant.verdict == "improvement" and constant.ratio == pytest.approx(0.8)  # type: ignore[attr-defined]
+
+
+def test_json_of_a_comparison_has_no_nan() -> None:
+    """Python writes a bare NaN that JSON parsers reject: the coefficient of variation of a
+    metric that stays 0 is null."""
+    row = one([0.0] * 5, [1.0] * 5).as_dict()  # type: ignore[attr-defined]
+    text = json.dumps(row, allow_nan=False)  # raises on NaN or infinity
+    assert json.loads(text)["base"]["cov"] is None
