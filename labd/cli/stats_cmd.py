@@ -19,7 +19,9 @@ def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any
     # A job id never holds "/" (labd.model.ids): anything path-like is a file, missing or not.
     if path.exists() or "/" in arg or path.suffix in (".csv", ".json", ".txt"):
         if not path.is_file():
-            raise UsageError(f"{arg}: no such file")
+            raise UsageError(
+                f"{arg}: {'a directory, not a file' if path.is_dir() else 'no such file'}"
+            )
         results = _result_json(path)
         if results is None:
             return read_samples(path), None
@@ -35,7 +37,7 @@ def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any
 
 def _result_json(path: Path) -> dict[str, Any] | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
         data = json.loads(text) if text.lstrip().startswith("{") else None
     except (OSError, UnicodeDecodeError, ValueError):
         return None  # read_samples names the problem

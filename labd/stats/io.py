@@ -62,11 +62,17 @@ def _number(text: str, where: str, metric: str = "") -> float:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark.
+        return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read: {e}") from e
+    except UnicodeDecodeError as e:
+        raise DataError(
+            f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
+            'save it as UTF-8 (a spreadsheet\'s "CSV UTF-8")'
+        ) from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot read: {e.strerror or e}") from e
 
 
 def read_samples(path: Path) -> Samples:

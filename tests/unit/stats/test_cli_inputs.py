@@ -129,3 +129,28 @@ def test_calibrate_reports_iterations_per_component(tmp_path: Path) -> None:
     (component,) = json.loads(result.stdout)["components"]
     assert component["component"] == "page_a" and component["class"] == "tight normal"
     assert 3 <= component["n"] <= 15
+
+
+def test_a_spreadsheets_csv_utf8_is_read_and_other_encodings_are_named(tmp_path: Path) -> None:
+    """Excel's "CSV UTF-8" starts with a byte-order mark; UTF-16 is refused by name, and a
+    directory is not "no such file"."""
+    good = write(tmp_path / "good.csv", "\n".join(str(v) for v in range(1, 11)))
+    marked = tmp_path / "excel.csv"
+    marked.write_bytes(b"\xef\xbb\xbf" + "\n".join(str(v) for v in range(1, 11)).encode())
+    same = labd("compare", good, str(marked), "--json")
+    assert same.returncode == 0, same.stderr
+    (row,) = json.loads(same.stdout)["metrics"]
+    assert (row["n_new"], row["new"]["mean"], row["estimate"]) == (10, 5.5, 0.0)
+    history = tmp_path / "history.csv"
+    history.write_bytes(b"\xef\xbb\xbfseries,build,value\n" + b"s,1,5\ns,2,5\n")
+    assert labd("detect", str(history)).returncode == 0
+    wide = tmp_path / "utf16.csv"
+    wide.write_text("1\n2\n3\n", encoding="utf-16")
+    refused = labd("compare", good, str(wide))
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        f"{wide}: not UTF-8 text (byte 0xff at offset 0); save it as UTF-8"
+        ' (a spreadsheet\'s "CSV UTF-8")'
+    )
+    folder = labd("compare", good, str(tmp_path))
+    assert (folder.returncode, folder.stderr.strip()) == (2, f"{tmp_path}: a directory, not a file")
