@@ -24,12 +24,14 @@ import contextlib
 import errno
 import hashlib
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -44,6 +46,11 @@ __all__ = ["Launch", "RunAs", "Usage", "launcher_command"]
 SOURCE = Path(__file__).with_name("launch.c")
 FALLBACK = Path(__file__).with_name("launch_fallback.py")
 STOP_GRACE_S = 5.0  # after SIGTERM, how long the launcher may take to report
+REPORT_GRACE_S = 30.0  # after the iteration's time-out, how long it may take to report
+# A launcher ended by one of these failed itself (a bug, the host): the device is to blame.
+CRASH_SIGNALS = frozenset(
+    {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE, signal.SIGILL, signal.SIGSYS}
+)
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,7 @@ class Launch:
         if timeout_s is not None:
             options += ["--timeout-ms", str(max(1, round(timeout_s * 1000)))]
         self._prefix, self._options, self.argv = list(prefix), options, argv
+        self._timeout_s = timeout_s
         self.cwd, self.env, self.stdout, self.stderr = cwd, dict(env), stdout, stderr
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
@@ -182,15 +190,40 @@ class Launch:
                     raise InfrastructureError(f"cannot start the launcher: {e}") from e
             os.close(write_end)
             write_end = -1
-            with os.fdopen(read_end, "rb") as results:
-                read_end = -1
-                line = results.read().decode(errors="replace").strip()
+            line = self._report(read_end)
+            if not line.startswith(("ok ", "error ")):
+                self._end_leftovers()  # it died without ending what it started
             self._proc.wait()
         finally:
             for fd in (read_end, write_end):
                 if fd >= 0:
                     os.close(fd)
         return self._parse(line)
+
+    def _report(self, fd: int) -> str:
+        """The launcher's one-line report, read until it closes the pipe. With a time-out, a
+        launcher still silent well past it has been stopped (kill -STOP $PPID from the
+        program), and the iteration fails rather than the job waiting for its own time-out:
+        the launcher is resumed and told to stop, so it ends the program and its strays as
+        usual, and killed if it does not."""
+        assert self._proc is not None
+        if self._timeout_s is None:
+            return _read_to_end(fd, None) or ""
+        line = _read_to_end(fd, time.monotonic() + self._timeout_s + REPORT_GRACE_S)
+        if line is not None:
+            return line
+        for sig in (signal.SIGTERM, signal.SIGCONT):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._proc.pid, sig)
+        if _read_to_end(fd, time.monotonic() + STOP_GRACE_S) is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            self._end_leftovers()
+        self._proc.wait()
+        raise TestFailure(
+            f"the launcher gave no report {REPORT_GRACE_S:g} s after the iteration's time-out: "
+            "it had been stopped (kill -STOP from the program?); the run was ended"
+        )
 
     def _parse(self, line: str) -> Usage:
         kind, _, rest = line.partition(" ")
@@ -213,9 +246,24 @@ class Launch:
         if self._stopping:
             raise TestFailure("stopped")
         assert self._proc is not None
-        raise InfrastructureError(
-            f"the launcher ended without a report (status {self._proc.returncode})"
-        )
+        status = self._proc.returncode
+        if status < 0 and -status not in CRASH_SIGNALS:
+            # Sent by someone else: the program can reach its parent (kill -9 $PPID), and the
+            # kernel's OOM killer acts for its memory. The device is not at fault.
+            raise TestFailure(
+                f"the launcher was killed by {signal.Signals(-status).name}, not by labd: the "
+                "program or a process it started killed it, or the kernel ended it for memory "
+                "(see the kernel log)"
+            )
+        raise InfrastructureError(f"the launcher ended without a report (status {status})")
+
+    def _end_leftovers(self) -> None:
+        """Once the launcher is dead (not yet reaped, so its pid cannot be reused), end what
+        is left in its session: the program and whatever it started that did not detach."""
+        assert self._proc is not None
+        with contextlib.suppress(ChildProcessError):  # already reaped by stop()
+            os.waitid(os.P_PID, self._proc.pid, os.WEXITED | os.WNOWAIT)
+        end_session(self._proc.pid)
 
     def stop(self) -> None:
         """Kill the program and what it started; the launcher still reports (then is killed
@@ -232,3 +280,53 @@ class Launch:
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _read_to_end(fd: int, deadline: float | None) -> str | None:
+    """Everything written to fd until its writers close it, or None at `deadline`."""
+    chunks: list[bytes] = []
+    ready = select.poll()  # not select(): a busy daemon's descriptors pass 1024
+    ready.register(fd, select.POLLIN)
+    while True:
+        wait = None if deadline is None else max(0, round((deadline - time.monotonic()) * 1000))
+        if not ready.poll(wait):
+            if wait == 0:
+                return None
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return b"".join(chunks).decode(errors="replace").strip()
+        chunks.append(chunk)
+
+
+def end_session(session: int, rounds: int = 100) -> int:
+    """SIGKILL every live process of `session` until none is left (a forking one may add
+    more between rounds); how many there were."""
+    ended: set[int] = set()
+    for _ in range(rounds):
+        found = _session_members(session)
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        ended |= found
+        time.sleep(0.01)
+    return len(ended)
+
+
+def _session_members(session: int) -> set[int]:
+    """Live (not zombie) processes whose session is `session`, from /proc/PID/stat."""
+    members = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_bytes()
+        except OSError:
+            continue  # it ended meanwhile
+        # After the command name, which may hold spaces and brackets: state ppid pgrp session
+        state, _, _, sid = stat[stat.rindex(b")") + 2 :].split()[:4]
+        if int(sid) == session and state not in (b"Z", b"X"):
+            members.add(int(entry.name))
+    return members

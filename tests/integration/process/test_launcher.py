@@ -120,6 +120,41 @@ def test_a_missing_program_is_named(tmp_path: Path, launcher_kind: str) -> None:
         run.run()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def test_a_program_that_kills_its_launcher_fails_the_test_not_the_device(
+    tmp_path: Path, launcher_kind: str
+) -> None:
+    """kill -9 $PPID from the program: a test failure (a device would be quarantined for an
+    infrastructure one), and what the program had started is ended with it."""
+    child = tmp_path / "child"
+    program = f"sleep 300 & echo $! > {child}; kill -9 $PPID; sleep 300"
+    run = Launch(["sh", "-c", program], cwd=tmp_path, env=os.environ, timeout_s=60)
+    with pytest.raises(TestFailure, match="the launcher was killed by SIGKILL, not by labd"):
+        run.run()
+    assert not _alive(int(child.read_text()))
+
+
+def test_a_program_that_stops_its_launcher_fails_after_the_time_out(
+    tmp_path: Path, launcher_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -STOP $PPID: the stopped launcher can no longer time the program out; labd ends
+    the run a grace after the iteration's time-out, not at the job's (an hour)."""
+    monkeypatch.setattr(launcher, "REPORT_GRACE_S", 1.0)
+    child = tmp_path / "child"
+    program = f"sleep 300 & echo $! > {child}; kill -STOP $PPID; sleep 300"
+    run = Launch(["sh", "-c", program], cwd=tmp_path, env=os.environ, timeout_s=1)
+    with pytest.raises(TestFailure, match="it had been stopped"):
+        run.run()
+    assert not _alive(int(child.read_text()))
+
+
 def test_the_program_gets_no_descriptor_but_its_standard_three(
     tmp_path: Path, launcher_kind: str
 ) -> None:
