@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -76,26 +78,40 @@ async def test_bad_exit_status_is_a_test_failure_with_stderr(tmp_path: Path) -> 
 
 
 async def test_iteration_timeout_kills_the_program_and_flags_its_values(tmp_path: Path) -> None:
+    first, second = unique_sleep(), unique_sleep()
     s = await scenario(
-        tmp_path, command=["sh", "-c", "sleep 31 & sleep 30"], iteration_timeout_s=0.3
+        tmp_path, command=["sh", "-c", f"sleep {first} & sleep {second}"], iteration_timeout_s=0.3
     )
     values = await asyncio.wait_for(s.run_iteration(0), 5)
     assert s.ctx.flags == ["timed out after 0.3 s (the run was killed)"]
     assert 300 <= values["wall_time_ms"] < 2000
-    out = await asyncio.create_subprocess_exec("pgrep", "-f", "^sleep 3[01]$", stdout=-1)
-    assert (await out.communicate())[0] == b""  # what the program started is gone too
+    assert await sleeping(first) == await sleeping(second) == b""  # what it started is gone too
 
 
 async def test_cancelling_an_iteration_kills_the_program(tmp_path: Path) -> None:
-    s = await scenario(tmp_path, command=["sleep", "30"])
+    duration = unique_sleep()
+    s = await scenario(tmp_path, command=["sleep", duration])
     task = asyncio.get_running_loop().create_task(s.run_iteration(0))
     await asyncio.sleep(0.2)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     await asyncio.sleep(0.2)
-    out = await asyncio.create_subprocess_exec("pgrep", "-f", "^sleep 30$", stdout=-1)
-    assert (await out.communicate())[0] == b""
+    assert await sleeping(duration) == b""
+
+
+def unique_sleep() -> str:
+    """A sleep of about 30 s that only this test starts: a `sleep 30` elsewhere on the machine
+    (another suite, a user) once failed these tests."""
+    return f"30.{uuid.uuid4().int % 10**9:09d}"
+
+
+async def sleeping(duration: str) -> bytes:
+    """The pids of `sleep duration` processes still running."""
+    out = await asyncio.create_subprocess_exec(
+        "pgrep", "-f", f"^sleep {re.escape(duration)}$", stdout=-1
+    )
+    return (await out.communicate())[0]
 
 
 def test_submit_time_checks_name_what_is_wrong() -> None:
