@@ -128,9 +128,10 @@ def hodges_lehmann(base: NDArray[np.float64], new: NDArray[np.float64], alpha: f
         log_low, log_high = pairwise_quantiles(log_new, log_base, [k, m * n - 1 - k])
         ratio = math.exp(pairwise_median(log_new, log_base))
         ratio_low, ratio_high = math.exp(log_low), math.exp(log_high)
-    else:
-        scale = abs(float(np.median(base))) or 1.0
+    elif scale := abs(float(np.median(base))):
         ratio, ratio_low, ratio_high = 1 + estimate / scale, 1 + low / scale, 1 + high / scale
+    else:  # a median of 0: a relative change is undefined, as for Welch's mean of 0
+        ratio = ratio_low = ratio_high = math.nan
     return Interval("hodges-lehmann", estimate, low, high, ratio, ratio_low, ratio_high, p)
 
 
@@ -182,7 +183,8 @@ def judge(
     """The verdict from the ratio interval against the equivalence band [1-effect, 1+effect]."""
     low, high = iv.ratio_low, iv.ratio_high
     if math.isnan(iv.ratio):
-        return "inconclusive", "the baseline's mean is 0: a relative change is undefined"
+        location = "mean" if iv.method == "welch" else "median"
+        return "inconclusive", f"the baseline's {location} is 0: a relative change is undefined"
     if not (math.isfinite(low) and math.isfinite(high)):
         return "inconclusive", "the interval is unbounded: the baseline is too noisy"
     # A significant change is reported when it may reach the effect of interest (its

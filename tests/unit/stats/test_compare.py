@@ -102,6 +102,12 @@ def test_a_baseline_mean_of_zero_is_inconclusive_not_a_crash() -> None:
         assert result.verdict in ("inconclusive", "no change"), (method, result)
     (welch_result,) = compare({"m": (base, new, False)}, method="welch")
     assert welch_result.reason == "the baseline's mean is 0: a relative change is undefined"
+    # Its median is 0 too: Hodges-Lehmann once read a shift of 0.5 as +50%, and with enough
+    # iterations called it a regression.
+    for n in (20, 200):
+        (robust,) = compare({"m": ([-1.0, 0.0, 1.0] * n, [-0.5, 0.5, 1.5] * n, False)})
+        assert robust.method == "hodges-lehmann" and robust.verdict == "inconclusive", robust
+        assert robust.reason == "the baseline's median is 0: a relative change is undefined"
 
 
 def test_a_count_that_leaves_zero_is_a_change() -> None:
