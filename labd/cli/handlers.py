@@ -19,6 +19,28 @@ def name_arg(value: str) -> str:
     return value
 
 
+def fraction(value: str) -> float:
+    """A number strictly between 0 and 1 (an effect, a significance level, a rate)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0 < number < 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {value}")
+    return number
+
+
+def count(value: str) -> int:
+    """A whole number from 1 to 1,000,000."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if not 1 <= number <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 1000000, got {value}")
+    return number
+
+
 def lazy(target: str) -> Handler:
     """A handler that imports "module:function" only when called."""
 

@@ -9,23 +9,18 @@ from typing import Any
 
 from labd.errors import EXIT_NEGATIVE, UsageError
 from labd.report import comparability, one_variant
-from labd.stats import Samples, read_samples, samples_from_results
+from labd.stats import Samples, read_sample_file, read_samples, samples_from_results
 
 
 def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any] | None]:
     """A file, or else the id of a job the running daemon knows (JOB@base or JOB@new: one
     side of an A/B job); with the job's results when there are any (a result JSON or a job)."""
     path = Path(arg)
-    # A job id never holds "/" (labd.model.ids): anything path-like is a file, missing or not.
+    # A job id never holds "/" (labd.model.ids): anything path-like is a file, missing or not
+    # (or a pipe: <(labd jobs results ID --format json)).
     if path.exists() or "/" in arg or path.suffix in (".csv", ".json", ".txt"):
-        if not path.is_file():
-            raise UsageError(
-                f"{arg}: {'a directory, not a file' if path.is_dir() else 'no such file'}"
-            )
-        results = _result_json(path)
-        if results is None:
-            return read_samples(path), None
-        return samples_from_results(results, path.name), results
+        samples, results = read_sample_file(path)
+        return samples, None if results is None else _records(results, path.name)
     from labd.cli.client import Client
 
     job_id, _, variant = arg.partition("@")
@@ -35,20 +30,29 @@ def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any
     return samples_from_results(results, f"job {arg}"), results
 
 
-def _result_json(path: Path) -> dict[str, Any] | None:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-        data = json.loads(text) if text.lstrip().startswith("{") else None
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None  # read_samples names the problem
-    return data if isinstance(data, dict) and "iterations" in data else None
+def _records(results: dict[str, Any], name: str) -> dict[str, Any]:
+    """A result JSON whose iterations are whole records, as `labd jobs results` writes them
+    (what the comparison says beside its verdicts reads their conditions and flags)."""
+    from pydantic import ValidationError
+
+    from labd.model import Iteration
+
+    for number, record in enumerate(results["iterations"]):
+        try:
+            Iteration.model_validate(record)
+        except ValidationError as e:
+            problem = e.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise UsageError(
+                f"{name}: iteration {number}: {where}: {problem['msg']} (expected the JSON of "
+                "`labd jobs results ID --format json`)"
+            ) from None
+    return results
 
 
 def compare(args: argparse.Namespace) -> int:
     from labd.stats import compare as run_compare
 
-    if not 0 < args.effect < 1:
-        raise UsageError(f"--effect must be a fraction between 0 and 1, got {args.effect}")
     (base, base_results), (new, new_results) = _samples(args.base, args), _samples(args.new, args)
     shared = [m for m in base.values if m in new.values]
     if args.metric:
@@ -170,10 +174,13 @@ def calibrate(args: argparse.Namespace) -> int:
     from labd.stats import calibrate as run_calibrate
 
     samples = read_samples(Path(args.file))
-    results = [
-        run_calibrate(name, values, effect=args.effect, target=args.detection, draws=args.draws)
-        for name, values in samples.values.items()
-    ]
+    try:
+        results = [
+            run_calibrate(name, values, effect=args.effect, target=args.detection, draws=args.draws)
+            for name, values in samples.values.items()
+        ]
+    except ValueError as e:  # a pilot it cannot use: too short, around 0
+        raise UsageError(f"{args.file}: {e}") from None
     if args.json:
         print(json.dumps({"components": [r.as_dict() for r in results]}, indent=2))
         return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labd.cli.handlers import lazy, name_arg
+from labd.cli.handlers import count, fraction, lazy, name_arg
 
 
 def add_stats_commands(nouns: Any) -> None:
@@ -18,11 +18,11 @@ def add_stats_commands(nouns: Any) -> None:
     compare.add_argument("new", help="candidate: a file or a job id")
     compare.add_argument(
         "--effect",
-        type=float,
+        type=fraction,
         default=0.01,
         help="smallest relative change that matters (default 0.01 = 1%%)",
     )
-    compare.add_argument("--alpha", type=float, default=0.05, help="significance (default 0.05)")
+    compare.add_argument("--alpha", type=fraction, default=0.05, help="significance (default 0.05)")
     compare.add_argument(
         "--method", choices=["auto", "welch", "hodges-lehmann", "bootstrap"], default="auto"
     )
@@ -71,7 +71,7 @@ def add_stats_commands(nouns: Any) -> None:
         "-o", "--output", help="file to write (default report-JOB.html, or report-JOB-JOB2.html)"
     )
     report.add_argument("--force", action="store_true", help="replace an existing file")
-    report.add_argument("--effect", type=float, default=0.01, help="effect of interest")
+    report.add_argument("--effect", type=fraction, default=0.01, help="effect of interest")
     report.set_defaults(handler=lazy("labd.cli.report_cmd:report"))
 
     calibrate = nouns.add_parser(
@@ -80,11 +80,11 @@ def add_stats_commands(nouns: Any) -> None:
         description="Power by resampling a pilot: the smallest n that detects the effect.",
     )
     calibrate.add_argument("file", help="pilot samples: CSV (metric,value) or labd result JSON")
-    calibrate.add_argument("--effect", type=float, default=0.01, help="default 0.01 (1%%)")
+    calibrate.add_argument("--effect", type=fraction, default=0.01, help="default 0.01 (1%%)")
     calibrate.add_argument(
-        "--detection", type=float, default=0.95, help="target detection rate (default 0.95)"
+        "--detection", type=fraction, default=0.95, help="target detection rate (default 0.95)"
     )
-    calibrate.add_argument("--draws", type=int, default=200, help="simulations per size")
+    calibrate.add_argument("--draws", type=count, default=200, help="simulations per size")
     calibrate.add_argument("--json", action="store_true", help="print JSON")
     calibrate.set_defaults(handler=lazy("labd.cli.stats_cmd:calibrate"))
 

@@ -10,7 +10,14 @@ from labd.stats.comparison import Comparison, compare
 from labd.stats.detection import DEFAULT_METHOD, METHODS, detect
 from labd.stats.diagnostics import Finding, diagnose, tukey_outliers
 from labd.stats.ets import prediction_band
-from labd.stats.io import DataError, Samples, read_history, read_samples, samples_from_results
+from labd.stats.io import (
+    DataError,
+    Samples,
+    read_history,
+    read_sample_file,
+    read_samples,
+    samples_from_results,
+)
 from labd.stats.summary import Summary, summarize
 
 __all__ = [
@@ -30,6 +37,7 @@ __all__ = [
     "enough_iterations",
     "prediction_band",
     "read_history",
+    "read_sample_file",
     "read_samples",
     "samples_from_results",
     "summarize",

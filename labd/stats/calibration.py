@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from labd.stats.comparison import choose_method, hodges_lehmann, welch
-from labd.stats.diagnostics import as_array
+from labd.stats.diagnostics import as_array, shapiro
 from labd.stats.modality import mode_count
 from labd.stats.plain import finite
 
@@ -44,7 +44,7 @@ class Calibration:
 def distribution_class(values: ArrayLike, effect: float = 0.01) -> str:
     """The Talos investigation's classes: tight normal, wide or near normal, non-normal."""
     a = as_array(values)
-    normal = a.size < 3 or stats.shapiro(a).pvalue >= 0.01
+    normal = shapiro(a)[1] >= 0.01
     cov = a.std(ddof=1) / abs(a.mean()) if a.mean() else math.inf
     if not normal and mode_count(a) > 1:
         return "non-normal"
@@ -60,15 +60,17 @@ def power_at(
     a = as_array(pilot)
     rng = np.random.default_rng(seed)
     test = welch if method == "welch" else hodges_lehmann
+    # The values grow by `effect` away from 0: up above it, down below it.
+    up = float(np.median(a)) > 0
     detected = 0
     for _ in range(draws):
         base = rng.choice(a, n)
         new = rng.choice(a, n) * (1 + effect)
         if np.ptp(base) == 0 and np.ptp(new) == 0:
-            detected += new[0] > base[0]
+            detected += new[0] != base[0]
             continue
         iv = test(base, new, alpha)
-        detected += iv.p_value < alpha and iv.ratio_low > 1
+        detected += iv.p_value < alpha and (iv.ratio_low > 1 if up else iv.ratio_high < 1)
     return detected / draws
 
 
@@ -85,6 +87,8 @@ def calibrate(
     a = as_array(pilot)
     if a.size < 5:
         raise ValueError(f"{component}: a pilot needs at least 5 values, got {a.size}")
+    if np.median(a) == 0:
+        raise ValueError(f"{component}: the pilot's median is 0: a relative effect is undefined")
     method = choose_method(a, a)
     power: dict[int, float] = {}
     chosen = None

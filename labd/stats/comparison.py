@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from labd.stats.bootstrap import median_resamples
-from labd.stats.diagnostics import as_array, diagnose, tukey_outliers
+from labd.stats.diagnostics import as_array, diagnose, shapiro, tukey_outliers
 from labd.stats.modality import mode_count
 from labd.stats.pairwise import pairwise_median, pairwise_quantiles
 from labd.stats.plain import finite
@@ -86,7 +86,7 @@ def choose_method(
             continue  # too few values to judge: normal theory is the sensible default
         # Shapiro-Wilk's p-value holds up to 5,000 values: above, it sees 5,000 taken evenly.
         sample = a[:: -(-a.size // SHAPIRO_LIMIT)]
-        if stats.shapiro(sample).pvalue < 0.01 or tukey_outliers(a, k=3.0):
+        if shapiro(sample)[1] < 0.01 or tukey_outliers(a, k=3.0):
             return "hodges-lehmann"
         if multimodal[i] if multimodal else mode_count(a) > 1:
             return "hodges-lehmann"

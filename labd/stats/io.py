@@ -60,33 +60,62 @@ def _number(text: str, where: str, metric: str = "") -> float:
     return value
 
 
+UTF8_HINT = 'save it as UTF-8 (a spreadsheet\'s "CSV UTF-8")'
+
+
 def _read_text(path: Path) -> str:
+    """The whole file, read once (a pipe such as <(cat a.csv) reads only once)."""
     try:
         # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark.
-        return path.read_text(encoding="utf-8-sig")
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: a directory, not a file") from None
     except UnicodeDecodeError as e:
         raise DataError(
             f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
-            'save it as UTF-8 (a spreadsheet\'s "CSV UTF-8")'
+            + UTF8_HINT
         ) from None
     except OSError as e:
         raise DataError(f"{path}: cannot read: {e.strerror or e}") from e
+    if "\0" in text:  # UTF-16 without its byte-order mark decodes, NULs between the digits
+        raise DataError(f"{path}: holds NUL bytes (UTF-16 text?); " + UTF8_HINT)
+    return text
+
+
+def _csv_rows(text: str, name: str) -> list[list[str]]:
+    """The non-blank rows of a CSV text."""
+    reader = csv.reader(io.StringIO(text))
+    try:
+        return [row for row in reader if row and any(c.strip() for c in row)]
+    except csv.Error as e:  # a field over the csv module's limit (128 KiB), a stray quote
+        raise DataError(f"{name}: line {reader.line_num}: {e}") from None
 
 
 def read_samples(path: Path) -> Samples:
     """Values per metric from any of the sample formats."""
+    return read_sample_file(path)[0]
+
+
+def read_sample_file(path: Path) -> tuple[Samples, dict[str, Any] | None]:
+    """Values per metric from any of the sample formats, and the labd result JSON itself
+    when it is one."""
     text = _read_text(path)
     if not text.strip():
         raise DataError(f"{path.name}: the file is empty")
-    if text.lstrip().startswith("{"):
-        return _from_result_json(text, path.name)
-    rows = [row for row in csv.reader(io.StringIO(text)) if row and any(c.strip() for c in row)]
+    if text.lstrip().startswith(("{", "[")):
+        data = _json(text, path.name)
+        return samples_from_results(data, path.name), data
+    return _from_csv(text, path.name), None
+
+
+def _from_csv(text: str, name: str) -> Samples:
+    rows = _csv_rows(text, name)
     samples = Samples()
     if [c.strip().lower() for c in rows[0]] == ["metric", "value"]:
         for line, row in enumerate(rows[1:], start=2):
-            where = f"{path.name}: line {line}"
+            where = f"{name}: line {line}"
             if len(row) != 2:
                 raise DataError(f"{where}: expected 2 columns (metric,value), got {len(row)}")
             metric = row[0].strip()
@@ -94,51 +123,82 @@ def read_samples(path: Path) -> Samples:
     else:
         for line, row in enumerate(rows, start=1):
             if len(row) != 1:
-                raise DataError(f"{path.name}: line {line}: expected one number per line")
-            value = _number(row[0].strip(), f"{path.name}: line {line}")
+                raise DataError(f"{name}: line {line}: expected one number per line")
+            value = _number(row[0].strip(), f"{name}: line {line}")
             samples.values.setdefault("value", []).append(value)
     if not samples.values:
-        raise DataError(f"{path.name}: no values")
+        raise DataError(f"{name}: no values")
     return samples
 
 
-def _from_result_json(text: str, name: str) -> Samples:
+def _json(text: str, name: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError as e:
         raise DataError(f"{name}: not valid JSON: {e}") from None
-    return samples_from_results(data, name)
+    except RecursionError:
+        raise DataError(f"{name}: not a labd result JSON (nested too deeply)") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{name}: not a labd result JSON (not an object)")
+    return data
 
 
 def samples_from_results(data: Any, name: str) -> Samples:
     """Measured values of the last attempt from a labd result (a file's or the daemon's)."""
-    try:
-        iterations = data["iterations"]
-        job = data["job"]
-        attempt = job["attempts"]
-        metrics = job["spec"].get("metrics", [])
-    except (KeyError, TypeError) as e:
-        raise DataError(f"{name}: not a labd result JSON ({type(e).__name__}: {e})") from None
+    job = _field(data, "job", dict, name)
+    attempt = _field(job, "attempts", int, f"{name}: job")
+    metrics = _field(_field(job, "spec", dict, f"{name}: job"), "metrics", list, name, [])
     samples = Samples()
     for spec in metrics:
-        samples.higher_is_better[spec["name"]] = bool(spec.get("higher_is_better"))
-    for it in iterations:
+        metric = _field(spec, "name", str, f"{name}: a metric of the job")
+        direction = _field(spec, "higher_is_better", bool, f"{name}: metric {metric}", False)
+        samples.higher_is_better[metric] = direction
+    for number, it in enumerate(_field(data, "iterations", list, name)):
+        if not isinstance(it, dict):
+            raise DataError(f"{name}: iteration {number}: not a labd result JSON (not an object)")
         if it.get("attempt") != attempt or it.get("warmup") or it.get("error"):
             continue
         if it.get("set_aside") or it.get("variant"):  # flagged; or one side of an A/B job
             continue
-        for metric, value in it.get("values", {}).items():
-            where = f"{name}: iteration {it.get('index')}"
+        where = f"{name}: iteration {it.get('index')}"
+        for metric, value in _field(it, "values", dict, where, {}).items():
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise DataError(f"{where}: {metric}: not a number: {value!r}")
             samples.values.setdefault(metric, []).append(_number(str(value), where, metric))
     if not samples.values:
         raise DataError(f"{name}: no measured iteration with values in the last attempt")
     return samples
 
 
+def _field(data: Any, key: str, kind: type, where: str, default: Any = None) -> Any:
+    """data[key], which must be of `kind` (`default` when missing, if one is given)."""
+    if not isinstance(data, dict):
+        raise DataError(f"{where}: not a labd result JSON (expected an object)")
+    if key not in data and default is not None:
+        return default
+    value = data.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        found = "missing" if key not in data else _JSON_KINDS.get(type(value), repr(value))
+        raise DataError(
+            f"{where}: not a labd result JSON ({key} must be {_JSON_KINDS[kind]}, is {found})"
+        )
+    return value
+
+
+_JSON_KINDS = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    int: "a whole number",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+}
+
+
 def read_history(path: Path) -> dict[str, tuple[list[str], list[float]]]:
     """Series of (builds, values) from a `series,build,value` CSV, in file order."""
-    text = _read_text(path)
-    rows = [row for row in csv.reader(io.StringIO(text)) if row and any(c.strip() for c in row)]
+    rows = _csv_rows(_read_text(path), path.name)
     if not rows:
         raise DataError(f"{path.name}: the file is empty")
     if [c.strip().lower() for c in rows[0]] != ["series", "build", "value"]:

@@ -154,3 +154,103 @@ def test_a_spreadsheets_csv_utf8_is_read_and_other_encodings_are_named(tmp_path:
     )
     folder = labd("compare", good, str(tmp_path))
     assert (folder.returncode, folder.stderr.strip()) == (2, f"{tmp_path}: a directory, not a file")
+
+
+def test_a_pilot_below_zero_needs_as_many_iterations_as_its_mirror(tmp_path: Path) -> None:
+    """A signed metric around -10 with 1% noise is as easy to calibrate as one around +10:
+    the fall of its values once went unseen (power 0 at every size)."""
+    rng = np.random.default_rng(5)
+    values = rng.normal(10, 0.1, 40)
+    needed = []
+    for sign, name in ((1, "pos.csv"), (-1, "neg.csv")):
+        pilot = write(tmp_path / name, "".join(f"{sign * v}\n" for v in values))
+        result = labd("calibrate", pilot, "--json", "--draws", "100")
+        assert result.returncode == 0, result.stderr
+        needed.append(json.loads(result.stdout)["components"][0]["n"])
+    assert needed[0] is not None and needed[0] == needed[1]
+    short = labd("calibrate", write(tmp_path / "four.csv", "1\n2\n3\n4\n"))
+    assert (short.returncode, short.stderr.strip()) == (
+        2,
+        f"{tmp_path / 'four.csv'}: value: a pilot needs at least 5 values, got 4",
+    )
+
+
+def test_options_out_of_range_are_refused_by_name(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.csv", "\n".join(str(v) for v in range(1, 11)))
+    for command in (
+        ("compare", good, good, "--alpha", "nan"),
+        ("compare", good, good, "--alpha", "1"),
+        ("compare", good, good, "--effect", "0"),
+        ("calibrate", good, "--draws", "0"),
+        ("calibrate", good, "--detection", "2"),
+    ):
+        result = labd(*command)
+        assert result.returncode == 2, command
+        assert f"argument {command[-2]}: must be" in result.stderr, result.stderr
+
+
+def test_pipes_long_lines_and_utf16_without_a_mark(tmp_path: Path) -> None:
+    """compare reads a pipe as bash's <(...) gives it; a line past the csv module's limit and
+    UTF-16 without its byte-order mark are named, not a traceback."""
+    good = write(tmp_path / "good.csv", "\n".join(str(v) for v in range(1, 11)))
+    piped = subprocess.run(
+        ["bash", "-c", f'"$0" -m labd compare {good} <(cat {good}) --json', sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["metrics"][0]["n_new"] == 10
+    long_line = write(tmp_path / "long.csv", "1" * 200_000 + "\n")
+    result = labd("compare", good, long_line)
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        "long.csv: line 1: field larger than field limit (131072)",
+    )
+    wide = tmp_path / "u16.csv"
+    wide.write_bytes("1\n2\n3\n".encode("utf-16-le"))
+    for command in (("compare", good, str(wide)), ("detect", str(wide)), ("calibrate", str(wide))):
+        result = labd(*command)
+        assert (result.returncode, result.stderr.strip()) == (
+            2,
+            f"{wide}: holds NUL bytes (UTF-16 text?); save it as UTF-8"
+            ' (a spreadsheet\'s "CSV UTF-8")',
+        ), command
+
+
+def test_a_result_json_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
+    """Each a one-line error with exit 2 (they were tracebacks with exit 3)."""
+    good = write(tmp_path / "good.csv", "\n".join(str(v) for v in range(1, 11)))
+    job = {"attempts": 1, "spec": {"metrics": [{"name": "m"}]}}
+    record = {"attempt": 1, "index": 0, "warmup": False, "values": {"m": 1.0}}
+    cases = {
+        "[1, 2]": "not a labd result JSON (not an object)",
+        '{"job": [], "iterations": []}': (
+            "not a labd result JSON (job must be an object, is a list)"
+        ),
+        json.dumps({"job": job, "iterations": 5}): (
+            "not a labd result JSON (iterations must be a list, is a whole number)"
+        ),
+        json.dumps({"job": job, "iterations": ["x"]}): (
+            "iteration 0: not a labd result JSON (not an object)"
+        ),
+        json.dumps({"job": job, "iterations": [{**record, "values": [1]}]}): (
+            "iteration 0: not a labd result JSON (values must be an object, is a list)"
+        ),
+        json.dumps({"job": job, "iterations": [{**record, "values": {"m": True}}]}): (
+            "iteration 0: m: not a number: True"
+        ),
+        json.dumps(
+            {"job": {**job, "spec": {"metrics": [{"name": "m", "higher_is_better": "no"}]}}}
+        ): "metric m: not a labd result JSON (higher_is_better must be true or false, is a string)",
+        "[" * 100_000 + "]" * 100_000: "not a labd result JSON (nested too deeply)",
+        # Readable values, but not whole records: what compare says beside the verdict
+        # (conditions, iterations set aside) needs them.
+        json.dumps({"job": job, "iterations": [record]}): (
+            "iteration 0: job_id: Field required (expected the JSON of"
+            " `labd jobs results ID --format json`)"
+        ),
+    }
+    for text, message in cases.items():
+        result = labd("compare", write(tmp_path / "r.json", text), good)
+        assert (result.returncode, result.stderr.strip()) == (2, f"r.json: {message}"), text[:80]

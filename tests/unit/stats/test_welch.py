@@ -35,3 +35,15 @@ def test_a_trend_is_judged_as_scipy_would() -> None:
     assert _trends([1.0, 2.0, 3.0], "up") and not _trends([1.0, 2.0, 3.0], "down")
     assert not _trends([5.0] * 20, "up") and not _trends([5.0] * 20, "down")
     assert not _trends([1.0, 2.0], "up") and not _trends([1.0], "up")  # too few to test
+
+
+@pytest.mark.parametrize("scale", [1e-99, 1e-80, 1e78, 1e99])
+def test_welch_holds_over_the_accepted_range(scale: float) -> None:
+    """Values from 1e-100 to 1e100 are accepted: the degrees of freedom square the
+    variances, which once overflowed at 1e78 (an unbounded interval for a clear 20% step)."""
+    rng = np.random.default_rng(7)
+    base, new = rng.normal(10, 0.1, 20), rng.normal(12, 0.1, 20)
+    at_one, scaled = welch_t(base, new), welch_t(base * scale, new * scale)
+    assert scaled.p_value == pytest.approx(at_one.p_value, rel=1e-9)
+    assert (scaled.low / scale, scaled.high / scale) == pytest.approx((at_one.low, at_one.high))
+    assert scaled.var_base / scale**2 == pytest.approx(at_one.var_base)
