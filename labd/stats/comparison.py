@@ -157,6 +157,8 @@ def bootstrap(
     diff = float(np.median(new) - np.median(base))
     scale = abs(float(np.median(base)))
     ratio = 1 + diff / scale if scale else math.nan
+    if not scale:  # a median of 0: no relative change, nor an interval for one
+        ratio_low = ratio_high = math.nan
     return Interval("bootstrap", diff, low, high, ratio, ratio_low, ratio_high, p)
 
 
