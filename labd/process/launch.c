@@ -11,6 +11,9 @@
  *   ok <wait status> <wall ns> <user us> <system us> <max rss KiB> <timed out 0|1> <strays>
  *   error <stage> <errno> <message>
  * SIGTERM to the launcher kills the program (and its process group) and still reports.
+ * Signals other processes send it with kill(2) are ignored: the program can reach its parent
+ * (kill -SEGV $PPID would have blamed the device, kill -ALRM $PPID faked a time-out); only
+ * labd, its parent, may send SIGTERM. SIGKILL and SIGSTOP cannot be refused; labd judges those.
  * Nothing the program started outlives it: the launcher is a child subreaper, so descendants
  * that detach (setsid, double fork) stay below it; once the program's own figures are taken,
  * every descendant still running gets SIGTERM, then SIGKILL after a short grace, and is
@@ -41,9 +44,27 @@
 #define MAX_PROCS 65536
 
 static volatile sig_atomic_t timed_out = 0, stopped = 0;
+static pid_t labd_pid;  /* our parent, the one process whose SIGTERM stops us */
 
-static void on_alarm(int sig) { (void)sig; timed_out = 1; }
-static void on_term(int sig) { (void)sig; stopped = 1; }
+/* Sent with kill(2), sigqueue or tgkill (si_code <= 0), not raised by the kernel. */
+static int sent(const siginfo_t *info) { return info->si_code <= 0; }
+
+static void on_alarm(int sig, siginfo_t *info, void *ctx) {
+    (void)sig; (void)ctx;
+    if (!sent(info)) timed_out = 1;  /* our timer's, not kill -ALRM's */
+}
+static void on_term(int sig, siginfo_t *info, void *ctx) {
+    (void)sig; (void)ctx;
+    if (!sent(info) || info->si_pid == labd_pid) stopped = 1;
+}
+/* A fault of our own (or our own abort) ends us as it would have; one sent by another
+ * process is ignored. */
+static void on_crash(int sig, siginfo_t *info, void *ctx) {
+    (void)ctx;
+    if (sent(info) && info->si_pid != getpid()) return;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 static void report_error(int fd, const char *stage, int err, const char *message) {
     dprintf(fd, "error %s %d %s\n", stage, err, message);
@@ -193,12 +214,18 @@ int main(int argc, char **argv) {
         report_error(result_fd, "pipe", errno, strerror(errno));
         return 126;
     }
+    labd_pid = getppid();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;  /* no SA_RESTART: wait4 returns EINTR */
+    sa.sa_flags = SA_SIGINFO;  /* no SA_RESTART: wait4 returns EINTR */
+    sa.sa_sigaction = on_alarm;
     sigaction(SIGALRM, &sa, NULL);
-    sa.sa_handler = on_term;
+    sa.sa_sigaction = on_term;
     sigaction(SIGTERM, &sa, NULL);
+    sa.sa_sigaction = on_crash;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    int crashes[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGSYS};
+    for (size_t c = 0; c < sizeof crashes / sizeof *crashes; c++) sigaction(crashes[c], &sa, NULL);
 
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

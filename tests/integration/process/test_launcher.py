@@ -141,6 +141,21 @@ def test_a_program_that_kills_its_launcher_fails_the_test_not_the_device(
     assert not _alive(int(child.read_text()))
 
 
+def test_signals_the_program_sends_its_launcher_are_ignored(
+    tmp_path: Path, launcher_kind: str
+) -> None:
+    """kill -SEGV $PPID would blame the device (a launcher crash), kill -ALRM $PPID would fake
+    a time-out and kill -TERM $PPID a stop by labd: the C launcher ignores what any process
+    but labd sends it, and the program runs to its own end."""
+    if launcher_kind == "python":
+        pytest.skip("the Python launcher cannot tell who sent a signal (docs/metrics.md)")
+    kills = "; ".join(f"kill -{sig} $PPID" for sig in ("SEGV", "ALRM", "TERM", "ABRT", "BUS"))
+    run = Launch(["sh", "-c", f"{kills}; sleep 0.2; exit 3"], cwd=tmp_path, env=os.environ)
+    usage = run.run()
+    assert (usage.exit_code, usage.timed_out) == (3, False)
+    assert usage.wall_s >= 0.2
+
+
 def test_a_program_that_stops_its_launcher_fails_after_the_time_out(
     tmp_path: Path, launcher_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
