@@ -10,7 +10,8 @@ phone is plugged in. It answers the commands they send, over the real adb host p
   reached through `adb reverse`); `am force-stop`;
 - `wm size`, `dumpsys` (battery, thermalservice, power), `df`, `pm list packages`, `settings`;
 - `screenrecord --output-format=h264 --size=WxH -`: the scene rendered at `fps` and encoded by
-  ffmpeg (libx264) as a raw H.264 stream; `screencap -p`: one PNG frame.
+  ffmpeg (libx264, lossless) as a raw H.264 stream; `screencap -p`: the frame on the display,
+  as a PNG.
 
 What it is not: a browser. A page labd serves for sync (`data-labd-sync` on its root) is shown
 as its colour; tapping it follows its `data-next` link, as the page's own script would; any
@@ -264,7 +265,7 @@ class Phone(FakeDevice):
     def stream(self, command: str, conn: socket.socket) -> bool:
         argv = command.split()
         if argv[:1] == ["screencap"]:
-            ok, png = cv2.imencode(".png", self.scene.render())
+            ok, png = cv2.imencode(".png", self.scene.screenshot())
             conn.sendall(png.tobytes() if ok else b"")
             return True
         if argv[:1] == ["screenrecord"] and "--output-format=h264" in argv and argv[-1] == "-":
@@ -284,10 +285,14 @@ class Phone(FakeDevice):
             return
         ffmpeg = shutil.which("ffmpeg")
         assert ffmpeg is not None, "the stand-in's screenrecord needs ffmpeg"
+        # Unlike a phone's, this screenrecord sends every frame, repeats too. Lossless, so a
+        # repeat decodes as its frame did: lossy, the encoder spends a repeat's bits refining
+        # the frame before (most after a fast fling, and at each keyframe), and the analysis
+        # rightly sees a change where the scene repeated a frame on purpose.
         encoder = subprocess.Popen(
             [ffmpeg, "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", size,
              "-r", str(self.fps), "-i", "pipe:0", "-c:v", "libx264", "-preset", "ultrafast",
-             "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "60", "-f", "h264", "pipe:1"],
+             "-tune", "zerolatency", "-qp", "0", "-pix_fmt", "yuv420p", "-f", "h264", "pipe:1"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )  # fmt: skip
         self.recordings += 1
@@ -318,12 +323,16 @@ class Phone(FakeDevice):
         interval = 1 / self.fps
         began = time.monotonic()
         tick = began
-        while not stop.is_set() and time.monotonic() - began < limit:
-            with contextlib.suppress(queue.Full):
-                frames.put_nowait(self.scene.render().tobytes())
-            tick += interval
-            time.sleep(max(0.0, tick - time.monotonic()))
-        frames.put(None)
+        self.scene.beating = True
+        try:
+            while not stop.is_set() and time.monotonic() - began < limit:
+                with contextlib.suppress(queue.Full):  # drawn for its tick, even when late
+                    frames.put_nowait(self.scene.render(at=tick).tobytes())
+                tick += interval
+                time.sleep(max(0.0, tick - time.monotonic()))
+        finally:
+            self.scene.beating = False
+            frames.put(None)
 
 
 def _write(frames: queue.Queue[bytes | None], encoder: subprocess.Popen[bytes]) -> None:

@@ -11,6 +11,9 @@ What it does, so tests can predict what the capture must show:
 - `jank_every`: while the content moves, every n-th frame repeats the one before (a missed
   frame; counted in `janks` when it would have shown something new), so a test knows how
   many janks the analysis must find.
+
+The display's beat (`render`, from the screen recorder) is the only thing that counts janks; a
+screenshot reads the frame on the display and changes nothing, as screencap does.
 """
 
 from __future__ import annotations
@@ -115,7 +118,8 @@ class Scene:
         self.flash: tuple[int, int, float] | None = None  # a tap's highlight (x, y, until)
         self.last_step = time.monotonic()
         self.moving_frames = 0
-        self.previous: Image | None = None
+        self.previous: Image | None = None  # the frame on the display
+        self.beating = False  # a recorder renders the display on its beat
         self.frames_rendered = 0
         self.janks = 0  # frames repeated on purpose while moving
 
@@ -154,6 +158,8 @@ class Scene:
     # Frames -----------------------------------------------------------------------------------
 
     def _advance(self, now: float) -> None:
+        if now <= self.last_step:  # a late frame drawn after an input moved the scene on
+            return
         dt, self.last_step = now - self.last_step, now
         self.scroller.step(dt)
         view = self.height - self.viewport_top()
@@ -166,9 +172,10 @@ class Scene:
             top = max(want_top, top - reach)
         self.painted = (top, bottom)
 
-    def render(self) -> Image:
-        """The frame for now."""
-        now = time.monotonic()
+    def render(self, at: float | None = None) -> Image:
+        """The display's frame for `at` (its beat's time, so a frame drawn late still shows
+        what it would have shown on time; now by default)."""
+        now = time.monotonic() if at is None else at
         with self.lock:
             self._advance(now)
             moving = self.scroller.moving
@@ -183,6 +190,16 @@ class Scene:
                     return self.previous
             self.previous = frame
             return frame
+
+    def screenshot(self) -> Image:
+        """What screencap reads: the frame on the display while a recorder renders it on its
+        beat, else the scene drawn for now."""
+        with self.lock:
+            if self.beating and self.previous is not None:
+                return self.previous.copy()
+            now = time.monotonic()
+            self._advance(now)
+            return self._draw(now)
 
     def _draw(self, now: float) -> Image:
         frame = np.empty((self.height, self.width, 3), np.uint8)
