@@ -41,22 +41,27 @@ def detect_ets(
             seen = t - start
             # A candidate needs z standard deviations; confirming builds need z_confirm on
             # the same side, against the level from before the candidate, and must sit
-            # nearer the candidate than that level (a spike's neighbour does not).
+            # nearer the candidate than that level (a spike's neighbour does not) unless
+            # they are candidates themselves (a step whose first build spiked: 52, 793, 401).
+            beyond = abs(error) > widen(seen, z) * sd
+            moved = beyond
             if candidate:
                 near = abs(x[t] - x[candidate[0]]) < abs(error)
                 same = side == (1 if error > 0 else -1)
-                moved = abs(error) > widen(seen, z_confirm) * sd and same and near
-            else:
-                moved = abs(error) > widen(seen, z) * sd
+                moved = same and (beyond or (near and abs(error) > widen(seen, z_confirm) * sd))
+                if not moved:
+                    candidate.clear()
+                    moved = beyond  # a failed confirmation may itself start a change
             if moved:
                 side = 1 if error > 0 else -1
                 candidate.append(t)
                 if len(candidate) > confirm:
-                    alert = describe_change(x, start, candidate[0], t + 1, t, "ets")
+                    begin = _first_of_new_level(x, candidate, level)
+                    alert = describe_change(x, start, begin, t + 1, t, "ets")
                     if abs(alert.magnitude) >= min_change:
                         alerts.append(alert)
-                    segments.append((start, candidate[0]))
-                    start, restarted = settled(x, candidate[0], alert.direction), True
+                    segments.append((start, begin))
+                    start, restarted = settled(x, begin, alert.direction), True
                     break
                 continue  # a candidate does not move the level until it is confirmed
             candidate.clear()
@@ -67,6 +72,14 @@ def detect_ets(
         if not restarted:
             break
     return alerts
+
+
+def _first_of_new_level(x: Sequence[float], candidate: list[int], level: float) -> int:
+    """Where a confirmed change began: the first candidate nearer the new level (the
+    candidates' median) than the old one. A slow build just before a step is outside a
+    quiet series' interval too, and is confirmed by the step, but it is not the change."""
+    new_level = float(np.median([x[c] for c in candidate]))
+    return next((c for c in candidate if abs(x[c] - new_level) < abs(x[c] - level)), candidate[0])
 
 
 def ets_one_step(x: Sequence[float], alpha: float, level0: float) -> np.ndarray:

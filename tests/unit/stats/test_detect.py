@@ -47,6 +47,33 @@ def test_a_single_build_spike_is_not_a_change_and_does_not_widen_later_intervals
     assert found >= 16
 
 
+def step_history(seed: int, first: float) -> list[float]:
+    """Sixteen builds of a 50 ms test, 400 ms from the 13th on (the console's history test),
+    the 13th taking `first` ms."""
+    x = [*(history(seed, n=12, cov=0.02) / 2), first, *(history(seed + 1, n=3, cov=0.01) * 4)]
+    return [float(v) for v in x]
+
+
+@pytest.mark.parametrize("method", ["ets", "ets+rank", "ets+cusum", "ets+rank+vote"])
+def test_a_step_whose_first_build_spiked_is_found_at_that_build(method: str) -> None:
+    """The machine slowed the step's first build further (793 ms): nearer the old level than
+    that spike, the step's next builds were refused as its confirmation, and the step went
+    unreported."""
+    for seed in range(10):
+        alerts = detect(step_history(seed, first=793), method)
+        assert [(a.index, a.direction) for a in alerts] == [(12, "up")], seed
+
+
+@pytest.mark.parametrize("method", ["ets", "ets+rank"])
+def test_a_slow_build_just_before_a_step_does_not_take_its_date(method: str) -> None:
+    """A build a few ms slow is outside a quiet series' interval, and the step after it
+    confirmed it: the change was blamed on the build before the one that made it."""
+    for seed in range(10):
+        x = step_history(seed, first=400)
+        x[11] = 56.0
+        assert [a.index for a in detect(x, method)] == [12], seed
+
+
 def test_a_creep_is_mostly_reported_once() -> None:
     """Without the trend check after an alert, no creep of 20 was reported just once: the
     detector started afresh mid-ramp and alarmed again on the same change. Over 200 histories
