@@ -323,11 +323,11 @@ class Phone(FakeDevice):
         interval = 1 / self.fps
         began = time.monotonic()
         tick = began
-        self.scene.beating = True
         try:
             while not stop.is_set() and time.monotonic() - began < limit:
                 with contextlib.suppress(queue.Full):  # drawn for its tick, even when late
                     frames.put_nowait(self.scene.render(at=tick).tobytes())
+                self.scene.beating = True  # screencap reads this recording's frames from now
                 tick += interval
                 time.sleep(max(0.0, tick - time.monotonic()))
         finally:
