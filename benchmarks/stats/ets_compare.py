@@ -15,33 +15,22 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from detection_bench import match, tcpd_f1
-from families import FAMILIES, generate
-from lofo_bench import NOISE_REPORT_SEED, REPORT_SEED, f1_of
+from detection_bench import tcpd_f1
+from families import FAMILIES
+from lofo_bench import NOISE_REPORT_SEED, REPORT_SEED, counts, f1_of
 
 import labd
-from labd.stats.detection import DEFAULT_METHOD, detect
+from labd.stats.detection import DEFAULT_METHOD
 
 Task = tuple[str, str, bool]
 
 
-def run(task: Task) -> tuple[Task, tuple[int, int, int, int, int]]:
-    """(method, family, labelled?) -> tp, fp, fn, alerts on noise, noise builds."""
+def run(task: Task) -> tuple[Task, list[int]]:
+    """(method, family, labelled?) -> its counts on the report seeds (lofo_bench.counts)."""
     method, family, labelled = task
-    tp = fp = fn = alerts = builds = 0
     if labelled:
-        for s in generate(family, 60, REPORT_SEED, n=300, events=True):
-            found = detect(s.values, method)
-            pairs = match(s.changes, [a.index for a in found])
-            tp, fp, fn = (
-                tp + len(pairs),
-                fp + len(found) - len(pairs),
-                fn + len(s.changes) - len(pairs),
-            )
-    else:
-        for s in generate(family, 100, NOISE_REPORT_SEED, n=500, events=False):
-            alerts, builds = alerts + len(detect(s.values, method)), builds + len(s.values)
-    return task, (tp, fp, fn, alerts, builds)
+        return task, counts({"method": method}, family, REPORT_SEED, 60, 300, True)
+    return task, counts({"method": method}, family, NOISE_REPORT_SEED, 100, 500, False)
 
 
 def main() -> None:

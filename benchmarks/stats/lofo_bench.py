@@ -91,16 +91,22 @@ def _detect(values: np.ndarray, setting: dict[str, Any]) -> list[Any]:
 def _run(task: tuple[int, str, int, int, int, bool]) -> tuple[int, str, int, list[int]]:
     """(setting, family, seed, ...) -> counts: tp, fp, fn, alerts, builds, and the delays."""
     setting, family, seed, count, length, events = task
-    options = SETTINGS[setting]
+    return setting, family, seed, counts(SETTINGS[setting], family, seed, count, length, events)
+
+
+def counts(
+    setting: dict[str, Any], family: str, seed: int, count: int, length: int, events: bool
+) -> list[int]:
+    """One setting on one family's histories: tp, fp, fn, alerts, builds, and the delays."""
     tp = fp = fn = alerts = builds = 0
     delays: list[int] = []
     for s in generate(family, count, seed, n=length, events=events):
-        found = _detect(s.values, options)
+        found = _detect(s.values, setting)
         pairs = match(s.changes, [a.index for a in found])
         tp, fp, fn = tp + len(pairs), fp + len(found) - len(pairs), fn + len(s.changes) - len(pairs)
         alerts, builds = alerts + len(found), builds + len(s.values)
         delays += [found[j].raised_at - tau for tau, j in pairs]
-    return setting, family, seed, [tp, fp, fn, alerts, builds, *delays]
+    return [tp, fp, fn, alerts, builds, *delays]
 
 
 def f1_of(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
