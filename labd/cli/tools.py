@@ -48,8 +48,8 @@ def add_stats_commands(nouns: Any) -> None:
         "--method",
         # labd.stats.METHODS, spelled out: importing scipy would slow every command
         choices=[
-            "ets+rank",
             "ets+rank+vote",
+            "ets+rank",
             "ets+cusum",
             "ets+cusum+rank",
             "ets",
@@ -57,7 +57,7 @@ def add_stats_commands(nouns: Any) -> None:
             "rank",
             "talos",
         ],
-        default="ets+rank",
+        default="ets+rank+vote",
     )
     detect.add_argument("--json", action="store_true", help="print JSON")
     detect.set_defaults(handler=lazy("labd.cli.stats_cmd:detect"))

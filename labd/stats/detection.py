@@ -16,13 +16,13 @@ the change began (`index`) and when the method could first tell (`raised_at`):
   with.
 - `rank`: an online rank scan (a windowed Mann-Whitney test over every split of the recent
   builds, calibrated against its own quiet builds; see rankscan.py).
-- `ets+rank` (the default, chosen leave-one-family-out), `ets+cusum` and `ets+cusum+rank`:
-  ensembles, an alert near one already taken counting as the same change.
-- `ets+rank+vote`: `ets+rank` with the scan's bar at 3.5, a more sensitive rank scan whose
-  alerts stand where the CUSUM agrees (a vote, vote.py), and rank-scan alerts that continue a
-  slow cycle dropped (cycles.py). It finds more small shifts and raises more false alerts,
-  at 1.6 times the default's CPU (2.5 before the fifth round's speed-ups): chosen
-  leave-one-family-out in the fourth round, not the default (docs/statistics.md says why).
+- `ets+rank`, `ets+cusum` and `ets+cusum+rank`: ensembles, an alert near one already taken
+  counting as the same change.
+- `ets+rank+vote` (the default, chosen leave-one-family-out): `ets+rank` with a more
+  sensitive rank scan whose alerts stand where the CUSUM agrees (a vote, vote.py), and
+  rank-scan alerts that continue a slow cycle dropped (cycles.py). It finds more small shifts
+  than `ets+rank` for 1.7 times its CPU, and no more false alerts than the limit the
+  benchmarks set (docs/statistics.md).
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
   as the baseline every other method must beat.
 
@@ -64,17 +64,16 @@ __all__ = [
 ]
 
 METHODS = (
-    "ets+cusum",
-    "ets+rank",
     "ets+rank+vote",
+    "ets+rank",
+    "ets+cusum",
     "ets+cusum+rank",
     "ets",
     "cusum",
     "rank",
     "talos",
 )
-DEFAULT_METHOD = "ets+rank"  # chosen by benchmarks/stats/lofo_bench.py
-VOTE_SCAN_THRESHOLD = 3.5  # the rank scan's bar beside ETS and the vote (the same choice)
+DEFAULT_METHOD = "ets+rank+vote"  # chosen by benchmarks/stats/lofo_bench.py
 
 
 def detect_ensemble(
@@ -169,7 +168,6 @@ def detect(x: Sequence[float], method: str = DEFAULT_METHOD, **options: Any) -> 
             detect_ensemble,
             voters=("ets", "rank"),
             rank_p=None,
-            scan_threshold=VOTE_SCAN_THRESHOLD,
             vote_threshold=VOTE_THRESHOLD,
             cycle_guard=True,
         ),

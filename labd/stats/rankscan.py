@@ -40,7 +40,7 @@ SCAN_THRESHOLD = 3.75  # chosen leave-one-family-out (benchmarks/stats/lofo_benc
 HINDSIGHT = 10  # builds after an alarm that help date a creep (as the CUSUM's dating)
 BLOCK = 256  # rows of the scan computed at once
 FIRST_BLOCK = 64  # rows of a segment's first block (see blocks)
-MEMORY_LAG = 10  # builds before a row left out of its autocorrelation estimate
+MEMORY_LAG = 5  # builds before a change's date left out of its autocorrelation estimate
 
 
 def scan_statistics(
@@ -167,19 +167,20 @@ def detect_rank_scan(
                 if best[r] <= need:
                     continue
                 # Correlated noise: the long-run deviation of AR(1) noise, from the lag-1
-                # autocorrelation of the recent segments up to MEMORY_LAG builds before
-                # (measured once per 10 builds, and only where the statistic could pass).
-                bucket = r // 10 * 10
-                if bucket not in factors:
-                    end = max(lo, lo + bucket - MEMORY_LAG)
+                # autocorrelation of the recent segments before the change this split would
+                # date (MEMORY_LAG builds before it: a date can be a few builds late). The
+                # change's own builds are not the noise's memory: counted, a step raised the
+                # bar against itself. Measured only where the statistic could pass.
+                end = max(lo, lo + r - int(splits[row]) - MEMORY_LAG)
+                if end not in factors:
                     rho = (
                         memory(values, [*segments, (lo, end)], end)
                         if end - lo >= 10 or segments
                         else 0.0
                     )
                     rho = min(max(rho, 0.0), MEMORY_RHO)
-                    factors[bucket] = math.sqrt((1 + rho) / (1 - rho))
-                if strength[row] > threshold * factors[bucket]:
+                    factors[end] = math.sqrt((1 + rho) / (1 - rho))
+                if strength[row] > threshold * factors[end]:
                     found = (lo + r, int(splits[row]) + 1)
                     break
             if found:

@@ -24,7 +24,7 @@ from labd.stats.cusum import detect_cusum
 from labd.stats.rankscan import detect_rank_scan
 from labd.stats.segments import Values
 
-VOTE_THRESHOLD = 2.75  # the sensitive scan's bar, chosen leave-one-family-out
+VOTE_THRESHOLD = 3.0  # the sensitive scan's bar, chosen leave-one-family-out
 VOTE_WITHIN = 5  # builds between the two dates (the benchmarks' matching margin)
 
 

@@ -45,7 +45,9 @@ def test_a_shift_of_one_and_a_half_noise_deviations_is_found_and_dated() -> None
 
 def test_the_scan_stays_quiet_until_it_has_seen_the_history_s_noise() -> None:
     """Daily and weekly cycles make the statistic stray: the scan asks for twice its own quiet
-    median, and raises a fifth of the alerts a fixed threshold would (15 against 80)."""
+    median, and raises a quarter of the alerts a fixed threshold would (35 against 135; 15
+    against 80 while the noise's autocorrelation was measured over the excursion being tested,
+    which raised the bar against it)."""
     raised = fixed = 0
     for seed in range(30):
         rng = np.random.default_rng(seed)
@@ -54,7 +56,7 @@ def test_the_scan_stays_quiet_until_it_has_seen_the_history_s_noise() -> None:
         x = 100 * (1 + 0.005 * (cycles + rng.normal(0, 1, 500)))
         raised += len(detect_rank_scan(x))
         fixed += len(detect_rank_scan(x, calibrate=0.0))
-    assert raised * 4 <= fixed
+    assert raised * 3 <= fixed
 
 
 def test_the_move_back_of_a_revert_is_found_after_the_step() -> None:
@@ -72,3 +74,24 @@ def test_the_move_back_of_a_revert_is_found_after_the_step() -> None:
             assert raised == sorted(set(raised))
     assert back["change"] >= 28
     assert back["alarm"] <= 12
+
+
+def test_a_change_not_yet_found_does_not_pass_for_the_noise_s_memory() -> None:
+    """The scan widens its bar by the noise's lag-1 autocorrelation. Measured up to 10 builds
+    before the build being tested, that took in the first builds of the change being tested
+    (a step makes its segment look autocorrelated), and a change never found kept the bar out
+    of reach for the next 60 builds. A 3-deviation revert early in a history (builds 32-46)
+    and a 2.5-deviation step at 120, in 40 histories of normal noise: measured before the
+    change's date, the revert is found in 25 and its move back in 22 (before: 12 and 5), the
+    step in 34 (before: 26)."""
+    found = np.zeros(3, dtype=int)
+    for seed in range(40):
+        x = 100 + np.random.default_rng(seed).normal(0, 1, 200)
+        x[32:46] += 3
+        x[120:] += 2.5
+        alerts = detect(x, "ets+rank")
+        found += [
+            any(abs(a.index - at) <= 5 and a.direction == way for a in alerts)
+            for at, way in ((32, "up"), (46, "down"), (120, "up"))
+        ]
+    assert found[0] >= 20 and found[1] >= 17 and found[2] >= 30

@@ -1,8 +1,8 @@
-"""The library's default method and `ets` on the leave-one-family-out benchmark's report seeds
-and on TCPD: per-family precision, recall, F1 and false alerts per 1,000 noise builds. For a
-change to a detector that has no setting to choose: run it on the code before and after.
+"""Methods on the leave-one-family-out benchmark's report seeds and on TCPD: per-family
+precision, recall, F1 and false alerts per 1,000 noise builds. For a change to a detector that
+has no setting to choose: run it on the code before and after.
 
-Run: python benchmarks/stats/ets_compare.py
+Run: python benchmarks/stats/report_seeds.py [METHOD ...]   (default: the default method, ets)
     (another version's code: PYTHONPATH=/path/to/that/checkout python benchmarks/stats/...)
 """
 
@@ -35,7 +35,7 @@ def run(task: Task) -> tuple[Task, list[int]]:
 
 def main() -> None:
     print(f"labd from {Path(labd.__file__).parent}")
-    for method in (DEFAULT_METHOD, "ets"):
+    for method in sys.argv[1:] or (DEFAULT_METHOD, "ets"):
         tasks = [(method, f, labelled) for f in FAMILIES for labelled in (True, False)]
         with ProcessPoolExecutor(2) as pool:
             out = dict(pool.map(run, tasks))
@@ -46,7 +46,7 @@ def main() -> None:
             f1s.append(f1)
             false.append(1000 * alerts / builds)
             print(
-                f"{method:<9} {family:<16} precision {precision:.3f} recall {recall:.3f} "
+                f"{method:<13} {family:<16} precision {precision:.3f} recall {recall:.3f} "
                 f"F1 {f1:.3f} false/1000 {false[-1]:.2f}"
             )
         tcpd = float(np.mean(list(tcpd_f1(method).values())))
