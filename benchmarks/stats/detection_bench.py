@@ -144,7 +144,7 @@ def main() -> None:
     changes = sum(len(s.changes) for s in labelled)
     print(f"labelled: {len(labelled)} series, {changes} true changes; noise: {len(noise)} x 500")
     print(
-        f"{'method':<8} {'precision':>9} {'recall':>7} {'F1':>6} {'delay p50':>9} "
+        f"{'method':<14} {'precision':>9} {'recall':>7} {'F1':>6} {'delay p50':>9} "
         f"{'<=3 builds':>10} {'false/1000':>10} {'TCPD F1':>8}"
     )
     for method in METHODS:
@@ -156,7 +156,7 @@ def main() -> None:
             default_tcpd = tcpd
         mark = " (default)" if method == DEFAULT_METHOD else ""
         print(
-            f"{method:<8} {s['precision']:>9.3f} {s['recall']:>7.3f} {s['f1']:>6.3f} "
+            f"{method:<14} {s['precision']:>9.3f} {s['recall']:>7.3f} {s['f1']:>6.3f} "
             f"{s['delay_median']:>9.1f} {100 * s['within_3']:>9.0f}% {fa:>10.2f} {f1:>8.3f}{mark}"
         )
     print(published_comparison(default_tcpd))
