@@ -9,9 +9,11 @@ import numpy as np
 
 from labd.stats.alert import Alert, describe_change
 from labd.stats.segments import (
+    IQR_TO_SD,
     NOISE_SPAN,
     Values,
     fresh_start,
+    interquartile,
     memory,
     noise_scale,
     onset,
@@ -21,7 +23,6 @@ from labd.stats.segments import (
 )
 
 MEMORY_RHO = 0.5  # chosen by the detection benchmark with NOISE_SPAN (see docs/statistics.md)
-IQR_TO_SD = 1.349  # the interquartile range of a normal distribution, in deviations
 HINDSIGHT = 10  # builds after a CUSUM alarm that help date its change (see docs/statistics.md)
 
 
@@ -122,23 +123,8 @@ def _widened(
     if spread:
         recent_values = np.asarray(x[max(start, end - NOISE_SPAN) : end], dtype=float)
         if recent_values.size >= 10:
-            sd = max(sd, _interquartile(recent_values) / IQR_TO_SD)
+            sd = max(sd, interquartile(recent_values) / IQR_TO_SD)
     if long_run:
         rho = min(max(memory(x, [*segments, (start, end)], end), 0.0), MEMORY_RHO)
         sd *= math.sqrt((1 + rho) / (1 - rho))
     return sd
-
-
-def _interquartile(values: np.ndarray) -> float:
-    """The interquartile range as numpy's percentile (linear interpolation) gives it, from a
-    partial sort: this runs at every refresh of the CUSUM's scale."""
-    n = values.size
-    bounds = []
-    for q in (0.25, 0.75):
-        h = (n - 1) * q
-        lo = int(h)
-        bounds += [lo, min(lo + 1, n - 1)]
-    part = np.partition(values, sorted(set(bounds)))
-    q1 = part[bounds[0]] + ((n - 1) * 0.25 - bounds[0]) * (part[bounds[1]] - part[bounds[0]])
-    q3 = part[bounds[2]] + ((n - 1) * 0.75 - bounds[2]) * (part[bounds[3]] - part[bounds[2]])
-    return float(q3 - q1)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from labd.stats.alert import Alert, describe_change
-from labd.stats.segments import fresh_start, robust_level, settled, widen
+from labd.stats.segments import NOISE_SPAN, fresh_start, modes_spread, robust_level, settled, widen
 
 ETS_Z = 3.25  # prediction standard deviations that make an ETS candidate (see docs/statistics.md)
 
@@ -35,9 +35,14 @@ def detect_ets(
         candidate: list[int] = []
         side = 0
         restarted = False
+        floor = 0.0
         for t in range(start + warmup, n):
             error = x[t] - level
-            sd = math.sqrt(var)
+            if (t - start) % 10 == 0:
+                # Several modes: the band is no narrower than the quartiles say, or a run of
+                # builds from a second mode passes for a change (refreshed every 10 builds).
+                floor = modes_spread(np.asarray(x[max(start, t - NOISE_SPAN) : t], dtype=float))
+            sd = max(math.sqrt(var), floor)
             seen = t - start
             # A candidate needs z standard deviations; confirming builds need z_confirm on
             # the same side, against the level from before the candidate, and must sit
