@@ -21,7 +21,7 @@ the change began (`index`) and when the method could first tell (`raised_at`):
 - `ets+rank+vote` (the default, chosen leave-one-family-out): `ets+rank` with a more
   sensitive rank scan whose alerts stand where the CUSUM agrees (a vote, vote.py), and
   rank-scan alerts that continue a slow cycle dropped (cycles.py). It finds more small shifts
-  than `ets+rank` for 1.7 times its CPU, and no more false alerts than the limit the
+  than `ets+rank` for 1.6 times its CPU, and no more false alerts than the limit the
   benchmarks set (docs/statistics.md).
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
   as the baseline every other method must beat.

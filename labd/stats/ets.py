@@ -109,8 +109,11 @@ def prediction_band(
         return low, high
     level, sd = robust_level(x[:warmup])
     var = sd * sd
+    floor = 0.0
     for t in range(warmup, n):
-        width = widen(t, z) * math.sqrt(var)
+        if t % 10 == 0:  # as detect_ets: no narrower than several modes' quartiles say
+            floor = modes_spread(np.asarray(x[max(0, t - NOISE_SPAN) : t], dtype=float))
+        width = widen(t, z) * max(math.sqrt(var), floor)
         low[t], high[t] = level - width, level + width
         error = x[t] - level
         if abs(error) <= width:  # outliers do not widen the band (the seed's Figure 5b)

@@ -69,6 +69,17 @@ def test_a_run_of_builds_from_a_second_mode_is_not_a_change() -> None:
     assert found >= 38
 
 
+def test_the_plotted_band_holds_both_modes_as_ets_does() -> None:
+    """The report's band is what ETS treats as ordinary: with two modes, both."""
+    from labd.stats.ets import prediction_band
+
+    rng = np.random.default_rng(1)
+    x = list(100 * (1 + 0.04 * (rng.random(300) < 0.3) + 0.003 * rng.normal(size=300)))
+    low, high = prediction_band(x)
+    outside = [lo > v or v > hi for v, lo, hi in zip(x[20:], low[20:], high[20:], strict=True)]
+    assert sum(outside) <= 0.03 * len(outside)
+
+
 def step_history(seed: int, first: float) -> list[float]:
     """Sixteen builds of a 50 ms test, 400 ms from the 13th on (the console's history test),
     the 13th taking `first` ms."""
