@@ -130,19 +130,20 @@ def _follow(client: Client, job_id: str, quiet: bool) -> dict[str, Any]:
 
 def _print_results(results: dict[str, Any]) -> None:
     from rich.console import Console
+    from rich.markup import escape  # names and errors come from outside: shown as they are
     from rich.table import Table
 
     job = results["job"]
     spec = job["spec"]
     console = Console()
     title = f"{spec['suite']}/{spec['test']} on {job['device_id'] or '-'}: {job['state']}"
-    table = Table(title=title)
+    table = Table(title=escape(title))
     table.add_column("metric", no_wrap=True)
     for column in ("n", "mean", "median", "stddev", "CoV", "min", "max", "p95"):
         table.add_column(column, justify="right")
     for metric, s in results["summary"].items():
         table.add_row(
-            metric,
+            escape(metric),
             str(s["n"]),
             *(_number(s[k]) for k in ("mean", "median", "stddev")),
             "-" if s["cov"] is None else f"{100 * s['cov']:.1f}%",  # None: a mean of zero
@@ -150,7 +151,7 @@ def _print_results(results: dict[str, Any]) -> None:
         )
     console.print(table)
     if job["error"]:
-        console.print(f"[red]error:[/red] {job['error']}")
+        console.print(f"[red]error:[/red] {escape(job['error'])}")
 
 
 def _number(x: float) -> str:

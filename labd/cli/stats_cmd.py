@@ -83,10 +83,14 @@ def compare(args: argparse.Namespace) -> int:
 
 def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
     from rich.console import Console
+    from rich.markup import escape  # names and paths are the user's: shown as they are
     from rich.table import Table
 
     colour = {"regression": "red", "improvement": "green", "no change": "cyan"}
-    table = Table(title=f"{args.base} -> {args.new} (effect of interest {100 * args.effect:g}%)")
+    table = Table(
+        title=f"{escape(args.base)} -> {escape(args.new)} "
+        f"(effect of interest {100 * args.effect:g}%)"
+    )
     for column in ("metric", "base", "new", "change [95% CI]", "verdict", "method"):
         table.add_column(
             column,
@@ -101,14 +105,19 @@ def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
                 f"[{100 * (r.ratio_ci_low - 1):+.2f}%, {100 * (r.ratio_ci_high - 1):+.2f}%]"
             )
         verdict = f"[{colour.get(r.verdict, 'yellow')}]{r.verdict}[/]"
-        table.add_row(r.metric, _spread(r.base), _spread(r.new), change, verdict, r.method or "-")
+        table.add_row(
+            escape(r.metric), _spread(r.base), _spread(r.new), change, verdict, r.method or "-"
+        )
     console = Console(width=max(110, Console().width))
     console.print(table)
     for r in results:
         if r.reason and r.verdict == "inconclusive":
-            console.print(f"[yellow]{r.metric}[/]: {r.reason}")
+            console.print(f"[yellow]{escape(r.metric)}[/]: {escape(r.reason)}")
         for d in r.diagnostics:
-            console.print(f"[yellow]{r.metric}[/] ({d['sample']}): {d['message']}. {d['hint']}.")
+            console.print(
+                f"[yellow]{escape(r.metric)}[/] ({d['sample']}): {escape(d['message'])}. "
+                f"{escape(d['hint'])}."
+            )
 
 
 def _print_context(context: dict[str, Any]) -> None:
@@ -151,15 +160,16 @@ def detect(args: argparse.Namespace) -> int:
         print(json.dumps({"alerts": alerts}, indent=2))
     else:
         from rich.console import Console
+        from rich.markup import escape  # series, builds and paths are the user's
         from rich.table import Table
 
-        table = Table(title=f"{source}: {len(history)} series, method {args.method}")
+        table = Table(title=f"{escape(source)}: {len(history)} series, method {args.method}")
         for column in ("series", "first build", "index", "raised at", "change [95% CI]", "conf."):
             table.add_column(column)
         for a in alerts:
             table.add_row(
-                a["series"],
-                a["build"],
+                escape(a["series"]),
+                escape(a["build"]),
                 str(a["index"]),
                 str(a["raised_at"]),
                 f"{100 * a['magnitude']:+.1f}% [{100 * a['magnitude_low']:+.1f}%, "

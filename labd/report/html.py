@@ -183,7 +183,11 @@ def history_section(name: str, series: dict[str, Any], units: dict[str, str]) ->
     values = series["values"]
     if len(values) < 2:
         return f"<p class='note'>{escape(name)}: one build so far; a history needs more.</p>"
-    alerts = detect(values)
+    try:
+        alerts = detect(values)
+    except ValueError as e:  # a value the detectors cannot take (beyond 1e100, say)
+        reason = escape(str(e))
+        return f"<p class='note'>{escape(name)}: {len(values)} builds; not analysed: {reason}.</p>"
     band = prediction_band(values)
     found = ", ".join(
         f"{a.direction} {100 * a.magnitude:+.1f}% at {escape(series['builds'][a.index])}"

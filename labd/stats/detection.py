@@ -37,11 +37,14 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from labd.stats.alert import Alert, describe_change
 from labd.stats.confirm import rank_confirmed
 from labd.stats.cusum import detect_cusum
 from labd.stats.cycles import cycle_filtered
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
+from labd.stats.io import LARGEST, SMALLEST
 from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan
 from labd.stats.talos import detect_talos
 from labd.stats.vote import VOTE_THRESHOLD, Taken, voted
@@ -148,6 +151,20 @@ def detect_ensemble(
     return kept
 
 
+def _check_range(values: list[float]) -> None:
+    """The magnitudes the detectors handle, as the file readers check them (io.py): NaN would
+    hide a change from ETS, and squares of values near the float limits overflow."""
+    magnitude = np.abs(np.asarray(values, dtype=float))
+    tiny = (magnitude > 0) & (magnitude < SMALLEST)
+    bad = ~np.isfinite(magnitude) | (magnitude > LARGEST) | tiny
+    if bad.any():
+        build = int(np.argmax(bad))
+        raise ValueError(
+            f"build {build}: {values[build]:g} cannot be analysed: values must be finite, of "
+            f"magnitude {SMALLEST:g} to {LARGEST:g} (or 0)"
+        )
+
+
 def detect_ets_cusum(x: Sequence[float], **options: Any) -> list[Alert]:
     """The ensemble of ETS and the CUSUM (see detect_ensemble)."""
     return detect_ensemble(x, voters=("ets", "cusum"), **options)
@@ -158,6 +175,7 @@ def detect(x: Sequence[float], method: str = DEFAULT_METHOD, **options: Any) -> 
     if method not in METHODS:
         raise ValueError(f"unknown detection method {method!r} (one of {', '.join(METHODS)})")
     values = [float(v) for v in x]
+    _check_range(values)
     if len(values) < 2 or min(values) == max(values):
         return []
     methods: dict[str, Callable[..., list[Alert]]] = {

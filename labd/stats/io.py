@@ -43,20 +43,30 @@ class Samples:
 LARGEST, SMALLEST = 1e100, 1e-100
 
 
+def _shown(value: Any, limit: int = 40) -> str:
+    """A value as an error message quotes it: one of 100,000 digits is not repeated whole."""
+    text = value if isinstance(value, str) else repr(value)
+    return repr(value) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 def _number(text: str, where: str, metric: str = "") -> float:
     try:
-        value = float(text)
+        value: float | None = float(text)
     except ValueError:
-        raise DataError(f"{where}: not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise DataError(f"{where}: not a finite number: {text!r}")
-    if abs(value) > LARGEST or 0 < abs(value) < SMALLEST:
+        value = None
+    if value is None or "_" in text:  # float() reads "1_100" as 1100: no CSV cell means that
+        raise DataError(f"{where}: not a number: {_shown(text)}")
+    if text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        raise DataError(f"{where}: not a finite number: {_shown(text)}")
+    if not math.isfinite(value) or abs(value) > LARGEST or 0 < abs(value) < SMALLEST:
+        # A numeral too large for a float (1e400) is out of range too, not "not finite".
+        shown = f"{value:g}" if math.isfinite(value) else _shown(text)
         raise DataError(
-            f"{where}: {value:g} is out of range: magnitudes from {SMALLEST:g} to {LARGEST:g}"
+            f"{where}: {shown} is out of range: magnitudes from {SMALLEST:g} to {LARGEST:g}"
             " (or 0); give the values in another unit"
         )
     if value < 0 and TIME_METRIC.search(metric):
-        raise DataError(f"{where}: negative duration {value:g} for {metric!r}")
+        raise DataError(f"{where}: negative duration {value:g} for {_shown(metric)}")
     return value
 
 
@@ -163,7 +173,7 @@ def samples_from_results(data: Any, name: str) -> Samples:
         where = f"{name}: iteration {it.get('index')}"
         for metric, value in _field(it, "values", dict, where, {}).items():
             if isinstance(value, bool) or not isinstance(value, int | float | str):
-                raise DataError(f"{where}: {metric}: not a number: {value!r}")
+                raise DataError(f"{where}: {metric}: not a number: {_shown(value)}")
             samples.values.setdefault(metric, []).append(_number(str(value), where, metric))
     if not samples.values:
         raise DataError(f"{name}: no measured iteration with values in the last attempt")

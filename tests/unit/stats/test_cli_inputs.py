@@ -118,6 +118,45 @@ def test_detect_reads_histories_and_refuses_unsorted_builds(tmp_path: Path) -> N
     assert labd("detect", flat).returncode == 0
 
 
+def test_names_that_look_like_markup_are_shown_as_they_are(tmp_path: Path) -> None:
+    """The tables are drawn with rich, which reads [bold] and [/] in a string as markup: a
+    series or metric named "[/]" crashed the command, "[bold]x[/bold]" showed as "x"."""
+    folder = tmp_path / "a[/b]"
+    folder.mkdir(parents=True)
+    rows = "".join(
+        f"[/],[/x]{b},{100 if b < 50 else 110}.{b % 3}\n[bold]x[/bold],{b},{b % 2}\n"
+        for b in range(100)
+    )
+    history = write(folder / "h.csv", "series,build,value\n" + rows)
+    result = labd("detect", history)
+    assert result.returncode == 1, result.stderr
+    assert "[/]" in result.stdout and "[/x]50" in result.stdout and "a[/b]" in result.stdout
+    base = write(folder / "base.csv", "metric,value\n" + "[/]x,10\n[/]x,11\n" * 10)
+    new = write(folder / "new.csv", "metric,value\n" + "[/]x,20\n[/]x,21\n" * 10)
+    result = labd("compare", base, new)
+    assert result.returncode == 1, result.stderr
+    assert "[/]x" in result.stdout
+
+
+def test_a_huge_cell_is_quoted_short_and_an_overflowing_numeral_is_out_of_range(
+    tmp_path: Path,
+) -> None:
+    long = write(tmp_path / "long.csv", "series,build,value\na,0,1\na,1," + "1" * 100_000 + "\n")
+    result = labd("detect", long)
+    assert result.returncode == 2 and len(result.stderr) < 300
+    assert "'1111" in result.stderr and "(100,000 characters) is out of range" in result.stderr
+    over = write(tmp_path / "over.csv", "1\n1e400\n")
+    result = labd("compare", over, over)
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        "over.csv: line 2: '1e400' is out of range: magnitudes from 1e-100 to 1e+100 (or 0);"
+        " give the values in another unit",
+    )
+    grouped = write(tmp_path / "grouped.csv", "1\n1_100\n")
+    result = labd("compare", grouped, grouped)
+    assert result.stderr.strip() == "grouped.csv: line 2: not a number: '1_100'"
+
+
 def test_calibrate_reports_iterations_per_component(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     pilot = write(

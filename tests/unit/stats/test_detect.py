@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -220,6 +222,17 @@ def test_pure_noise_rarely_raises_anything(method: str) -> None:
 
 def test_degenerate_histories_raise_nothing() -> None:
     assert detect([], "ets") == detect([1.0], "ets") == detect([5.0] * 50) == []
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, 1e300, 1e-300])
+def test_values_the_detectors_cannot_take_are_refused_by_build(bad: float) -> None:
+    """As the file readers refuse them: a NaN hid a 5% step from ETS, and squares of values
+    near 1e300 overflowed inside the CUSUM."""
+    x = [100.0] * 30 + [105.0] * 30
+    x[12] = bad
+    for method in METHODS:
+        with pytest.raises(ValueError, match=r"build 12: .* cannot be analysed"):
+            detect(x, method)
 
 
 def test_smoothing_matches_statsmodels() -> None:
