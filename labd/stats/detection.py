@@ -37,14 +37,12 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from labd.stats.alert import Alert, describe_change
 from labd.stats.confirm import rank_confirmed
 from labd.stats.cusum import detect_cusum
 from labd.stats.cycles import cycle_filtered
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
-from labd.stats.io import LARGEST, SMALLEST
+from labd.stats.io import LARGEST, SMALLEST, out_of_range
 from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan
 from labd.stats.talos import detect_talos
 from labd.stats.vote import VOTE_THRESHOLD, Taken, voted
@@ -152,13 +150,10 @@ def detect_ensemble(
 
 
 def _check_range(values: list[float]) -> None:
-    """The magnitudes the detectors handle, as the file readers check them (io.py): NaN would
-    hide a change from ETS, and squares of values near the float limits overflow."""
-    magnitude = np.abs(np.asarray(values, dtype=float))
-    tiny = (magnitude > 0) & (magnitude < SMALLEST)
-    bad = ~np.isfinite(magnitude) | (magnitude > LARGEST) | tiny
-    if bad.any():
-        build = int(np.argmax(bad))
+    """The values the detectors take, as the file readers check them (io.py): NaN would hide
+    a change from ETS, and squares of values near the float limits overflow."""
+    build = next((i for i, v in enumerate(values) if out_of_range(v)), None)
+    if build is not None:
         raise ValueError(
             f"build {build}: {values[build]:g} cannot be analysed: values must be finite, of "
             f"magnitude {SMALLEST:g} to {LARGEST:g} (or 0)"

@@ -39,9 +39,7 @@ def detect_ets(
         for t in range(start + warmup, n):
             error = x[t] - level
             if (t - start) % 10 == 0:
-                # Several modes: the band is no narrower than the quartiles say, or a run of
-                # builds from a second mode passes for a change (refreshed every 10 builds).
-                floor = modes_spread(np.asarray(x[max(start, t - NOISE_SPAN) : t], dtype=float))
+                floor = _modes_floor(x, start, t)
             sd = max(math.sqrt(var), floor)
             seen = t - start
             # A candidate needs z standard deviations; confirming builds need z_confirm on
@@ -79,6 +77,13 @@ def detect_ets(
     return alerts
 
 
+def _modes_floor(x: Sequence[float], start: int, t: int) -> float:
+    """The narrowest band deviation before build t (refreshed every 10 builds): with several
+    modes, what the quartiles of the segment's last NOISE_SPAN builds say, or a run of builds
+    from a second mode passes for a change; else 0."""
+    return modes_spread(np.asarray(x[max(start, t - NOISE_SPAN) : t], dtype=float))
+
+
 def _first_of_new_level(x: Sequence[float], candidate: list[int], level: float) -> int:
     """Where a confirmed change began: the first candidate nearer the new level (the
     candidates' median) than the old one. A slow build just before a step is outside a
@@ -111,8 +116,8 @@ def prediction_band(
     var = sd * sd
     floor = 0.0
     for t in range(warmup, n):
-        if t % 10 == 0:  # as detect_ets: no narrower than several modes' quartiles say
-            floor = modes_spread(np.asarray(x[max(0, t - NOISE_SPAN) : t], dtype=float))
+        if t % 10 == 0:  # as detect_ets
+            floor = _modes_floor(x, 0, t)
         width = widen(t, z) * max(math.sqrt(var), floor)
         low[t], high[t] = level - width, level + width
         error = x[t] - level

@@ -43,6 +43,11 @@ class Samples:
 LARGEST, SMALLEST = 1e100, 1e-100
 
 
+def out_of_range(value: float) -> bool:
+    """Whether the statistics cannot take `value`: not finite, or beyond LARGEST and SMALLEST."""
+    return not math.isfinite(value) or abs(value) > LARGEST or 0 < abs(value) < SMALLEST
+
+
 def _shown(value: Any, limit: int = 40) -> str:
     """A value as an error message quotes it: one of 100,000 digits is not repeated whole."""
     text = value if isinstance(value, str) else repr(value)
@@ -58,7 +63,7 @@ def _number(text: str, where: str, metric: str = "") -> float:
         raise DataError(f"{where}: not a number: {_shown(text)}")
     if text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
         raise DataError(f"{where}: not a finite number: {_shown(text)}")
-    if not math.isfinite(value) or abs(value) > LARGEST or 0 < abs(value) < SMALLEST:
+    if out_of_range(value):
         # A numeral too large for a float (1e400) is out of range too, not "not finite".
         shown = f"{value:g}" if math.isfinite(value) else _shown(text)
         raise DataError(
