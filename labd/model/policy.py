@@ -87,6 +87,13 @@ class Policy:
     def program(self, argv0: str) -> str:
         """The absolute path to start for argv[0]; ValueError naming the rule when the
         policy does not allow it (ProgramNotFound when it is nowhere to be found)."""
+        if "/" in argv0 and not Path(argv0).is_absolute():
+            # Relative to what? The check here and the start in the job's directory would
+            # each answer for another directory: one could approve what the other runs.
+            raise ValueError(
+                f"program {argv0!r}: a path must be absolute (or give a name, looked up on "
+                "the policy's path)"
+            )
         found = shutil.which(argv0, path=self.path) if "/" not in argv0 else argv0
         if not found or not Path(found).is_file():
             where = "" if "/" in argv0 else f" on the policy's path ({self.path})"
