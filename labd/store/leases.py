@@ -27,7 +27,7 @@ from labd.store.base import (
 )
 from labd.store.outbox import JobEvent, append_job_event
 from labd.store.queue import JobQueue
-from labd.store.tables import ACTIVE_STATES, jobs
+from labd.store.tables import ACTIVE_STATES, iterations, jobs
 
 
 class Leases(JobQueue):
@@ -98,8 +98,7 @@ class Leases(JobQueue):
                     jobs.c.state == JobState.QUEUED.value,
                     jobs.c.lane == key,
                     jobs.c.not_before <= now,
-                    (jobs.c.avoid_device != device_id)
-                    | (jobs.c.not_before <= now - avoid_grace_s),
+                    (jobs.c.avoid_device != device_id) | (jobs.c.not_before <= now - avoid_grace_s),
                 )
                 .order_by(jobs.c.priority.desc(), jobs.c.fair_rank, jobs.c.seq)
                 .limit(1)
@@ -153,8 +152,20 @@ class Leases(JobQueue):
         avoid_device: str = "",
     ) -> bool:
         """Put a held job back in the queue (after `delay` s); `refund` forgives the attempt;
-        `avoid_device` (whose infrastructure failed it) is the last to be offered it again."""
+        `avoid_device` (whose infrastructure failed it) is the last to be offered it again.
+        A forgiven attempt runs again under its number from its first iteration: the values it
+        stored are dropped (a half-run of an attempt that does not count; kept, the run again
+        could not store its own)."""
         extra: dict[str, Any] = {"attempts": jobs.c.attempts - 1} if refund else {}
+
+        def forget(conn: sa.Connection, row: Any) -> None:
+            ended = row.attempts + 1
+            conn.execute(
+                iterations.delete().where(
+                    iterations.c.job_id == job_id, iterations.c.attempt == ended
+                )
+            )
+
         return await self._move(
             job_id,
             token,
@@ -172,6 +183,7 @@ class Leases(JobQueue):
             lease_owner="",
             lease_token="",
             avoid_device=avoid_device,
+            then=forget if refund else None,
             **extra,
         )
 
@@ -182,10 +194,12 @@ class Leases(JobQueue):
         state: JobState,
         event: Callable[[Any], JobEvent],
         from_states: Sequence[str] = (),
+        then: Callable[[sa.Connection, Any], None] | None = None,
         **values: Any,
     ) -> bool:
         """Move a held job on; `event` makes the move's event from the moved row (its new
-        values). False, and no event, when the lease has moved on."""
+        values), `then` does more in the same transaction. False, and no event, when the
+        lease has moved on."""
         # Only moves the state machine allows, from states the caller's lease can be in.
         from_states = from_states or [s for s in ACTIVE_STATES if can_move(JobState(s), state)]
         assert all(can_move(JobState(old), state) for old in from_states), (from_states, state)
@@ -200,6 +214,8 @@ class Leases(JobQueue):
             row = conn.execute(update).first()
             if row is None:
                 return None
+            if then is not None:
+                then(conn, row)
             moved = event(row)
             append_job_event(conn, self.host, moved)
             return moved

@@ -203,6 +203,38 @@ async def test_shutdown_requeues_unfinished_work_without_counting_the_attempt(la
     assert job is not None and job.state is JobState.QUEUED and job.attempts == 0
 
 
+async def test_a_job_interrupted_by_a_shutdown_runs_again_after_it_and_succeeds(
+    store: Store, tmp_path: Path
+) -> None:
+    """An independent tester's find: the attempt forgiven at shutdown ran again under the
+    same number, its first iteration collided with the one stored before, and the job failed
+    ("driver bug: UNIQUE constraint failed"), its device blamed."""
+    first = await make_lab(store, tmp_path, ["d1"])
+    await first.submit("restarted", sleep_s=0.15)
+    async with asyncio.timeout(10):
+        while True:  # two iterations stored: the shutdown interrupts a run under way
+            if len(await store.iterations("restarted", attempt=1)) >= 2:
+                break
+            await asyncio.sleep(0.02)
+    await first.scheduler.stop(grace=0.05)
+    await first.pool.stop(1)
+    first._recorder.cancel()  # type: ignore[attr-defined]
+    assert (await store.get_job("restarted")).state is JobState.QUEUED  # type: ignore[union-attr]
+    assert await store.iterations("restarted") == []  # the half-run is not a result
+    second = await make_lab(store, tmp_path, ["d1"])
+    try:
+        job = await second.wait_state("restarted", JobState.SUCCEEDED, JobState.FAILED)
+        assert job.state is JobState.SUCCEEDED, job.error
+        assert job.attempts == 1
+        iterations = await store.iterations("restarted")
+        assert [i.index for i in iterations] == [0, 1, 2, 3]
+        assert (await store.get_device("d1")).consecutive_failures == 0  # type: ignore[union-attr]
+    finally:
+        await second.scheduler.stop(1)
+        await second.pool.stop(1)
+        second._recorder.cancel()  # type: ignore[attr-defined]
+
+
 async def test_submit_refuses_what_no_device_could_ever_run(lab: Lab) -> None:
     bad = {"suite": "s", "test": "t", "scenario": "script", "device": {"platform": "android"}}
     with pytest.raises(InvalidSpec) as caught:
