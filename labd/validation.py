@@ -1,4 +1,5 @@
-"""Turn pydantic validation errors into lines that name the source, the key and the reason."""
+"""Turn pydantic validation errors into lines that name the source, the key and the reason;
+and the one nesting limit of JSON taken in at the edge (MQTT payloads, API request bodies)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,26 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from labd.redact import is_secret_name, redact_text
+
+# Arrays and objects inside one another that an MQTT payload or an API request body may hold
+# (a spec's params.env is 4 deep). Checked right after parsing, before anything recursive
+# (RFC 8785 canonicalisation of a signature, pydantic's serialiser, which gives up near 255)
+# could meet the input and raise instead of refusing it.
+MAX_DEPTH = 64
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether parsed JSON `value` nests arrays and objects more than `limit` deep (`{}` is 1
+    deep). A loop, not recursion: it cannot raise RecursionError however deep the input."""
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from labd.config import load_config, masked_dump, render_example, render_toml
+from labd.errors import ConfigError
 
 
 def check(args: argparse.Namespace) -> int:
@@ -14,12 +15,20 @@ def check(args: argparse.Namespace) -> int:
 
     loaded = load_config(args.file or args.config)
     source = str(loaded.path) if loaded.path else "built-in defaults"
-    # The plugins' own sections too: what `labd run` would refuse is refused here.
-    check_plugin_options(
-        loaded.settings.drivers,
-        loaded.settings.pool.power,
-        loaded.path.name if loaded.path else source,
-    )
+    # The plugins' own sections and the host's policy too: what `labd run` would refuse is
+    # refused here, every problem at once.
+    name = loaded.path.name if loaded.path else source
+    problems: list[str] = []
+    try:
+        check_plugin_options(loaded.settings.drivers, loaded.settings.pool.power, name)
+    except ConfigError as e:
+        problems += e.problems
+    try:
+        loaded.settings.policy.host_policy(name)
+    except ConfigError as e:
+        problems += e.problems
+    if problems:
+        raise ConfigError(problems)
     effective = masked_dump(loaded.settings)
     if args.json:
         print(json.dumps({"source": source, "valid": True, "settings": effective}, indent=2))

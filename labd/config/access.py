@@ -3,13 +3,15 @@ job policy."""
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from labd.config.section import Section
-from labd.model import id_problem
+from labd.errors import ConfigError
+from labd.model import Policy, id_problem
 
 LOCAL_PRINCIPAL = "local"
 
@@ -150,3 +152,14 @@ class PolicySettings(Section):
         if self.run_as in ("root", "0"):
             raise ValueError("run_as: measured programs never run as root")
         return self
+
+    def host_policy(self, source: str) -> Policy:
+        """The policy on this host, its programs resolved now; ConfigError naming `source`
+        when this host cannot apply it (a run_as account it does not have). `labd run` and
+        `labd config check` both call this, so check refuses what run would."""
+        try:
+            return Policy.resolve(
+                self.programs, self.path, self.env_keys, self.run_as, os.geteuid()
+            )
+        except ValueError as e:
+            raise ConfigError([f"{source}: {e}"]) from e

@@ -12,17 +12,19 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from labd.config.models import Settings
 from labd.errors import ConfigError
+from labd.textfile import FileTooLarge, MiB, read_limited
 from labd.validation import describe_errors, did_you_mean
 
 ENV_PREFIX = "LABD_"
 ENV_SEPARATOR = "__"
 SEARCH_PATH = (Path("labd.toml"), Path("/etc/labd/labd.toml"))
+CONFIG_LIMIT = 1 * MiB  # the full example is under 20 KiB; a larger file is refused
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,9 @@ def load_config(
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path, CONFIG_LIMIT, "a configuration file")
+    except FileTooLarge as e:
+        raise ConfigError([str(e)]) from None
     except FileNotFoundError:
         raise ConfigError([f"{path}: no such file"]) from None
     except (OSError, UnicodeDecodeError) as e:
@@ -107,9 +111,16 @@ def _parse_env_value(raw: str) -> Any:
 
 def _unknown_key(path: tuple[str, ...]) -> str | None:
     model: type[BaseModel] | None = Settings
+    annotation: Any = None
     for depth, part in enumerate(path):
         if model is None:
-            return f"{'.'.join(path[:depth])} takes no sub-keys"
+            key = ".".join(path[:depth])
+            if depth == 1:  # `drivers`: the one top-level key that is not a section
+                return f"{key}: set in the configuration file only, not from the environment"
+            if get_origin(annotation) is dict:
+                variable = ENV_PREFIX + ENV_SEPARATOR.join(path[:depth]).upper()
+                return f"{key} takes no sub-keys: set {variable} to the whole table as JSON"
+            return f"{key} takes no sub-keys"
         fields = model.model_fields
         if part not in fields:
             return f"{'.'.join(path[: depth + 1])}: unknown key{did_you_mean(part, fields)}"

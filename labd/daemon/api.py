@@ -21,10 +21,11 @@ from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
 from labd.errors import AuthError, InvalidSpec
-from labd.model import AdminState, Device, Job, JobState
+from labd.model import AdminState, Device, Job, JobState, no_control
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.store import HISTORY_PAGE, RESULTS_PAGE, JobConflict, Store, history_page, results_page
+from labd.validation import too_deep
 
 MAX_BODY = 256 * 1024
 MAX_LIST = 1000
@@ -105,6 +106,8 @@ class Api:
             return _error(400, [f"request body is not JSON: {e}"])
         except RecursionError:
             return _error(400, ["request body is nested too deeply"])
+        if too_deep(body):  # the same limit as MQTT's, before anything recursive meets it
+            return _error(400, ["request body is nested too deeply"])
         if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
             return _error(400, ['request body must be {"spec": {...}, "id": ..., "source": ...}'])
         name = caller.principal.name
@@ -119,6 +122,10 @@ class Api:
         job_id = str(body.get("id") or "")
         self._allowed(caller, Action.SUBMIT, job_id or "new job")
         source = str(body.get("source") or "request")
+        try:
+            no_control(source)  # as SubmitRequest.source over MQTT
+        except ValueError as e:
+            return _error(400, [f"source: {e}"])
         try:
             # The one submit path checks the principal's rate limit, scenarios and quota.
             job, created = await self.jobs.submit(

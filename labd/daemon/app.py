@@ -7,7 +7,6 @@ configuration where that is safe and keeps the old one when the new file is inva
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import signal
 from collections.abc import AsyncIterator
@@ -341,10 +340,7 @@ class Daemon:
 def _policy(settings: Settings, source: str) -> Policy:
     """The job policy of this host, its programs resolved now (ConfigError when unusable)."""
     p = settings.policy
-    try:
-        policy = Policy.resolve(p.programs, p.path, p.env_keys, p.run_as, os.geteuid())
-    except ValueError as e:
-        raise ConfigError([f"{source}: {e}"]) from e
+    policy = p.host_policy(source)
     if policy.missing:
         log.warning(
             "policy.programs lists programs this host does not have",

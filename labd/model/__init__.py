@@ -7,7 +7,16 @@ from labd.model.iteration import Iteration
 from labd.model.job import TERMINAL, Job, JobState, can_move
 from labd.model.manifest import load_manifest, parse_spec
 from labd.model.policy import Policy, ProgramNotFound, RunAs
-from labd.model.spec import ABSpec, BuildInfo, MetricSpec, NetworkSpec, TestSpec, Variant
+from labd.model.spec import (
+    ABSpec,
+    BuildInfo,
+    FreeText,
+    MetricSpec,
+    NetworkSpec,
+    TestSpec,
+    Variant,
+    no_control,
+)
 
 __all__ = [
     "ID_PATTERN",
@@ -19,6 +28,7 @@ __all__ = [
     "Device",
     "DeviceSelector",
     "DeviceState",
+    "FreeText",
     "Identifier",
     "Iteration",
     "Job",
@@ -34,5 +44,6 @@ __all__ = [
     "check_id",
     "id_problem",
     "load_manifest",
+    "no_control",
     "parse_spec",
 ]

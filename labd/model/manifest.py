@@ -10,7 +10,10 @@ from pydantic import ValidationError
 
 from labd.errors import InvalidSpec
 from labd.model.spec import TestSpec
+from labd.textfile import FileTooLarge, MiB, read_limited
 from labd.validation import describe_errors
+
+MANIFEST_LIMIT = 1 * MiB  # a manifest is a few hundred bytes; anything near this is a mistake
 
 
 def parse_spec(data: Any, source: str) -> TestSpec:
@@ -24,7 +27,9 @@ def parse_spec(data: Any, source: str) -> TestSpec:
 def load_manifest(path: Path) -> TestSpec:
     """Read and validate a manifest file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path, MANIFEST_LIMIT, "a manifest")
+    except FileTooLarge as e:
+        raise InvalidSpec([str(e)]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidSpec([f"{path}: cannot read: {e}"]) from e
     try:

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from labd.model.device import DeviceSelector
 from labd.model.ids import ID_PATTERN
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def no_control(value: str) -> str:
+    """`value` if it holds no control character; else ValueError saying which and where."""
+    # A NUL is refused by PostgreSQL's text and JSON and silently kept by SQLite; like a name
+    # (labd.model.ids), free text stored with a job holds no control character at all.
+    if (found := _CONTROL.search(value)) is not None:
+        raise ValueError(f"holds the control character {found.group()!r} at {found.start()}")
+    return value
+
+
+FreeText = Annotated[str, AfterValidator(no_control)]
+"""A pydantic field type: text that holds no control character (NUL, newline, escape ...)."""
 
 
 class BuildInfo(BaseModel):
@@ -15,10 +31,12 @@ class BuildInfo(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    revision: str = Field("", max_length=128, description="Source revision (e.g. a commit hash).")
-    branch: str = Field("", max_length=256, description="Branch or tree.")
-    build_id: str = Field("", max_length=256, description="CI build identifier.")
-    product: str = Field("", max_length=256, description="What was built (browser, app ...).")
+    revision: FreeText = Field(
+        "", max_length=128, description="Source revision (e.g. a commit hash)."
+    )
+    branch: FreeText = Field("", max_length=256, description="Branch or tree.")
+    build_id: FreeText = Field("", max_length=256, description="CI build identifier.")
+    product: FreeText = Field("", max_length=256, description="What was built (browser, app ...).")
 
 
 class MetricSpec(BaseModel):
@@ -80,8 +98,10 @@ class ABSpec(BaseModel):
         description="alternate: base, new, base, new ... in blocks; random: each pair of "
         "blocks in a random order.",
     )
-    block: int = Field(1, ge=1, le=1000, description="Iterations of one variant in a row.")
-    seed: int = Field(0, ge=0, description="Seed of the random order (repeatable).")
+    block: int = Field(
+        1, strict=True, ge=1, le=1000, description="Iterations of one variant in a row."
+    )
+    seed: int = Field(0, strict=True, ge=0, description="Seed of the random order (repeatable).")
 
 
 VARIANTS = ("base", "new")
@@ -99,7 +119,11 @@ class TestSpec(BaseModel):
     scenario: str = Field(min_length=1, description="Scenario name, provided by a driver.")
     params: dict[str, Any] = Field(default_factory=dict, description="The scenario's parameters.")
     iterations: int = Field(
-        10, ge=1, le=10_000, description="Measured iterations (the most, with stop_when_stable)."
+        10,
+        strict=True,
+        ge=1,
+        le=10_000,
+        description="Measured iterations (the most, with stop_when_stable).",
     )
     stop_when_stable: bool = Field(
         False,
@@ -111,16 +135,22 @@ class TestSpec(BaseModel):
     stable_effect: float = Field(
         0.01, gt=0, lt=1, description="The relative change the measurement must resolve."
     )
-    warmup: int = Field(1, ge=0, le=1_000, description="Warm-up iterations (kept, flagged).")
+    warmup: int = Field(
+        1, strict=True, ge=0, le=1_000, description="Warm-up iterations (kept, flagged)."
+    )
     metrics: list[MetricSpec] = Field(
         default_factory=list, description="Metrics to report; empty: the scenario's defaults."
     )
     device: DeviceSelector = Field(default_factory=DeviceSelector)
-    priority: int = Field(0, ge=-100, le=100, description="Higher runs first.")
+    priority: int = Field(0, strict=True, ge=-100, le=100, description="Higher runs first.")
     timeout_s: float = Field(3600, gt=0, le=7 * 24 * 3600, description="Whole-job time-out.")
-    max_attempts: int = Field(3, ge=1, le=20, description="Tries on infrastructure failures.")
+    max_attempts: int = Field(
+        3, strict=True, ge=1, le=20, description="Tries on infrastructure failures."
+    )
     build: BuildInfo = Field(default_factory=BuildInfo)
-    baseline: str = Field("", max_length=128, description="Job id or revision to compare with.")
+    baseline: FreeText = Field(
+        "", max_length=128, description="Job id or revision to compare with."
+    )
     network: NetworkSpec | None = Field(
         None, description="Serve the test's pages from an archive, shaped (a replay server)."
     )

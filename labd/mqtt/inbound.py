@@ -60,7 +60,7 @@ from labd.mqtt.topics import Topics
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.store import JobConflict, NonceSeen, StoreError, results_page
-from labd.validation import describe_errors
+from labd.validation import describe_errors, too_deep
 
 log = structlog.get_logger("labd.mqtt")
 
@@ -169,6 +169,10 @@ class Inbound:
             raise Refused([f"{topic}: payload is nested too deeply"]) from e
         except ValueError as e:
             raise Refused([f"{topic}: payload is not JSON ({e})"]) from e
+        # One limit, checked before the signature's canonical form or validation (recursive
+        # both) meets the payload: deeper than the parser's own limit or not, it is refused.
+        if too_deep(data):
+            raise Refused([f"{topic}: payload is nested too deeply"])
         if not isinstance(data, dict):
             raise Refused([f"{topic}: payload must be a JSON object"])
         return data

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.model import OPTIONAL_ID_PATTERN, TestSpec
+from labd.model import OPTIONAL_ID_PATTERN, FreeText, TestSpec
 
 SCHEMA_VERSION = 1  # of what labd publishes; requests (signed) are at version 2
 
@@ -52,7 +52,7 @@ class SubmitRequest(Request):
         description="Job id; resubmitting the same id is harmless. Empty: derived from the "
         "signature's nonce, so a redelivered request is harmless too.",
     )
-    source: str = Field(
+    source: FreeText = Field(
         "", max_length=256, description="What to call the spec in errors, e.g. its file name."
     )
     spec: TestSpec

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[3]
 
 
@@ -111,3 +113,40 @@ def test_config_check_renders_a_suite_that_sets_one_limit(tmp_path: Path) -> Non
     assert result.returncode == 0, result.stderr
     assert "[artefacts.suites.ok]\nmax_age_days = 3.0\n" in result.stdout
     assert "local_credentials = true" in result.stdout  # a switch is not a secret
+
+
+def test_an_endless_input_is_refused_at_the_size_limit() -> None:
+    # `labd submit /dev/zero` and `labd config check /dev/zero` never ended, eating gigabytes.
+    # The address-space cap keeps a regression from taking the machine's memory with it.
+    def cap() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    for args, what in (
+        (["submit", "/dev/zero"], "a manifest"),
+        (["config", "check", "/dev/zero"], "a configuration file"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "labd", *args],
+            capture_output=True, text=True, timeout=60, preexec_fn=cap,
+        )  # fmt: skip
+        assert (result.returncode, result.stderr) == (
+            2,
+            f"/dev/zero: larger than 1 MiB, the limit for {what}\n",
+        )
+
+
+def test_config_check_refuses_a_run_as_user_this_host_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `config check` said "valid" where `labd run` (as root) refused the account.
+    from labd.cli.main import main
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)  # run_as applies when labd is root
+    config = tmp_path / "c2.toml"
+    config.write_text('[policy]\nrun_as = "nosuchuser-labd"\n')
+    assert main(["config", "check", str(config)]) == 2
+    assert capsys.readouterr().err == (
+        "c2.toml: policy.run_as: no such user 'nosuchuser-labd' on this host\n"
+    )

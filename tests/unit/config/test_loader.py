@@ -50,6 +50,38 @@ def test_wrong_type_names_file_key_and_value(tmp_path: Path) -> None:
     ]
 
 
+def test_a_file_over_the_size_limit_is_refused_in_one_line(tmp_path: Path) -> None:
+    # It was read whole: `labd config check /dev/zero` took all the memory there was.
+    from labd.config.loader import CONFIG_LIMIT
+
+    path = tmp_path / "labd.toml"
+    body = "[http]\nport = 1234\n"
+    path.write_text(body + "#" * (CONFIG_LIMIT - len(body) - 1) + "\n")
+    assert load_config(path, environ={}).settings.http.port == 1234  # exactly the limit
+    path.write_text(body + "#" * (CONFIG_LIMIT - len(body)) + "\n")
+    assert problems_of(path) == [f"{path}: larger than 1 MiB, the limit for a configuration file"]
+
+
+def test_environment_names_what_it_cannot_set_and_how_to_set_a_table(tmp_path: Path) -> None:
+    # It said "drivers takes no sub-keys" though the guide said every key could be overridden.
+    path = tmp_path / "labd.toml"
+    path.write_text("")
+    env = {
+        "LABD_DRIVERS__HOST__ID": "x",
+        "LABD_AUTH__PRINCIPALS__CI__ROLE": "viewer",
+        "LABD_HTTP__PORT__X": "1",
+    }
+    assert problems_of(path, env) == [
+        "LABD_AUTH__PRINCIPALS__CI__ROLE: auth.principals takes no sub-keys: "
+        "set LABD_AUTH__PRINCIPALS to the whole table as JSON",
+        "LABD_DRIVERS__HOST__ID: drivers: set in the configuration file only, "
+        "not from the environment",
+        "LABD_HTTP__PORT__X: http.port takes no sub-keys",
+    ]
+    table = {"LABD_ARTEFACTS__SUITES": '{"s": {"max_age_days": 3}}'}
+    assert load_config(path, environ=table).settings.artefacts.suites["s"].max_age_days == 3
+
+
 def test_unknown_key_suggests_the_closest_one(tmp_path: Path) -> None:
     path = tmp_path / "labd.toml"
     path.write_text("[daemon]\nshutdown_grase = 3\n[htp]\nport = 1\n")

@@ -46,3 +46,17 @@ def test_state_machine_allows_cancel_from_every_live_state_and_nothing_after_the
     for end in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.TIMED_OUT):
         assert not any(can_move(end, other) for other in JobState)
     assert not can_move(JobState.QUEUED, JobState.SUCCEEDED)
+
+
+def test_a_manifest_over_the_size_limit_is_refused_in_one_line(tmp_path: Path) -> None:
+    # It was read whole: `labd submit /dev/zero` took all the memory there was.
+    from labd.model.manifest import MANIFEST_LIMIT
+
+    base = 'suite = "s"\ntest = "t"\nscenario = "command"\n'
+    path = tmp_path / "m.toml"
+    path.write_text(base + "#" * (MANIFEST_LIMIT - len(base) - 1) + "\n")
+    assert load_manifest(path).suite == "s"  # exactly the limit: read
+    path.write_text(base + "#" * (MANIFEST_LIMIT - len(base)) + "\n")
+    with pytest.raises(InvalidSpec) as caught:
+        load_manifest(path)
+    assert caught.value.problems == [f"{path}: larger than 1 MiB, the limit for a manifest"]

@@ -287,3 +287,53 @@ async def test_a_request_meeting_a_closed_database_is_answered_unavailable(
     replies = await harness.send(TOPICS.submit, body, CI)
     assert error(replies).reason == "unavailable"
     assert "nothing was done, send it again" in answer(replies).problems[0]
+
+
+def nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("depth", [62, 300, 500, 980, 5_000])
+@pytest.mark.parametrize("signature", ["valid", "forged"])
+async def test_a_payload_nested_too_deeply_is_refused_before_anything_recursive(
+    harness: Harness, depth: int, signature: str
+) -> None:
+    """spec.params.env nested 500 deep got no answer: json.loads took it, then the signature's
+    canonical form (recursive) raised RecursionError. One limit (labd.validation.MAX_DEPTH,
+    the whole message counted) now refuses it on the errors topic first, however it is signed
+    and whether or not the parser itself gave up."""
+    import sys
+
+    from labd.validation import MAX_DEPTH
+
+    body = {
+        "id": f"deep-{depth}",
+        "reply_to": replies_to(CI),
+        "spec": {**SPEC, "params": {"env": nested(depth)}},
+    }
+    assert depth + 3 > MAX_DEPTH  # the message, spec and params hold env
+    fake = {"principal": "ci", "key_id": CI.key_id, "time": 1.0, "nonce": "abcdefgh"}
+    forged = {"schema_version": 2, **body, "auth": {**fake, "signature": "x"}}
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(4 * depth + limit)  # writing and signing it recurse (here only)
+    try:
+        data = (
+            payload(TOPICS.submit, body, CI)
+            if signature == "valid"
+            else json.dumps(forged).encode()
+        )
+    finally:
+        sys.setrecursionlimit(limit)
+    replies = await harness.raw(TOPICS.submit, data)
+    refused = error(replies)
+    assert refused.reason == "invalid"
+    assert refused.problems == [f"{TOPICS.submit}: payload is nested too deeply"]
+    assert [r.topic for r in replies] == [TOPICS.errors]
+    assert await harness.lab.store.get_job(f"deep-{depth}") is None
+    # Just within the limit, the same message is not refused for its depth.
+    body["spec"]["params"]["env"] = nested(MAX_DEPTH - 3)
+    problems = error(await harness.send(TOPICS.submit, body, CI)).problems
+    assert not any("nested" in p for p in problems)
