@@ -98,6 +98,34 @@ class JournalPriority(logging.Formatter):
         return f"<{priority}>" + self.inner.format(record)
 
 
+class ClientErrorsQuiet(logging.Filter):
+    """aiohttp's servers log a request they cannot parse (a request line or header too long,
+    a malformed one) at error level with a traceback: anyone who can reach a port could fill
+    `journalctl -p err`. Such a request is the client's fault: one warning line, no traceback.
+    Anything else (a handler's exception, a 500) stays an error with its traceback."""
+
+    REASON_LIMIT = 200  # the reason can quote the client's bytes (a bad request line)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None or record.levelno < logging.WARNING:
+            return True
+        from aiohttp.http_exceptions import BadHttpMessage  # imported by then: aiohttp logs
+
+        if isinstance(exc, BadHttpMessage):
+            reason = f"{type(exc).__name__}: {exc.message}"
+            if len(reason) > self.REASON_LIMIT:
+                reason = reason[: self.REASON_LIMIT] + "..."
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else None
+            record.msg, record.args = "bad HTTP request refused from %s: %s", (remote, reason)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+AIOHTTP_SERVER_LOGGER = "aiohttp.server"
+
+
 def wants_json(fmt: str) -> bool:
     """JSON when asked for, or in "auto" mode when stderr is not a terminal."""
     return fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
@@ -136,6 +164,9 @@ def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[
     root = logging.getLogger()
     # Replace only our own handler: others (pytest's capture, an embedding app's) stay.
     root.handlers[:] = [h for h in root.handlers if h.get_name() != _HANDLER_NAME] + [handler]
+    server = logging.getLogger(AIOHTTP_SERVER_LOGGER)
+    if not any(isinstance(f, ClientErrorsQuiet) for f in server.filters):
+        server.addFilter(ClientErrorsQuiet())
     set_level(level)
     structlog.configure(
         processors=[

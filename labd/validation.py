@@ -45,7 +45,8 @@ def describe_errors(
     origins: Mapping[tuple[str, ...], str] | None = None,
 ) -> list[str]:
     """One `<source>: <key.path>: <reason>` line per problem; `origins` maps a key path to
-    the source it came from when that differs (e.g. an environment variable)."""
+    the source it came from when that differs (e.g. an environment variable). A problem with
+    a whole table (a cross-field check) names every source of the values under it."""
     return [_describe(err, model, source, origins or {}) for err in error.errors()]
 
 
@@ -54,7 +55,7 @@ def _describe(
 ) -> str:
     loc = tuple(str(part) for part in err["loc"])
     key = ".".join(loc) or "(top level)"
-    source = origins.get(loc, source)
+    source = _source_of(loc, source, origins)
     if err["type"] == "extra_forbidden":
         return f"{source}: {key}: unknown key{did_you_mean(loc[-1], fields_at(model, loc[:-1]))}"
     reason = err["msg"][:1].lower() + err["msg"][1:]
@@ -63,6 +64,20 @@ def _describe(
         shown = redact_text(value) if isinstance(value, str) else value  # a password in a URL
         reason += f", got {shown!r}"
     return f"{source}: {key}: {reason}"
+
+
+def _source_of(loc: tuple[str, ...], default: str, origins: Mapping[tuple[str, ...], str]) -> str:
+    """Where the value at loc came from: the source of loc or of the table holding it (a
+    table given whole, as JSON in one variable); else, for a table, the sources of the values
+    under it, e.g. `labd.toml and LABD_HTTP__API_PORT` for a check across two keys."""
+    for end in range(len(loc), 0, -1):
+        if (found := origins.get(loc[:end])) is not None:
+            return found
+    under = {origins[path] for path in origins if path[: len(loc)] == loc and len(path) > len(loc)}
+    if not under:
+        return default
+    # the file first (it is the default source), then the variables in name order
+    return " and ".join(sorted(under, key=lambda name: (name != default, name)))
 
 
 def _may_hold_secrets(loc: tuple[str, ...]) -> bool:

@@ -18,7 +18,8 @@ class RateLimiter:
         self._recent: defaultdict[str, deque[float]] = defaultdict(deque)
 
     def take(self, principal: Principal) -> None:
-        """Count one submission; AuthError("rate_limited") when over the principal's limit."""
+        """Count one submission; AuthError("rate_limited") when over the principal's limit.
+        Every submission counts, refused ones too: a client flooding bad requests is limited."""
         now = self.clock()
         recent = self._recent[principal.name]
         while recent and now - recent[0] > WINDOW_S:
@@ -26,7 +27,7 @@ class RateLimiter:
         if len(recent) >= principal.submits_per_minute:
             raise AuthError(
                 "rate_limited",
-                f"principal {principal.name!r} submitted {len(recent)} jobs in the last minute "
+                f"principal {principal.name!r} made {len(recent)} submissions in the last minute "
                 f"(limit {principal.submits_per_minute}); try again later",
             )
         recent.append(now)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -108,6 +109,12 @@ def verify(
             raise AuthError("malformed", f"auth.{field} is missing or not a short string")
     if isinstance(sent, bool) or not isinstance(sent, int | float):
         raise AuthError("malformed", "auth.time is missing or not a number (Unix seconds)")
+    try:
+        sent = float(sent)  # an integer of 400 digits does not fit
+    except OverflowError:
+        sent = math.inf
+    if not math.isfinite(sent):
+        raise AuthError("malformed", "auth.time is out of range (Unix seconds)")
     assert isinstance(name, str) and isinstance(key_id, str)
     assert isinstance(nonce, str) and isinstance(signature, str)
     principal = principals.get(name)
@@ -121,7 +128,13 @@ def verify(
     # Freshness is checked only after the signature: an attacker cannot probe our clock.
     now = time.time() if now is None else now
     if sent > now + clock_skew_s:
-        raise AuthError("future", f"message time is {sent - now:.0f} s in the future")
+        raise AuthError("future", f"message time is {_seconds(sent - now)} s in the future")
     if now - sent > max_age_s:
-        raise AuthError("expired", f"message is {now - sent:.0f} s old (limit {max_age_s:g} s)")
-    return Signed(principal, nonce, float(sent))
+        age = _seconds(now - sent)
+        raise AuthError("expired", f"message is {age} s old (limit {max_age_s:g} s)")
+    return Signed(principal, nonce, sent)
+
+
+def _seconds(span: float) -> str:
+    """A span in whole seconds, or in %g beyond three years (`1e+300`, not 301 digits)."""
+    return f"{span:.0f}" if abs(span) < 1e8 else f"{span:.3g}"

@@ -1,7 +1,8 @@
 """Find, read and validate the configuration: TOML file, then `LABD_<SECTION>__<KEY>` overrides.
 
 Every problem is reported as `<source>: <key.path>: <reason>`, where the source is the file or
-the environment variable the bad value came from, so an operator knows exactly what to edit.
+the environment variable the bad value came from, so an operator knows exactly what to edit;
+a check across keys of a section names each source of that section's values.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ def load_config(
     environ = os.environ if environ is None else environ
     path = find_config_file(explicit)
     data = _read_toml(path) if path else {}
-    origins: dict[tuple[str, ...], str] = {}
-    problems = _apply_env(data, environ, origins)
     source = path.name if path else "defaults"
+    origins = dict.fromkeys(_leaf_paths(data), source)
+    problems = _apply_env(data, environ, origins)
     try:
         settings = Settings.model_validate(data)
     except ValidationError as e:
@@ -95,8 +96,21 @@ def _apply_env(
         for part in path[:-1]:
             node = node.setdefault(part, {})
         node[path[-1]] = _parse_env_value(environ[name])
+        for replaced in [p for p in origins if p[: len(path)] == path]:
+            del origins[replaced]  # a table given whole replaces the file's
         origins[path] = name
     return problems
+
+
+def _leaf_paths(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The key path of every value in the file that is not itself a table."""
+    paths = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            paths += _leaf_paths(value, (*prefix, key))
+        else:
+            paths.append((*prefix, key))
+    return paths
 
 
 def _parse_env_value(raw: str) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
+from pydantic import ValidationError
 
 from labd.auth import Action, Audit, Principals, redact_job
 from labd.config import HttpSettings
@@ -21,11 +22,12 @@ from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
 from labd.errors import AuthError, InvalidSpec
-from labd.model import AdminState, Device, Job, JobState, no_control
+from labd.model import AdminState, Device, Job, JobState, id_problem
+from labd.mqtt import ApiSubmission
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.store import HISTORY_PAGE, RESULTS_PAGE, JobConflict, Store, history_page, results_page
-from labd.validation import too_deep
+from labd.validation import describe_errors, too_deep
 
 MAX_BODY = 256 * 1024
 MAX_LIST = 1000
@@ -108,10 +110,14 @@ class Api:
             return _error(400, ["request body is nested too deeply"])
         if too_deep(body):  # the same limit as MQTT's, before anything recursive meets it
             return _error(400, ["request body is nested too deeply"])
-        if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
+        if not isinstance(body, dict):
             return _error(400, ['request body must be {"spec": {...}, "id": ..., "source": ...}'])
+        try:  # the rules of MQTT's SubmitRequest: no unknown key, each field of its type
+            submission = ApiSubmission.model_validate(body)
+        except ValidationError as e:
+            return _error(400, [_cut(p) for p in describe_errors(e, ApiSubmission, "request")])
         name = caller.principal.name
-        if body.get("submitter") not in (None, "", name):
+        if submission.submitter not in (None, "", name):
             return _error(
                 400,
                 [
@@ -119,13 +125,9 @@ class Api:
                     "not a body field; leave it out"
                 ],
             )
-        job_id = str(body.get("id") or "")
+        job_id = submission.id
         self._allowed(caller, Action.SUBMIT, job_id or "new job")
-        source = str(body.get("source") or "request")
-        try:
-            no_control(source)  # as SubmitRequest.source over MQTT
-        except ValueError as e:
-            return _error(400, [f"source: {e}"])
+        source = submission.source or "request"
         try:
             # The one submit path checks the principal's rate limit, scenarios and quota.
             job, created = await self.jobs.submit(
@@ -135,6 +137,8 @@ class Api:
             self._refused(caller, Action.SUBMIT, job_id or "new job", e.reason, str(e))
             if e.reason == "rate_limited":
                 return _error(429, [str(e)], {"Retry-After": "60"}, e.reason)
+            if e.reason == "quota_exceeded":
+                return _error(400, [str(e)], reason=e.reason)
             return _error(403, [str(e)], reason=e.reason)
         except InvalidSpec as e:
             return _error(400, e.problems)
@@ -153,6 +157,8 @@ class Api:
     async def cancel_as(self, caller: Caller, job_id: str) -> tuple[int, str, Job | None]:
         """Cancel `job_id` for `caller` if its principal may (audited): the cancelled job, or
         an HTTP status and the problem. Shared by the API and the console."""
+        if problem := id_problem(job_id, "job id"):
+            return 400, problem, None
         job = await self.store.get_job(job_id)
         if job is None:
             return 404, f"no job {job_id!r}", None
@@ -183,6 +189,8 @@ class Api:
     ) -> tuple[int, str, Device | None]:
         """Drain, enable or maintain a device for an administrator (audited): the device, or
         an HTTP status and the problem. Shared by the API and the console."""
+        if problem := id_problem(device_id, "device id"):
+            return 400, problem, None
         if action not in DEVICE_ACTIONS:
             return 404, f"unknown device action {action!r} (drain, enable, maintenance)", None
         self._allowed(caller, Action.ADMINISTER, f"device {device_id} {action}")
@@ -214,9 +222,12 @@ class Api:
         return web.json_response({"jobs": [job_view(j) for j in jobs]})
 
     async def show_job(self, request: web.Request) -> web.Response:
-        job = await self.store.get_job(request.match_info["id"])
+        job_id = request.match_info["id"]
+        if problem := id_problem(job_id, "job id"):
+            return _error(400, [problem])
+        job = await self.store.get_job(job_id)
         if job is None:
-            return _error(404, [f"no job {request.match_info['id']!r}"])
+            return _error(404, [f"no job {job_id!r}"])
         view = job_view(job)
         if job.state is JobState.QUEUED:
             view["waiting"] = await self.jobs.why_waiting(job)
@@ -230,9 +241,12 @@ class Api:
             limit = _int_query(request, "limit", RESULTS_PAGE, 1, 2**31)
         except ValueError as e:
             return _error(400, [str(e)])
-        job = await self.store.get_job(request.match_info["id"])
+        job_id = request.match_info["id"]
+        if problem := id_problem(job_id, "job id"):
+            return _error(400, [problem])
+        job = await self.store.get_job(job_id)
         if job is None:
-            return _error(404, [f"no job {request.match_info['id']!r}"])
+            return _error(404, [f"no job {job_id!r}"])
         return await self._heavy(lambda: self._results_page(job, offset, limit))
 
     async def _results_page(self, job: Job, offset: int, limit: int) -> dict[str, Any]:
@@ -272,9 +286,12 @@ class Api:
         return web.json_response({"devices": [d.model_dump(mode="json") for d in devices]})
 
     async def show_device(self, request: web.Request) -> web.Response:
-        device = await self.store.get_device(request.match_info["id"])
+        device_id = request.match_info["id"]
+        if problem := id_problem(device_id, "device id"):
+            return _error(400, [problem])
+        device = await self.store.get_device(device_id)
         if device is None:
-            return _error(404, [f"no device {request.match_info['id']!r}"])
+            return _error(404, [f"no device {device_id!r}"])
         view = device.model_dump(mode="json")
         view["job"] = await self.store.active_job_on(device.id)
         return web.json_response({"device": view})
@@ -282,6 +299,11 @@ class Api:
 
 def _encode(data: Any) -> bytes:
     return json.dumps(data).encode()
+
+
+def _cut(problem: str, limit: int = 1000) -> str:
+    """A problem that quotes the input (a 10,000-character id) cut to a readable length."""
+    return problem if len(problem) <= limit else problem[:limit] + "..."
 
 
 def _int_query(request: web.Request, name: str, default: int, low: int, high: int) -> int:

@@ -20,6 +20,7 @@ REFUSAL_REASONS = (
     "replayed",
     "forbidden",
     "rate_limited",
+    "quota_exceeded",
     "invalid",
     "invalid_spec",
     "conflict",

@@ -318,6 +318,8 @@ class Inbound:
             else:
                 jobs = await store.list_jobs(states, limit=query.limit)
                 data = {"jobs": [redact_job(j.model_dump(mode="json")) for j in jobs]}
+        elif not query.job_id:
+            problems.append(f"{incoming.topic}: job_id: required for a {query.query} query")
         elif (job := await store.get_job(query.job_id)) is None:
             problems.append(f"{incoming.topic}: no job {query.job_id!r}")
         elif query.query == "show":

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from labd.model import OPTIONAL_ID_PATTERN, FreeText, TestSpec
+from labd.model import OPTIONAL_ID_PATTERN, FreeText, TestSpec, check_id
 
 SCHEMA_VERSION = 1  # of what labd publishes; requests (signed) are at version 2
 
@@ -56,6 +56,33 @@ class SubmitRequest(Request):
         "", max_length=256, description="What to call the spec in errors, e.g. its file name."
     )
     spec: TestSpec
+
+
+class ApiSubmission(BaseModel):
+    """The body of the HTTP API's POST /api/v1/jobs: SubmitRequest's own fields without the
+    MQTT envelope (the API's caller is known by its connection, not a signature), held to the
+    same rules: unknown keys and values of the wrong type are refused, naming the field. The
+    spec stays raw JSON here: the job service checks it and names each of its problems. Not
+    an MQTT message (not in MESSAGES)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(
+        "", description="Job id; resubmitting the same id is harmless. Empty: labd chooses one."
+    )
+    source: FreeText = Field(
+        "", max_length=256, description="What to call the spec in errors, e.g. its file name."
+    )
+    spec: dict[str, Any]
+    submitter: str | None = Field(
+        None, description="Only the authenticated principal's own name (or left out)."
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _id_rule(cls, value: str) -> str:
+        # The grammar's own words rather than SubmitRequest's bare pattern.
+        return check_id(value, "id") if value else value
 
 
 class CancelRequest(Request):
@@ -216,8 +243,9 @@ class RequestAnswer(Message):
 
 class ErrorMessage(Message):
     """Out, on <prefix>/errors: input that was refused, and every reason. `reason` is a short
-    code (unsigned, bad_signature, expired, replayed, forbidden, invalid ...); `principal` and
-    `correlation` as the refused message claimed them (so a client can match its own)."""
+    code (unsigned, bad_signature, expired, replayed, forbidden, rate_limited, quota_exceeded,
+    invalid, invalid_spec ...); `principal` and `correlation` as the refused message claimed
+    them (so a client can match its own)."""
 
     topic: str
     problems: list[str]

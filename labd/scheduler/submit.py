@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from labd.auth import Principal, RateLimiter
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
-from labd.errors import InvalidSpec, UsageError
+from labd.errors import AuthError, InvalidSpec, UsageError
 from labd.events import EventBus, JobRejected
 from labd.model import Device, DeviceState, Job, Policy, TestSpec, id_problem, parse_spec
 from labd.replay import load, profile_for
@@ -65,8 +65,9 @@ class JobService:
         nonce: tuple[str, str, float] | None = None,
     ) -> tuple[Job, bool]:
         """Validate and persist; returns (job, created). Raises InvalidSpec with every reason.
-        With a principal (the way every MQTT and API request comes), its rate limit (AuthError),
-        its scenarios and its quota of unfinished jobs are checked too."""
+        With a principal (the way every MQTT and API request comes), its rate limit and its
+        quota of unfinished jobs (AuthError `rate_limited`, `quota_exceeded`) and its scenarios
+        are checked too."""
         if principal is not None:
             self.limiter.take(principal)
         job_id = job_id or uuid.uuid4().hex
@@ -81,6 +82,11 @@ class JobService:
         except InvalidSpec as e:
             log.info("job rejected", job_id=job_id, source=source, problems=e.problems)
             self.bus.publish(JobRejected(job_id=job_id, source=source, problems=e.problems))
+            raise
+        except AuthError as e:  # its quota
+            log.info("job rejected", job_id=job_id, source=source, problems=[str(e)])
+            rejected = JobRejected(job_id=job_id, source=source, problems=[str(e)], reason=e.reason)
+            self.bus.publish(rejected)
             raise
         job, created = await self.store.submit_job(
             job_id, spec, submitter or "anonymous", nonce=nonce
@@ -107,11 +113,10 @@ class JobService:
             )
         unfinished = await self.store.count_unfinished(principal.name)
         if unfinished >= principal.max_active_jobs:
-            raise InvalidSpec(
-                [
-                    f"{source}: quota: principal {principal.name!r} has {unfinished} jobs "
-                    f"queued or running (limit {principal.max_active_jobs})"
-                ]
+            raise AuthError(
+                "quota_exceeded",
+                f"{source}: quota: principal {principal.name!r} has {unfinished} jobs "
+                f"queued or running (limit {principal.max_active_jobs})",
             )
 
     def params_of(self, spec: TestSpec, driver: Driver) -> BaseModel:

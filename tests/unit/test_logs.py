@@ -107,3 +107,37 @@ def test_journald_gets_a_priority_on_every_line(tmp_path: Path, ours: bool) -> N
         assert json.loads(lines[3][3:])["event"] == "e"
     else:
         assert all(line.startswith("{") for line in lines) and len(lines) == 4
+
+
+async def test_a_request_aiohttp_cannot_parse_is_one_warning_a_handler_error_stays_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A too-long request line was an error with aiohttp's traceback (any client could fill
+    `journalctl -p err`); a handler's own exception must stay an error with its traceback."""
+    import asyncio
+
+    from aiohttp import web
+
+    from labd.config import HttpSettings
+    from labd.daemon.http import SidePort
+
+    configure_logging("info", "json")
+    side = SidePort(HttpSettings(port=0, api_host=""), lambda: b"")
+
+    async def broken(_: web.Request) -> web.Response:
+        raise RuntimeError("a real server bug")
+
+    side.app.router.add_get("/broken", broken)
+    await side.start()
+    try:
+        for target in ("/metrics?x=" + "a" * 10_000, "/broken"):
+            reader, writer = await asyncio.open_connection("127.0.0.1", side.port)
+            writer.write(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            assert (await reader.read()).split(b"\r\n")[0].split(b" ")[1] in (b"400", b"500")
+            writer.close()
+    finally:
+        await side.stop(1)
+    bad, bug = [x for x in json_lines(capsys.readouterr().err) if x["logger"] == "aiohttp.server"]
+    assert bad["level"] == "warning" and "exception" not in bad
+    assert str(bad["event"]).startswith("bad HTTP request refused from 127.0.0.1: LineTooLong: ")
+    assert bug["level"] == "error" and "a real server bug" in str(bug["exception"])

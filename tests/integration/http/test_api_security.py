@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -161,6 +162,37 @@ def test_the_side_port_serves_metrics_but_never_the_api(lab: Lab) -> None:
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 404
     _proves_nothing_ran(lab, ["side"])
+
+
+def _raw_request(port: int, head: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(head)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_request_too_long_to_parse_is_a_warning_not_an_error(lab: Lab) -> None:
+    """A 10,000-character URL on the open side port was a 400 and an error-level traceback
+    from aiohttp: anyone who could reach the port could add lines to `journalctl -p err`."""
+    assert lab.daemon.port is not None and lab.daemon.api_port is not None
+    line = b"GET /metrics?x=" + b"a" * 10_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    header = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 10_000 + b"\r\n\r\n"
+    side, api = lab.daemon.port, lab.daemon.api_port
+    for port, head in [(side, line), (side, header), (api, line)]:
+        assert _raw_request(port, head).split(b"\r\n")[0].endswith(b" 400 Bad Request"), port
+    deadline = time.monotonic() + 10
+    while len(refused := [x for x in lab.daemon.logs() if x.get("logger") == "aiohttp.server"]) < 3:
+        assert time.monotonic() < deadline, lab.daemon.raw_log()
+        time.sleep(0.05)
+    assert len(refused) == 3, refused
+    for record in refused:
+        assert record["level"] == "warning" and "exception" not in record, record
+        assert record["event"].startswith("bad HTTP request refused from 127.0.0.1: "), record
+        assert len(record["event"]) < 300, record
+    assert "Traceback" not in lab.daemon.raw_log()
+    assert lab.daemon.get("/metrics")[0] == 200  # and the port still serves
 
 
 def test_roles_and_ownership_are_enforced(lab: Lab) -> None:
@@ -355,7 +387,7 @@ def test_a_principal_over_its_rate_is_refused_and_its_job_not_run(lab: Lab) -> N
     answer = lab.request("POST", "/api/v1/jobs", over, token=burst)
     assert (answer.status, answer.body["errors"], answer.body["reason"]) == (
         429,
-        ["principal 'burst' submitted 2 jobs in the last minute (limit 2); try again later"],
+        ["principal 'burst' made 2 submissions in the last minute (limit 2); try again later"],
         "rate_limited",
     )
     assert [(r["principal"], r["reason"]) for r in _refusals(lab)] == [("burst", "rate_limited")]
@@ -406,6 +438,51 @@ def test_a_nul_in_build_text_or_source_is_refused_at_submit_naming_the_field(lab
     answer = lab.request("POST", "/api/v1/jobs", sourced, token=TOKENS["ci"])
     assert (answer.status, answer.body["errors"]) == (
         400,
-        ["source: holds the control character '\\x00' at 1"],
+        ["request: source: value error, holds the control character '\\x00' at 1, got 'a\\x00b'"],
     )
     assert lab.request("GET", "/api/v1/jobs/nul", token=TOKENS["ci"]).status == 404
+
+
+def test_the_submit_body_is_held_to_the_rules_of_mqtts_submit(lab: Lab) -> None:
+    """An unknown key was ignored and `"id": 12` became job "12", where MQTT's SubmitRequest
+    refuses both: the body is now validated by its sibling model, each problem naming its field."""
+    spec = lab.touch_spec("body")
+    refusals = {
+        "bogus": ({"spec": spec, "bogus": 1}, "request: bogus: unknown key"),
+        "typo": ({"spec": spec, "idd": "x"}, "request: idd: unknown key (did you mean 'id'?)"),
+        "number": ({"spec": spec, "id": 12}, "request: id: input should be a valid string, got 12"),
+        "null": ({"spec": spec, "id": None}, "request: id: input should be a valid string"),
+        "source": ({"spec": spec, "source": 7}, "request: source: input should be a valid string"),
+        "no-spec": ({"id": "x"}, "request: spec: field required"),
+        "rule": ({"spec": spec, "id": "a/b"}, "request: id: value error, id 'a/b' holds '/'"),
+    }
+    for name, (body, problem) in refusals.items():
+        answer = lab.request("POST", "/api/v1/jobs", body, token=TOKENS["ci"])
+        assert answer.status == 400, (name, answer.body)
+        (said,) = answer.body["errors"]
+        assert said.startswith(problem), (name, said)
+    jobs = lab.request("GET", "/api/v1/jobs", token=TOKENS["ci"]).body["jobs"]
+    assert jobs == []
+    ok = lab.request("POST", "/api/v1/jobs", {"id": "12", "spec": spec}, token=TOKENS["ci"])
+    assert ok.status == 201, ok.body
+
+
+def test_an_id_in_the_path_is_held_to_the_id_rule(lab: Lab) -> None:
+    """`GET /api/v1/jobs/..%2f..%2fetc/results` answered 404 "no job '../../etc'": a name no
+    job or device could have is refused with the rule, as on MQTT and in the artefact routes."""
+    rule = "allowed: letters, digits and _ . @ : - only"
+    ci = TOKENS["ci"]
+    for method, path, what in [
+        ("GET", "/api/v1/jobs/..%2f..%2fetc/results", "job id '../../etc' holds '/'"),
+        ("GET", "/api/v1/jobs/..%2f..%2fetc", "job id '../../etc' holds '/'"),
+        ("GET", "/api/v1/jobs/a%23b", "job id 'a#b' holds '#'"),
+        ("POST", "/api/v1/jobs/..%2fx/cancel", "job id '../x' holds '/'"),
+        ("GET", "/api/v1/devices/d%2b1", "device id 'd+1' holds '+'"),
+    ]:
+        answer = lab.request(method, path, {} if method == "POST" else None, token=ci)
+        assert answer.status == 400, (path, answer.body)
+        (said,) = answer.body["errors"]
+        assert said.startswith(what) and rule in said, (path, said)
+    status, body = unix_request(lab.socket, "POST", "/api/v1/devices/a%2fb/drain", {})
+    assert status == 400 and body["errors"][0].startswith("device id 'a/b' holds '/'"), body
+    assert lab.request("GET", "/api/v1/jobs/nothing-here", token=ci).status == 404

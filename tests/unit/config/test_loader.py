@@ -151,3 +151,28 @@ def test_a_user_name_or_password_in_artefacts_base_url_is_refused_unechoed(
     assert "no user name or password" in problem and "pw-9f3" not in problem
     path.write_text('[artefacts]\nbase_url = "https://lab-1.example:9472/"\n')
     assert load_config(path, environ={}).settings.artefacts.base_url == "https://lab-1.example:9472"
+
+
+def test_a_check_across_keys_names_the_variables_it_came_from(tmp_path: Path) -> None:
+    # LABD_HTTP__API_PORT equal to http.port was reported as `labd.toml: http: ...`.
+    reason = "value error, api_port must differ from port"
+    path = tmp_path / "labd.toml"
+    path.write_text("[http]\n[log]\nlevel = 'info'\n")
+    (problem,) = problems_of(path, {"LABD_HTTP__API_PORT": "9471"})
+    assert problem.startswith(f"LABD_HTTP__API_PORT: http: {reason}")
+    (problem,) = problems_of(None, {"LABD_HTTP__API_PORT": "9500", "LABD_HTTP__PORT": "9500"})
+    assert problem.startswith(f"LABD_HTTP__API_PORT and LABD_HTTP__PORT: http: {reason}")
+    path.write_text("[http]\nport = 9500\n")
+    (problem,) = problems_of(path, {"LABD_HTTP__API_PORT": "9500"})
+    assert problem.startswith(f"labd.toml and LABD_HTTP__API_PORT: http: {reason}")
+    path.write_text("[http]\nport = 9500\napi_port = 9500\n")
+    (problem,) = problems_of(path, {"LABD_LOG__LEVEL": "debug"})
+    assert problem.startswith(f"labd.toml: http: {reason}")
+
+
+def test_a_bad_value_inside_a_table_given_as_json_names_the_variable(tmp_path: Path) -> None:
+    path = tmp_path / "labd.toml"
+    path.write_text("[artefacts.suites.s]\nmax_age_days = 3\n")
+    env = {"LABD_ARTEFACTS__SUITES": '{"s": {"max_age_days": "x"}}'}
+    (problem,) = problems_of(path, env)
+    assert problem.startswith("LABD_ARTEFACTS__SUITES: artefacts.suites.s.max_age_days: ")

@@ -194,10 +194,70 @@ async def test_rate_limit_is_per_authenticated_principal(harness: Harness) -> No
         assert (await submit(CI, n)).accepted
     refused = await submit(CI, 3)
     assert isinstance(refused, SubmitAnswer) and not refused.accepted
-    assert "submitted 3 jobs in the last minute (limit 3)" in refused.problems[0]
+    assert "made 3 submissions in the last minute (limit 3)" in refused.problems[0]
     assert (await submit(OTHER, 0)).accepted  # another principal has its own budget
     harness.now[0] = 61.0
     assert (await submit(CI, 4)).accepted  # the window moved on
+
+
+async def test_a_quota_refusal_says_so_and_every_submission_counts_toward_the_rate(
+    harness: Harness,
+) -> None:
+    """A quota refusal's reason was invalid_spec; and the rate's refusal said "submitted 3
+    jobs" when 2 had been accepted: every submission counts (a flood of bad ones too), and the
+    refusal now says submissions."""
+    harness.lab.scheduler.stop_taking_work()  # what is accepted stays queued, in the quota
+    quota = [principal(CI, Role.SUBMITTER, submits_per_minute=10, max_active_jobs=2)]
+    harness.inbound.principals = Principals(quota)
+
+    async def submit(n: int, spec: dict[str, Any] = SPEC) -> list[Reply]:
+        body = {"id": f"q{n}", "reply_to": replies_to(CI), "spec": spec}
+        return await harness.send(TOPICS.submit, body, CI)
+
+    assert error(await submit(0, {**SPEC, "scenario": "nope"})).reason == "invalid_spec"
+    assert answer(await submit(1)).accepted and answer(await submit(2)).accepted
+    replies = await submit(3)
+    refused = error(replies)
+    assert refused.reason == "quota_exceeded", refused
+    assert "quota: principal 'ci' has 2 jobs queued or running (limit 2)" in str(refused)
+    (rejected,) = [r.message for r in replies if r.topic == TOPICS.job_events("q3")]
+    assert rejected.data["reason"] == "quota_exceeded"  # type: ignore[attr-defined]
+    harness.inbound.principals = Principals([principal(CI, Role.SUBMITTER, submits_per_minute=5)])
+    assert answer(await submit(4)).accepted  # the fifth submission of the minute
+    refused = error(await submit(5))
+    assert refused.reason == "rate_limited"
+    assert "made 5 submissions in the last minute (limit 5)" in refused.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("sent", "reason", "shown"),
+    [(1e300, "future", "1e+300 s in the future"), (-1e300, "expired", "1e+300 s old")],
+)
+async def test_an_absurd_time_is_refused_in_a_line_of_sane_length(
+    harness: Harness, sent: float, reason: str, shown: str
+) -> None:
+    replies = await harness.send(TOPICS.submit, {"id": "t1", "spec": SPEC}, CI, now=sent)
+    refused = error(replies)
+    assert refused.reason == reason and shown in refused.problems[0], refused
+    assert len(refused.problems[0]) < 120  # not a number of 301 digits
+
+
+async def test_an_unrepresentable_time_is_malformed(harness: Harness) -> None:
+    fake = {"principal": "ci", "key_id": CI.key_id, "nonce": "abcdefgh", "signature": "x"}
+    for sent in (b"1" + b"0" * 400, b"NaN", b"Infinity"):
+        auth = json.dumps({**fake, "time": 0}).replace("0}", sent.decode() + "}")
+        data = b'{"schema_version": 2, "spec": {}, "auth": ' + auth.encode() + b"}"
+        refused = error(await harness.raw(TOPICS.submit, data))
+        assert refused.reason == "malformed", (sent, refused)
+        assert refused.problems == [f"{TOPICS.submit}: auth.time is out of range (Unix seconds)"]
+
+
+@pytest.mark.parametrize("query", ["show", "results"])
+async def test_a_query_for_one_job_needs_its_id(harness: Harness, query: str) -> None:
+    body = {"query": query, "reply_to": replies_to(DASH)}
+    shown = answer(await harness.send(TOPICS.query, body, DASH), DASH)
+    assert isinstance(shown, QueryAnswer) and not shown.ok
+    assert shown.problems == [f"{TOPICS.query}: job_id: required for a {query} query"]
 
 
 @pytest.mark.parametrize(
