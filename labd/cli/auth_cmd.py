@@ -32,11 +32,14 @@ def _write_private(path: Path, text: str, force: bool) -> None:
     """Write a file only its owner can read; never over an existing one without --force."""
     if path.exists() and not force:
         raise UsageError(f"{path} exists; pass --force to replace it")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        # A device or a link: its mode is not this file's to set (/dev/null made 0600).
+        raise UsageError(f"{path} is not a regular file; give a file's path")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
+        os.fchmod(out.fileno(), 0o600)
         out.write(text)
-    path.chmod(0o600)
 
 
 def principal_snippet(creds: Credentials, role: str) -> str:

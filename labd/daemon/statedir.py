@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 
 # Others may reach api.sock by its name (their credentials decide what they may do there), but
@@ -30,11 +31,15 @@ def prepare_state_dir(path: Path, sqlite: bool) -> None:
 
 
 def _tighten(path: Path, mode: int) -> None:
-    """Take away what `mode` does not grant; a path owned by someone else is left alone (an
-    administrator's choice, and labd could not change it anyway)."""
+    """Take away what `mode` does not grant from a directory or a regular file; a path owned
+    by someone else is left alone (an administrator's choice, and labd could not change it
+    anyway), and so is anything else: a link is not followed (a `labd.db-wal` pointing at
+    /dev/null made labd, as root, take /dev/null from everyone)."""
     try:
-        info = path.stat()
+        info = path.lstat()
     except FileNotFoundError:
+        return
+    if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
         return
     if info.st_uid == os.geteuid() and info.st_mode & 0o777 & ~mode:
         path.chmod(info.st_mode & 0o777 & mode)

@@ -35,3 +35,16 @@ def test_an_older_labds_readable_files_are_tightened(tmp_path: Path) -> None:
 def test_no_sqlite_file_is_made_when_the_database_is_elsewhere(tmp_path: Path) -> None:
     prepare_state_dir(tmp_path / "labd", sqlite=False)
     assert not (tmp_path / "labd" / "labd.db").exists()
+
+
+def test_a_link_in_the_state_directory_is_not_followed(tmp_path: Path) -> None:
+    """/dev/null was found 0600 on a lab machine: a database file that is a link made labd,
+    as root, tighten whatever it pointed at."""
+    state = tmp_path / "labd"
+    state.mkdir()
+    shared = tmp_path / "shared"
+    shared.write_text("")
+    shared.chmod(0o666)
+    (state / "labd.db-wal").symlink_to(shared)
+    prepare_state_dir(state, sqlite=True)
+    assert shared.stat().st_mode & 0o777 == 0o666
