@@ -3,7 +3,9 @@ A/B jobs, the fingerprint and the job's PERFHERDER_DATA line (a real SQLite stor
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -174,6 +176,31 @@ async def test_the_job_log_holds_a_valid_perfherder_line(store: Store, tmp_path:
     jsonschema.validate(data, SCHEMA)
     assert data["framework"] == {"name": "rig"}
     assert "abc123" not in json.dumps(data["suites"][0]["extraOptions"])
+
+
+@pytest.mark.parametrize("left", ["link", "fifo", "hard link"])
+async def test_what_a_program_leaves_at_job_log_is_never_written_through(
+    store: Store, tmp_path: Path, left: str
+) -> None:
+    """An independent tester's finds: a program (its folder is its own) left `job.log` as a
+    link to a root-only file, and labd, as root, appended its line there; as a named pipe,
+    and the write waited for a reader until the job timed out, holding one of the threads
+    every artefact listing and result needs."""
+    victim = tmp_path / "victim"
+    victim.write_text("ROOT-ONLY\n")
+    folder = tmp_path / "j1"
+    folder.mkdir()
+    if left == "link":
+        (folder / "job.log").symlink_to(victim)
+    elif left == "fifo":
+        os.mkfifo(folder / "job.log")
+    else:
+        os.link(victim, folder / "job.log")
+    _, outcome, _ = await asyncio.wait_for(
+        run(store, tmp_path, RigDriver(), perfherder=PerfherderSettings(framework="rig")), 30
+    )
+    assert outcome.state is JobState.SUCCEEDED  # its values are all stored; no line written
+    assert victim.read_text() == "ROOT-ONLY\n"
 
 
 async def test_the_fingerprint_holds_the_build_and_a_stable_conditions_hash(
