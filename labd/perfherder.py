@@ -16,8 +16,10 @@ from typing import Any
 
 from labd.config import PerfherderSettings
 from labd.errors import UsageError
+from labd.model import PERFHERDER_MAX_UNIT
 
 MAX_OPTION = 100  # Treeherder's limits
+MAX_UNIT = PERFHERDER_MAX_UNIT  # MetricSpec refuses a longer unit at submit
 MAX_OPTIONS = 8
 MAX_VALUE = 1e12
 
@@ -45,12 +47,18 @@ def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[st
             raise UsageError(
                 f"metric {name!r} has no unit: give it one in the manifest's [[metrics]]"
             )
+        if len(unit) > MAX_UNIT:
+            # Never cut: a cut unit is another unit (and one submitted before the limit was
+            # checked at submit time still reaches here).
+            raise UsageError(
+                f"metric {name!r} has the unit {unit!r}, over Perfherder's {MAX_UNIT} characters"
+            )
         subtests.append(
             {
                 "name": name,
                 "value": _bounded(statistics.median(values)),
                 "replicates": [_bounded(v) for v in values],
-                "unit": unit[:20],
+                "unit": unit,
                 "lowerIsBetter": not specs[name].get("higher_is_better", False),
             }
         )
@@ -97,7 +105,8 @@ def _options(iterations: list[dict[str, Any]], settings: PerfherderSettings) -> 
     fingerprint = iterations[0].get("fingerprint", {}) if iterations else {}
     options = [
         fingerprint.get("model", ""),
-        (fingerprint.get("network") or {}).get("profile", ""),
+        # As labd.runner.network_fingerprint writes it: the profile's fields, its name included.
+        str((fingerprint.get("network") or {}).get("name", "")),
         *settings.extra_options,
     ]
     unique = dict.fromkeys(o.strip()[:MAX_OPTION] for o in options if o and o.strip())

@@ -17,7 +17,7 @@ import mimetypes
 import os
 import re
 import stat
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,6 +26,8 @@ from labd.model import id_problem
 
 JOBS_FOLDER = "jobs"
 MAX_DEPTH = 8
+ARTEFACTS_PAGE = 1000  # files in a listing's page unless the caller asks for fewer
+ARTEFACTS_PAGE_MAX = 5000  # the most one page holds
 # A path segment: no leading dot (so neither `..` nor hidden files), no separators.
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@:+=-]{0,254}")
 _ITERATION = re.compile(r"iteration-(\d+)")
@@ -104,15 +106,65 @@ def path_problem(name: str) -> str | None:
 
 def list_artefacts(jobs_dir: Path, job_id: str) -> list[Artefact]:
     """Every regular file under the job's folder, in name order; links and hidden files are
-    left out. An empty list when the folder does not exist (here)."""
-    found: list[Artefact] = []
+    left out. An empty list when the folder does not exist (here). Unbounded: a job may
+    write any number of files, so what answers a request takes `artefact_page` instead."""
+    return [_artefact(name, size) for name, size in _walk(jobs_dir, job_id)]
+
+
+@dataclass(frozen=True)
+class ArtefactPage:
+    """Part of a job's listing: `artefacts` from `offset` on, in name order, of `total`; and
+    every file of `of_kinds` wherever it falls (the console's evidence)."""
+
+    artefacts: list[Artefact]
+    offset: int
+    total: int
+    of_kinds: list[Artefact] = field(default_factory=list)
+
+    @property
+    def next(self) -> int | None:
+        """The offset of the next page; None on the last."""
+        end = self.offset + len(self.artefacts)
+        return end if end < self.total else None
+
+    @property
+    def left_out(self) -> int:
+        """How many files are not in this page (before or after it)."""
+        return self.total - len(self.artefacts)
+
+
+def artefact_page(
+    jobs_dir: Path,
+    job_id: str,
+    offset: int = 0,
+    limit: int = ARTEFACTS_PAGE,
+    of_kinds: frozenset[str] = frozenset(),
+) -> ArtefactPage:
+    """The job's files `offset` to `offset + limit` (limit capped at ARTEFACTS_PAGE_MAX) and
+    how many there are. The folder is walked whole, so this blocks: run it in a thread. Only
+    the page (and the files of `of_kinds`) become Artefacts."""
+    limit = max(1, min(limit, ARTEFACTS_PAGE_MAX))
+    offset = max(0, offset)
+    found = _walk(jobs_dir, job_id)
+    page = [_artefact(name, size) for name, size in found[offset : offset + limit]]
+    kept = [_artefact(n, size) for n, size in found if of_kinds and kind_of(n) in of_kinds]
+    return ArtefactPage(page, offset, len(found), kept)
+
+
+def _walk(jobs_dir: Path, job_id: str) -> list[tuple[str, int]]:
+    """(name, size) of every regular file under the job's folder, in name order."""
+    found: list[tuple[str, int]] = []
     root = jobs_dir / job_id
     if id_problem(job_id) or not root.is_dir() or root.is_symlink():
         return found
     stack = [(root, "")]
     while stack:
         folder, prefix = stack.pop()
-        with os.scandir(folder) as entries:
+        try:
+            entries = os.scandir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed meanwhile
+        with entries:
             for entry in entries:
                 name = f"{prefix}{entry.name}"
                 if path_problem(name):
@@ -120,8 +172,12 @@ def list_artefacts(jobs_dir: Path, job_id: str) -> list[Artefact]:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append((Path(entry.path), f"{name}/"))
                 elif entry.is_file(follow_symlinks=False):
-                    found.append(_artefact(name, entry.stat(follow_symlinks=False).st_size))
-    return sorted(found, key=lambda a: a.name)
+                    try:
+                        found.append((name, entry.stat(follow_symlinks=False).st_size))
+                    except FileNotFoundError:
+                        continue
+    found.sort()
+    return found
 
 
 def _artefact(name: str, size: int) -> Artefact:

@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 
-from labd.artefacts.files import api_path, disk_usage, jobs_folder, list_artefacts
+from labd.artefacts.files import api_path, artefact_page, disk_usage, jobs_folder
 from labd.artefacts.retention import JobFolder, Removal, plan
 from labd.config import ArtefactSettings
 from labd.events import Event, EventBus, JobFinished, dispatch
@@ -24,6 +24,9 @@ from labd.tasks import TaskSet
 log = structlog.get_logger("labd.artefacts")
 
 UNKNOWN_SUITE = "(unknown)"  # a folder whose job the store does not know
+# Files linked in a job's MQTT result message, in name order: about 25 KiB of links, well
+# inside the 256 KiB a message may take; the rest are counted, and listed by the API.
+RESULT_LINKS = 100
 
 
 @dataclass
@@ -80,18 +83,27 @@ class ArtefactKeeper:
         self.bus.unsubscribe(self._events)
         await self._tasks.cancel_all()
 
-    async def links(self, job: Job, host: str) -> list[dict[str, Any]]:
-        """The job's artefacts with their full URLs (for the MQTT result), when
-        `artefacts.base_url` is set and they are on this host; else none."""
+    async def links(self, job: Job, host: str) -> dict[str, Any]:
+        """The job's artefacts with their full URLs, as the MQTT result's fields: the first
+        RESULT_LINKS files in name order (`artefacts`), how many more there are
+        (`artefacts_left_out`) and the URL of the API's full, paged, listing
+        (`artefacts_listing`); when `artefacts.base_url` is set and they are on this host,
+        else nothing."""
         base = self.settings.base_url
         if not base or job.lease_owner not in ("", host):
-            return []
-        files = await asyncio.to_thread(list_artefacts, self.jobs_dir, job.id)
-        return [
+            return {}
+        page = await asyncio.to_thread(artefact_page, self.jobs_dir, job.id, 0, RESULT_LINKS)
+        links = [
             {"name": a.name, "kind": a.kind, "content_type": a.content_type, "size": a.size,
              "url": base + api_path(job.id, a.name)}
-            for a in files
+            for a in page.artefacts
         ]  # fmt: skip
+        listing = base + api_path(job.id, "").removesuffix("/")
+        return {
+            "artefacts": links,
+            "artefacts_left_out": page.left_out,
+            "artefacts_listing": listing,
+        }
 
     async def _gc_loop(self) -> None:
         # A pass at the start too: a daemon restarted more often than gc_interval_s applies

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 from typing import Any
-from urllib.parse import quote
+
+from labd.cli.text import shown
 
 
 def add_commands(nouns: Any, name_type: Any, handler: Any) -> None:
@@ -30,19 +31,22 @@ def add_commands(nouns: Any, name_type: Any, handler: Any) -> None:
 def list_artefacts(args: argparse.Namespace) -> int:
     from labd.cli.client import Client
 
-    view = Client.from_args(args).call("GET", f"/jobs/{quote(args.id, safe='')}/artefacts")
+    view = Client.from_args(args).artefacts(args.id)  # every page
     if args.json:
         print(json.dumps(view, indent=2))
         return 0
     if not view["artefacts"]:
-        print(view.get("elsewhere") or f"job {args.id} has no artefacts")
+        print(shown(view.get("elsewhere") or f"job {args.id} has no artefacts"))
         return 0
-    width = max(len(a["name"]) for a in view["artefacts"])
+    width = max(len(shown(a["name"])) for a in view["artefacts"])
     where = "URL" if "url" in view["artefacts"][0] else "PATH"
     print(f"{'NAME':<{width}}  {'KIND':<8} {'SIZE':>10}  {where}")
     for a in view["artefacts"]:
         link = a.get("url", a["path"])
-        print(f"{a['name']:<{width}}  {a['kind']:<8} {_size(a['size']):>10}  {link}")
+        print(
+            f"{shown(a['name']):<{width}}  {shown(a['kind']):<8} {_size(a['size']):>10}  "
+            f"{shown(link)}"
+        )
     return 0
 
 
@@ -58,11 +62,11 @@ def gc(args: argparse.Namespace) -> int:
         print(f"{'JOB':<24} {'SUITE':<16} {'AGE':>8} {'SIZE':>10}  WHY")
     for r in report["removed"]:
         print(
-            f"{r['job_id']:<24} {r['suite']:<16} {r['age_days']:>7.1f}d {_size(r['bytes']):>10}  "
-            f"{r['reason']}"
+            f"{shown(r['job_id']):<24} {shown(r['suite']):<16} {r['age_days']:>7.1f}d "
+            f"{_size(r['bytes']):>10}  {shown(r['reason'])}"
         )
     for failure in report["failed"]:
-        print(f"could not remove: {failure}")
+        print(f"could not remove: {shown(failure)}")
     print(
         f"{verb} {len(report['removed'])} jobs' artefacts, "
         f"{'would free' if report['dry_run'] else 'freed'} {_size(report['freed_bytes'])}; "

@@ -192,6 +192,18 @@ class Client:
             view["next"] = page["next"]
         return view
 
+    def artefacts(self, job_id: str) -> dict[str, Any]:
+        """Every page of a job's artefact listing joined (an older daemon answers one page
+        without `next`)."""
+        path = f"/jobs/{quote(job_id, safe='')}/artefacts"
+        view: dict[str, Any] = self.call("GET", f"{path}?{urlencode({'limit': PAGE})}")
+        while view.get("next") is not None:
+            query = urlencode({"offset": view["next"], "limit": PAGE})
+            page = self.call("GET", f"{path}?{query}")
+            view["artefacts"] += page["artefacts"]
+            view["next"] = page["next"]
+        return view
+
     def history(self, suite: str, test: str) -> dict[str, Any]:
         """A test's whole history (every page, oldest first)."""
         pages: list[dict[str, Any]] = []

@@ -7,6 +7,7 @@ import json
 from urllib.parse import quote
 
 from labd.cli.client import Client
+from labd.cli.text import shown
 
 
 def _client(args: argparse.Namespace) -> Client:
@@ -22,8 +23,10 @@ def list_devices(args: argparse.Namespace) -> int:
     for d in devices:
         reason = f"  ({d['reason']})" if d["reason"] else ""
         print(
-            f"{d['id']:<24} {d['platform']:<9} {d['state']:<12} {d['admin']:<12} "
-            f"{d['host']}{reason}"
+            shown(
+                f"{d['id']:<24} {d['platform']:<9} {d['state']:<12} {d['admin']:<12} "
+                f"{d['host']}{reason}"
+            )
         )
     return 0
 
@@ -47,7 +50,8 @@ def show(args: argparse.Namespace) -> int:
         "consecutive_failures",
         "job",
     ):
-        print(f"{key:<21} {device.get(key) if device.get(key) not in ('', None) else '-'}")
+        value = device.get(key)
+        print(f"{key:<21} {shown(value if value not in ('', None) else '-')}")
     return 0
 
 
@@ -57,5 +61,5 @@ def admin(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"device": device}, indent=2))
     else:
-        print(f"{device['id']}: {device['state']} (admin: {device['admin']})")
+        print(shown(f"{device['id']}: {device['state']} (admin: {device['admin']})"))
     return 0

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from labd.cli.client import Client
+from labd.cli.text import markup, shown
 from labd.config import Settings, load_config
 from labd.errors import EXIT_RUNTIME, LabdError, UsageError
 from labd.model import TERMINAL as TERMINAL_STATES
@@ -39,7 +40,7 @@ def submit(args: argparse.Namespace) -> int:
     if answer.get("created") is False:
         raise UsageError(f"job {job['id']} exists: {job['state']}")
     if not args.wait:
-        _print(args, {"job": job}, lambda: print(f"queued {job['id']}"))
+        _print(args, {"job": job}, lambda: print(f"queued {shown(job['id'])}"))
         return 0
     job = _follow(client, job["id"], quiet=args.json)
     results = client.results(job["id"])
@@ -69,7 +70,7 @@ def _submit_over_mqtt(
         def show(event: dict[str, Any]) -> None:
             done = event["data"].get("index", -1) + 1 if event["kind"] == "iteration" else None
             progress.update(
-                task, description=f"{event['job_id'][:12]} {event['state']}", completed=done
+                task, description=markup(f"{event['job_id'][:12]} {event['state']}"), completed=done
             )
 
         outcome = asyncio.run(
@@ -87,7 +88,7 @@ def _submit_over_mqtt(
     if args.json:
         print(json.dumps(outcome, indent=2))
     elif not args.wait:
-        print(f"queued {outcome['job_id']}")
+        print(f"queued {shown(outcome['job_id'])}")
     else:
         leased = [e for e in events if e["kind"] == "leased"]
         finished = events[-1]
@@ -114,14 +115,14 @@ def _follow(client: Client, job_id: str, quiet: bool) -> dict[str, Any]:
         disable=quiet or not sys.stderr.isatty(),
         console=None,
     ) as progress:
-        task = progress.add_task(job_id[:12], total=None)
+        task = progress.add_task(markup(job_id[:12]), total=None)
         while True:
             job = client.call("GET", f"/jobs/{quote(job_id, safe='')}")["job"]
             progress.update(
                 task,
                 total=job["iterations_total"],
                 completed=job["iterations_done"],
-                description=f"{job_id[:12]} {job['state']}",
+                description=markup(f"{job_id[:12]} {job['state']}"),
             )
             if job["state"] in TERMINAL:
                 return dict(job)
@@ -129,29 +130,70 @@ def _follow(client: Client, job_id: str, quiet: bool) -> dict[str, Any]:
 
 
 def _print_results(results: dict[str, Any]) -> None:
+    """A job's summary as a table: per metric, or for an A/B job per metric and variant, with
+    the comparison of new against base beside the new row."""
     from rich.console import Console
-    from rich.markup import escape  # names and errors come from outside: shown as they are
     from rich.table import Table
 
     job = results["job"]
     spec = job["spec"]
-    console = Console()
+    summary = results["summary"]
+    ab = spec.get("ab") is not None or any("n" not in s for s in summary.values())
+    # An A/B table has four more columns: as `labd compare`'s, never drawn too narrow to read
+    # (three metrics with the names labd's drivers give them fit in 150 columns).
+    console = Console(width=max(150, Console().width)) if ab else Console()
     title = f"{spec['suite']}/{spec['test']} on {job['device_id'] or '-'}: {job['state']}"
-    table = Table(title=escape(title))
+    table = Table(title=markup(title))
     table.add_column("metric", no_wrap=True)
-    for column in ("n", "mean", "median", "stddev", "CoV", "min", "max", "p95"):
+    if ab:
+        table.add_column("variant")
+    for column in _SUMMARY_COLUMNS:
         table.add_column(column, justify="right")
-    for metric, s in results["summary"].items():
-        table.add_row(
-            escape(metric),
-            str(s["n"]),
-            *(_number(s[k]) for k in ("mean", "median", "stddev")),
-            "-" if s["cov"] is None else f"{100 * s['cov']:.1f}%",  # None: a mean of zero
-            *(_number(s[k]) for k in ("min", "max", "p95")),
-        )
+    if ab:
+        table.add_column("change [95% CI]", justify="right", no_wrap=True)
+        table.add_column("verdict")
+        for metric, s in summary.items():
+            table.add_row(markup(metric), "base", *_summary_cells(s.get("base")), "", "")
+            table.add_row("", "new", *_summary_cells(s.get("new")), *_comparison_cells(s))
+    else:
+        for metric, s in summary.items():
+            table.add_row(markup(metric), *_summary_cells(s))
     console.print(table)
+    for metric, s in summary.items():
+        if ab and s.get("reason") and s.get("verdict") == "inconclusive":
+            console.print(f"[yellow]{markup(metric)}[/]: {markup(s['reason'])}")
     if job["error"]:
-        console.print(f"[red]error:[/red] {escape(job['error'])}")
+        console.print(f"[red]error:[/red] {markup(job['error'], lines=True)}")
+
+
+_SUMMARY_COLUMNS = ("n", "mean", "median", "stddev", "CoV", "min", "max", "p95")
+_VERDICT_COLOURS = {"regression": "red", "improvement": "green", "no change": "cyan"}
+
+
+def _summary_cells(s: dict[str, Any] | None) -> list[str]:
+    """One summary's cells; dashes for a variant that did not report the metric."""
+    if s is None:
+        return ["-"] * len(_SUMMARY_COLUMNS)
+    return [
+        str(s["n"]),
+        *(_number(s[k]) for k in ("mean", "median", "stddev")),
+        "-" if s["cov"] is None else f"{100 * s['cov']:.1f}%",  # None: a mean of zero
+        *(_number(s[k]) for k in ("min", "max", "p95")),
+    ]
+
+
+def _comparison_cells(s: dict[str, Any]) -> list[str]:
+    """An A/B metric's change of new against base and its verdict; dashes when only one
+    variant reported the metric (there is no comparison)."""
+    verdict = s.get("verdict")
+    if not isinstance(verdict, str):
+        return ["-", "-"]
+    change = "-"
+    bounds: list[Any] = [s.get(k) for k in ("ratio", "ratio_ci_low", "ratio_ci_high")]
+    if all(isinstance(x, int | float) and x == x for x in bounds):  # not missing, not NaN
+        ratio, low, high = (100 * (x - 1) for x in bounds)
+        change = f"{ratio:+.2f}% [{low:+.2f}%, {high:+.2f}%]"
+    return [change, f"[{_VERDICT_COLOURS.get(verdict, 'yellow')}]{markup(verdict)}[/]"]
 
 
 def _number(x: float) -> str:
@@ -186,10 +228,10 @@ def list_jobs(args: argparse.Namespace) -> int:
         print(f"{'JOB':<34} {'STATE':<10} {'SUITE/TEST':<30} {'DEVICE':<16} SUBMITTED")
         for job in jobs:
             spec = job["spec"]
-            name = f"{spec['suite']}/{spec['test']}"
+            name = shown(f"{spec['suite']}/{spec['test']}")
             print(
-                f"{job['id']:<34} {job['state']:<10} {name:<30} "
-                f"{job['device_id'] or '-':<16} {job['submitted_at']}"
+                f"{shown(job['id']):<34} {shown(job['state']):<10} {name:<30} "
+                f"{shown(job['device_id'] or '-'):<16} {shown(job['submitted_at'])}"
             )
 
     _print(args, {"jobs": jobs}, human)
@@ -203,21 +245,21 @@ def show(args: argparse.Namespace) -> int:
         from labd.cli import mqtt_client
 
         state = asyncio.run(mqtt_client.job_state(load_config(args.config).settings, args.id))
-        _print(args, {"job": state}, lambda: print(f"{state['job_id']}: {state['state']}"))
+        _print(args, {"job": state}, lambda: print(shown(f"{state['job_id']}: {state['state']}")))
         return 0
     job = _client(args).call("GET", f"/jobs/{quote(args.id, safe='')}")["job"]
 
     def human() -> None:
         spec = job["spec"]
-        print(f"job        {job['id']}")
-        print(f"test       {spec['suite']}/{spec['test']} ({spec['scenario']})")
+        print(f"job        {shown(job['id'])}")
+        print(shown(f"test       {spec['suite']}/{spec['test']} ({spec['scenario']})"))
         print(f"state      {job['state']}  attempt {job['attempts']}/{spec['max_attempts']}")
-        print(f"device     {job['device_id'] or '-'}")
+        print(f"device     {shown(job['device_id'] or '-')}")
         print(f"progress   {job['iterations_done']}/{job['iterations_total']} iterations")
         if job.get("waiting"):
-            print(f"waiting    {job['waiting']}")
+            print(f"waiting    {shown(job['waiting'])}")
         if job["error"]:
-            print(f"error      {job['error']}")
+            print(f"error      {shown(job['error'], lines=True)}")
 
     _print(args, {"job": job}, human)
     return 0
@@ -230,14 +272,14 @@ def cancel(args: argparse.Namespace) -> int:
         from labd.cli import mqtt_client
 
         asyncio.run(mqtt_client.cancel(load_config(args.config).settings, args.id))
-        print(f"{args.id}: cancel sent (the job's events say when it took effect)")
+        print(f"{shown(args.id)}: cancel sent (the job's events say when it took effect)")
         return 0
     job = _client(args).call("POST", f"/jobs/{quote(args.id, safe='')}/cancel")["job"]
     _print(
         args,
         {"job": job},
         lambda: print(
-            f"{job['id']}: {job['state']}"
+            f"{shown(job['id'])}: {job['state']}"
             + (" (cancel requested)" if job["state"] not in TERMINAL else "")
         ),
     )

@@ -217,7 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
         return code
     except LabdError as e:
-        print(str(e) if e.exit_code == 2 else f"labd: {e}", file=sys.stderr)
+        from labd.cli.text import shown  # a message may quote a file, a job or the user
+
+        message = shown(str(e), lines=True)
+        print(message if e.exit_code == 2 else f"labd: {message}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         return 130
@@ -250,10 +253,11 @@ def _unexpected(error: Exception) -> int:
         detail = f"details in {name}"
     except OSError:
         detail = "no place to write the details"
+    from labd.cli.text import shown
     from labd.redact import mask_token_like
 
     # The message may quote a configuration value (a key, a token): never print one.
-    summary = mask_token_like(f"{type(error).__name__}: {error}".splitlines()[0])[:300]
+    summary = shown(mask_token_like(f"{type(error).__name__}: {error}".splitlines()[0])[:300])
     print(f"labd: unexpected error: {summary} ({detail})", file=sys.stderr)
     return EXIT_RUNTIME
 

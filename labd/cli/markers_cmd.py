@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from labd.cli.text import shown
 from labd.errors import InfrastructureError, UsageError
 
 LOGCAT = ("logcat", "-v", "threadtime")
@@ -74,7 +75,8 @@ def _show(iteration: dict[str, object], as_json: bool) -> None:
     assert isinstance(metrics, dict)
     out += [f"  {name:<36} {value:10.1f} ms" for name, value in metrics.items()]
     out += [f"  ! {problem}" for problem in iteration["problems"]]  # type: ignore[attr-defined]
-    print("\n".join(out), flush=True)  # a pipe (tee, grep) sees it now, not at exit
+    # A log's app names and problems are shown escaped; a pipe (tee, grep) sees it now, not at exit.
+    print("\n".join(shown(line) for line in out), flush=True)
 
 
 def _file_lines(path: Path) -> Iterator[str]:

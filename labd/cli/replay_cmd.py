@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from labd.cli.text import shown
 from labd.errors import UsageError
 
 
@@ -16,9 +17,46 @@ def _authority(directory: str | None):  # type: ignore[no-untyped-def]
     return Authority.load(Path(directory)) if directory else None
 
 
+# The shaping options and the manifest's [network] keys they stand for: both are checked by
+# the one model, NetworkSpec, so the command line refuses what a manifest refuses.
+SHAPING_OPTIONS = {
+    "latency_ms": "--latency-ms",
+    "down_kbps": "--down-kbps",
+    "up_kbps": "--up-kbps",
+    "jitter_ms": "--jitter-ms",
+    "loss": "--loss",
+}
+
+
+def _check_port(port: int) -> None:
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port: must be from 0 to 65535 (0 picks a free port), got {port}")
+
+
+def _network(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The shaping options checked as a manifest's [network] table is: one line per problem,
+    naming the option."""
+    from pydantic import ValidationError
+
+    from labd.model import NetworkSpec
+
+    values = {name: getattr(args, name) for name in SHAPING_OPTIONS}
+    try:
+        return NetworkSpec(archive="(command line)", **values)  # the path: load() checks it
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            loc = str(err["loc"][0]) if err["loc"] else ""
+            option = SHAPING_OPTIONS.get(loc, loc)
+            reason = err["msg"][:1].lower() + err["msg"][1:]
+            problems.append(f"{option}: {reason}, got {values.get(loc, err.get('input'))}")
+        raise UsageError("\n".join(problems)) from None
+
+
 def record(args: argparse.Namespace) -> int:
     from labd.replay import record
 
+    _check_port(args.port)
     out = Path(args.out)
     if not out.parent.is_dir():
         raise UsageError(f"{out}: no such directory {out.parent}")
@@ -30,27 +68,31 @@ def record(args: argparse.Namespace) -> int:
 def serve(args: argparse.Namespace) -> int:
     from labd.replay import Profile, Shaper, load, profile, serve
 
-    custom = any(v is not None for v in (args.latency_ms, args.down_kbps, args.up_kbps))
+    _check_port(args.port)
+    network = _network(args)
+    custom = any(v is not None for v in (network.latency_ms, network.down_kbps, network.up_kbps))
     if args.profile and custom:
         raise UsageError("give --profile or --latency-ms/--down-kbps/--up-kbps, not both")
     if args.profile or not custom:
         chosen = profile(args.profile or "none")
     else:
         chosen = Profile(
-            latency_ms=args.latency_ms or 0,
-            down_kbps=args.down_kbps or 0,
-            up_kbps=args.up_kbps or 0,
+            latency_ms=network.latency_ms or 0,
+            down_kbps=network.down_kbps or 0,
+            up_kbps=network.up_kbps or 0,
         )
-    if args.jitter_ms or args.loss:
-        chosen = chosen.model_copy(update={"jitter_ms": args.jitter_ms, "loss": args.loss})
+    if network.jitter_ms or network.loss:
+        chosen = chosen.model_copy(
+            update={"jitter_ms": network.jitter_ms or 0.0, "loss": network.loss or 0.0}
+        )
     archive = load(Path(args.archive), int(args.max_archive_mb * 2**20), args.ignore_param or ())
     for problem in archive.skipped:
-        print(f"labd replay: skipped {problem}", file=sys.stderr)
+        print(f"labd replay: skipped {shown(problem)}", file=sys.stderr)
     summary = asyncio.run(
         serve(archive, Shaper(chosen, args.seed), args.host, args.port, _authority(args.ca))
     )
     for miss in summary["misses"]:
-        print(f"labd replay: miss x{miss['count']}: {miss['url']}", file=sys.stderr)
+        print(f"labd replay: miss x{miss['count']}: {shown(miss['url'])}", file=sys.stderr)
     return 0
 
 

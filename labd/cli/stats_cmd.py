@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from labd.cli.text import markup, shown
 from labd.errors import EXIT_NEGATIVE, UsageError
 from labd.report import comparability, one_variant
 from labd.stats import Samples, read_sample_file, read_samples, samples_from_results
@@ -83,12 +84,11 @@ def compare(args: argparse.Namespace) -> int:
 
 def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
     from rich.console import Console
-    from rich.markup import escape  # names and paths are the user's: shown as they are
     from rich.table import Table
 
     colour = {"regression": "red", "improvement": "green", "no change": "cyan"}
     table = Table(
-        title=f"{escape(args.base)} -> {escape(args.new)} "
+        title=f"{markup(args.base)} -> {markup(args.new)} "
         f"(effect of interest {100 * args.effect:g}%)"
     )
     for column in ("metric", "base", "new", "change [95% CI]", "verdict", "method"):
@@ -104,19 +104,24 @@ def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
                 f"{100 * (r.ratio - 1):+.2f}% "
                 f"[{100 * (r.ratio_ci_low - 1):+.2f}%, {100 * (r.ratio_ci_high - 1):+.2f}%]"
             )
-        verdict = f"[{colour.get(r.verdict, 'yellow')}]{r.verdict}[/]"
+        verdict = f"[{colour.get(r.verdict, 'yellow')}]{markup(r.verdict)}[/]"
         table.add_row(
-            escape(r.metric), _spread(r.base), _spread(r.new), change, verdict, r.method or "-"
+            markup(r.metric),
+            _spread(r.base),
+            _spread(r.new),
+            change,
+            verdict,
+            markup(r.method or "-"),
         )
     console = Console(width=max(110, Console().width))
     console.print(table)
     for r in results:
         if r.reason and r.verdict == "inconclusive":
-            console.print(f"[yellow]{escape(r.metric)}[/]: {escape(r.reason)}")
+            console.print(f"[yellow]{markup(r.metric)}[/]: {markup(r.reason)}")
         for d in r.diagnostics:
             console.print(
-                f"[yellow]{escape(r.metric)}[/] ({d['sample']}): {escape(d['message'])}. "
-                f"{escape(d['hint'])}."
+                f"[yellow]{markup(r.metric)}[/] ({markup(d['sample'])}): {markup(d['message'])}. "
+                f"{markup(d['hint'])}."
             )
 
 
@@ -125,11 +130,11 @@ def _print_context(context: dict[str, Any]) -> None:
         aside = context["set_aside"].get(side)
         if aside and aside["count"]:
             reasons = "; ".join(f"{n}x {r}" for r, n in aside["reasons"].items())
-            print(f"{side}: {aside['count']} iterations set aside ({reasons})")
+            print(f"{side}: {aside['count']} iterations set aside ({shown(reasons)})")
     if context["conditions_differ"]:
         print("conditions differ between base and new (the comparison may not be fair):")
         for line in context["conditions_differ"]:
-            print(f"  {line}")
+            print(f"  {shown(line)}")
 
 
 def _spread(summary: Any) -> str:
@@ -160,16 +165,15 @@ def detect(args: argparse.Namespace) -> int:
         print(json.dumps({"alerts": alerts}, indent=2))
     else:
         from rich.console import Console
-        from rich.markup import escape  # series, builds and paths are the user's
         from rich.table import Table
 
-        table = Table(title=f"{escape(source)}: {len(history)} series, method {args.method}")
+        table = Table(title=f"{markup(source)}: {len(history)} series, method {args.method}")
         for column in ("series", "first build", "index", "raised at", "change [95% CI]", "conf."):
             table.add_column(column)
         for a in alerts:
             table.add_row(
-                escape(a["series"]),
-                escape(a["build"]),
+                markup(a["series"]),
+                markup(a["build"]),
                 str(a["index"]),
                 str(a["raised_at"]),
                 f"{100 * a['magnitude']:+.1f}% [{100 * a['magnitude_low']:+.1f}%, "
@@ -197,7 +201,7 @@ def calibrate(args: argparse.Namespace) -> int:
     for r in results:
         needed = str(r.n) if r.n else f"more than {max(r.power)}"
         print(
-            f"{r.component}: {needed} iterations per side to detect {100 * args.effect:g}% "
+            f"{shown(r.component)}: {needed} iterations per side to detect {100 * args.effect:g}% "
             f"{100 * args.detection:g}% of the time ({r.klass}, CoV {100 * r.cov:.2f}%, "
             f"{r.method}, pilot of {r.pilot_n})"
         )

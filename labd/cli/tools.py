@@ -14,8 +14,10 @@ def add_stats_commands(nouns: Any) -> None:
         help="A/B: does NEW differ from BASE? (exit 1 on a regression)",
         description="Compare two samples per metric: files (CSV, labd result JSON) or job ids.",
     )
-    compare.add_argument("base", help="baseline: a file or a job id")
-    compare.add_argument("new", help="candidate: a file or a job id")
+    compare.add_argument(
+        "base", help="baseline: a file or a job id (JOB@base, JOB@new: one side of an A/B job)"
+    )
+    compare.add_argument("new", help="candidate: a file or a job id (or JOB@base, JOB@new)")
     compare.add_argument(
         "--effect",
         type=fraction,

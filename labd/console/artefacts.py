@@ -15,13 +15,15 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from labd.artefacts import (
     INLINE,
     Artefact,
     ArtefactError,
+    ArtefactPage,
+    artefact_page,
     content_type,
-    list_artefacts,
     open_artefact,
     path_problem,
 )
@@ -30,6 +32,8 @@ from labd.daemon.artefact_routes import OpenedFile
 FILMSTRIP_WIDTH = 240
 FILMSTRIP_MOST = 24  # stills in one filmstrip: the changes, evenly thinned past this
 KEPT_FILMSTRIPS = 8
+PAGE_FILES = 200  # files the job page lists; the rest are counted and left to the API
+EVIDENCE_KINDS = frozenset({"video", "heatmap", "progress"})
 Evidence = dict[str, Artefact]  # kind (video, heatmap, progress) -> file, of one iteration
 
 
@@ -42,6 +46,24 @@ def still_url(job_id: str, video: str, frame: int) -> str:
     return f"/console/jobs/{quote(job_id, safe='')}/still?video={quote(video)}&frame={frame}"
 
 
+class ProgressError(ValueError):
+    """A progress.json that is not what an analysis writes: the measured program can write
+    one, so its shape is checked before anything reads it."""
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False)
+
+    t_ms: float
+    progress: float
+
+
+class _Progress(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    frames: list[_Frame]
+
+
 class ArtefactFiles:
     """Lists and serves the artefacts a job keeps on this host."""
 
@@ -52,8 +74,12 @@ class ArtefactFiles:
         # request's cut serves the rest from memory.
         self._cutting = asyncio.Lock()
 
-    async def listing(self, job_id: str) -> list[Artefact]:
-        return await asyncio.to_thread(list_artefacts, self.jobs_dir, job_id)
+    async def listing(self, job_id: str) -> ArtefactPage:
+        """The first PAGE_FILES files (the job page's table), how many in all, and every
+        video, heat map and progress curve (the evidence), walked in a thread."""
+        return await asyncio.to_thread(
+            artefact_page, self.jobs_dir, job_id, 0, PAGE_FILES, EVIDENCE_KINDS
+        )
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
         job_id, name = request.match_info["id"], request.match_info["name"]
@@ -91,12 +117,15 @@ class ArtefactFiles:
             stills = await self._filmstrip(job_id, video, progress)
         except ArtefactError as e:
             return web.Response(status=e.status, text=f"{e}\n")
+        except ProgressError as e:
+            return web.Response(status=422, text=f"{progress}: {e}; no frames\n")
         if frame not in stills:
             return web.Response(status=404, text=f"frame {frame} is not in the filmstrip\n")
         return web.Response(body=stills[frame], content_type="image/jpeg")
 
     async def progress(self, job_id: str, name: str) -> list[dict[str, Any]]:
-        """The per-frame progress an analysis kept (`frames` of progress.json)."""
+        """The per-frame progress an analysis kept (`frames` of progress.json), each frame a
+        dict with float `t_ms` and `progress`. Raises ProgressError for a malformed file."""
         fd, _ = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, name)
         return await asyncio.to_thread(_read_frames, fd)
 
@@ -127,15 +156,27 @@ def evidence(listing: list[Artefact]) -> dict[tuple[str, int], Evidence]:
     """The iterations (variant, index) that kept a video, heat map or progress, in order."""
     found: dict[tuple[str, int], Evidence] = {}
     for artefact in listing:
-        if artefact.iteration is not None and artefact.kind in ("video", "heatmap", "progress"):
+        if artefact.iteration is not None and artefact.kind in EVIDENCE_KINDS:
             found.setdefault((artefact.variant, artefact.iteration), {})[artefact.kind] = artefact
     return dict(sorted(found.items(), key=lambda item: (item[0][1], item[0][0])))
 
 
 def _read_frames(fd: int) -> list[dict[str, Any]]:
     with os.fdopen(fd, "rb") as file:
-        frames: list[dict[str, Any]] = json.loads(file.read())["frames"]
-    return frames
+        data = file.read()
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested past the stack
+        raise ProgressError(f"not JSON ({type(e).__name__})") from None
+    if not isinstance(document, dict):
+        raise ProgressError(f"expected an object with 'frames', got a {type(document).__name__}")
+    try:
+        parsed = _Progress.model_validate(document)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise ProgressError(f"{where}: {first['msg'][:1].lower()}{first['msg'][1:]}") from None
+    return [frame.model_dump() for frame in parsed.frames]
 
 
 def changes(frames: list[dict[str, Any]]) -> list[tuple[int, float, float]]:

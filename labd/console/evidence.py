@@ -8,29 +8,36 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from labd.artefacts import Artefact, ArtefactError
+from labd.artefacts import Artefact, ArtefactError, api_path
 from labd.console.artefacts import ArtefactFiles, changes, evidence, still_url, url
 from labd.console.layout import table
 from labd.report import progress_curve
+
+EVIDENCE_LINKS = 200  # iterations linked by the evidence's "kept for"; others by ?iteration=
 
 
 async def evidence_section(files: ArtefactFiles, query: Mapping[str, str], job_id: str) -> str:
     """The evidence of the iteration `query` names (?iteration=N&variant=V), else of the last
     one that kept any; then the list of the job's files. Empty when the job kept none here."""
     listing = await files.listing(job_id)
-    if not listing:
+    if not listing.total:
         return ""
-    kept = evidence(listing)
+    kept = evidence(listing.of_kinds)
     out = []
     if kept:
         asked = (query.get("variant", ""), query.get("iteration", ""))
         chosen = next((key for key in kept if (key[0], str(key[1])) == asked), list(kept)[-1])
+        linked = list(kept)[:EVIDENCE_LINKS]
+        if chosen not in linked:
+            linked.append(chosen)
         links = " ".join(
             f"<a href='?iteration={n}&amp;variant={escape(v)}#evidence'"
             + (" class='here'" if (v, n) == chosen else "")
             + f">{escape(v + ' ' if v else '')}{n + 1}</a>"
-            for v, n in kept
+            for v, n in linked
         )
+        if len(kept) > len(linked):
+            links += f" and {len(kept) - len(linked):,} more (?iteration=N&amp;variant=V)"
         variant, index = chosen
         out += [
             "<h2 id='evidence'>Evidence</h2>",
@@ -41,11 +48,26 @@ async def evidence_section(files: ArtefactFiles, query: Mapping[str, str], job_i
     rows = [
         f"<tr><td><a href='{escape(url(job_id, a.name))}'>{escape(a.name)}</a></td>"
         f"<td>{escape(a.kind)}</td><td>{a.size:,} bytes</td></tr>"
-        for a in listing
+        for a in listing.artefacts
     ]
+    rest = ""
+    if listing.left_out:
+        api = escape(f"{api_path(job_id, '').removesuffix('/')}?offset={len(listing.artefacts)}")
+        rest = (
+            f"<p class='note'>The first {len(listing.artefacts):,} of {listing.total:,} files, in "
+            f"name order; {listing.left_out:,} more are not listed here: "
+            f"<code>labd artefacts list {escape(job_id)}</code> or "
+            f"<code>GET {api}</code> lists them (a page at a time).</p>"
+        )
+    summary = (
+        "Every file this job keeps on this host"
+        if not listing.left_out
+        else f"The files this job keeps on this host ({listing.total:,})"
+    )
     out.append(
-        "<details><summary>Every file this job keeps on this host</summary>"
+        f"<details><summary>{summary}</summary>"
         + table(["file", "kind", "size"], rows, "")
+        + rest
         + "</details>"
     )
     return "".join(out)

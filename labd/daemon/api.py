@@ -252,7 +252,9 @@ class Api:
     async def _results_page(self, job: Job, offset: int, limit: int) -> dict[str, Any]:
         page = await results_page(self.store, job, offset, limit)
         if offset == 0 and self.artefacts is not None:  # the first page, as the summary
-            page["artefacts"] = (await self.artefacts.listing(job))["artefacts"]
+            # The listing's first page, and how many files in all (the rest: its own route).
+            listing = await self.artefacts.listing(job)
+            page["artefacts"], page["artefacts_total"] = listing["artefacts"], listing["total"]
         return page
 
     async def history(self, request: web.Request) -> web.Response:

@@ -205,7 +205,9 @@ class Daemon:
         yield self.scheduler
         yield BaselineAnalyst(store.store, self.bus)
         keeper = ArtefactKeeper(state_dir, settings.artefacts, store.store, self.bus)
-        self.metrics.registry.register(ArtefactCollector(lambda: keeper.usage))
+        self.metrics.registry.register(
+            ArtefactCollector(lambda: keeper.usage, lambda: keeper.settings.suites)
+        )
         yield keeper
         if settings.mqtt.enabled:
             async for component in self._mqtt(store.store, lambda job: keeper.links(job, host)):
@@ -224,7 +226,7 @@ class Daemon:
             from labd.daemon.artefact_routes import ArtefactRoutes
 
             routes = ArtefactRoutes(
-                store.store, keeper, host, self.audit, settings.artefacts.base_url
+                store.store, keeper, host, self.audit, settings.artefacts.base_url, heavy
             )
             api = Api(store.store, self.jobs, self.scheduler, self.pool, self.audit, heavy, routes)
             self.side_port.add_api(

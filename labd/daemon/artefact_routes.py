@@ -20,17 +20,20 @@ from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
 from labd.artefacts import (
+    ARTEFACTS_PAGE,
+    ARTEFACTS_PAGE_MAX,
     INLINE,
     ArtefactError,
     ArtefactKeeper,
     api_path,
+    artefact_page,
     content_type,
-    list_artefacts,
     open_artefact,
     path_problem,
 )
 from labd.auth import Action, Audit
 from labd.daemon.guard import CALLER, CHANNEL
+from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
 from labd.daemon.ranges import range_to_honour
 from labd.model import Job, id_problem
 from labd.store import Store
@@ -49,10 +52,13 @@ class ArtefactRoutes:
         host: str,
         audit: Audit,
         base_url: str = "",
+        heavy: HeavyQueries | None = None,
     ) -> None:
         self.store, self.keeper, self.host, self.audit = store, keeper, host, audit
         self.jobs_dir: Path = keeper.jobs_dir
         self.base_url = base_url
+        # Listings take turns with the results and history queries (the API's bound).
+        self.heavy = heavy or HeavyQueries(2, 8)
 
     def table(self) -> list[tuple[str, str, Handler, Action]]:
         read = Action.READ
@@ -63,33 +69,61 @@ class ArtefactRoutes:
             ("POST", f"{V1}/artefacts/gc", self.gc, Action.ADMINISTER),
         ]
 
-    async def listing(self, job: Job) -> dict[str, Any]:
-        """The job's artefacts as the API lists them: name, kind, type, size, iteration,
-        variant, `path` on the API and, with `artefacts.base_url`, the full `url`."""
-        files = await asyncio.to_thread(list_artefacts, self.jobs_dir, job.id)
+    async def listing(
+        self, job: Job, offset: int = 0, limit: int = ARTEFACTS_PAGE
+    ) -> dict[str, Any]:
+        """A page of the job's artefacts as the API lists them (name, kind, type, size,
+        iteration, variant, `path` on the API and, with `artefacts.base_url`, the full `url`),
+        `offset`, `limit`, `total` and `next` (the next page's offset, None on the last).
+        The folder is walked, and the page made, in a thread."""
+        return await asyncio.to_thread(self._listing, job, offset, limit)
+
+    def _listing(self, job: Job, offset: int, limit: int) -> dict[str, Any]:
+        page = artefact_page(self.jobs_dir, job.id, offset, limit)
         ran_on = job.lease_owner or self.host
         # `host`: where the listed files are (this host); `ran_on`: the job's last host (a
         # job taken over after a lost lease may have left files of its first attempt here).
         view: dict[str, Any] = {"job_id": job.id, "host": self.host, "ran_on": ran_on}
         view["artefacts"] = []
-        for artefact in files:
+        for artefact in page.artefacts:
             entry = artefact.as_dict()
             entry["path"] = api_path(job.id, artefact.name)
             if self.base_url:
                 entry["url"] = self.base_url + entry["path"]
             view["artefacts"].append(entry)
-        if not files and ran_on != self.host:
+        view |= {
+            "offset": page.offset,
+            "limit": max(1, min(limit, ARTEFACTS_PAGE_MAX)),
+            "total": page.total,
+            "next": page.next,
+        }
+        if not page.total and ran_on != self.host:
             view["elsewhere"] = _elsewhere(job)
         return view
 
     async def list_job(self, request: web.Request) -> web.Response:
+        try:
+            offset = _int_query(request, "offset", 0)
+            limit = _int_query(request, "limit", ARTEFACTS_PAGE)
+        except ValueError as e:
+            return _error(400, [str(e)])
         job_id = request.match_info["id"]
         if problem := id_problem(job_id, "job id"):
             return _error(400, [problem])
         job = await self.store.get_job(job_id)
         if job is None:
             return _error(404, [f"no job {job_id!r}"])
-        return web.json_response(await self.listing(job))
+        try:
+            async with self.heavy.turn():
+                view = await self.listing(job, offset, limit)
+                body = await asyncio.to_thread(_encode, view)
+        except Busy:
+            return web.json_response(
+                {"errors": ["too many listings, results and history queries at once; retry"]},
+                status=503,
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+        return web.Response(body=body, content_type="application/json")
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
         job_id, name = request.match_info["id"], request.match_info["name"]
@@ -176,6 +210,26 @@ def _elsewhere(job: Job) -> str:
         f"job {job.id!r} ran on host {job.lease_owner!r}: its artefacts are kept there "
         "(ask that host's API)"
     )
+
+
+def _int_query(request: web.Request, name: str, default: int) -> int:
+    """A non-negative integer query parameter (`limit` at least 1; over ARTEFACTS_PAGE_MAX it
+    is capped, as the results' is)."""
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}: not an integer: {raw[:40]!r}") from None
+    low = 1 if name == "limit" else 0
+    if not low <= value <= 2**31:
+        raise ValueError(f"{name}: {value} is outside {low}..{2**31}")
+    return value
+
+
+def _encode(data: Any) -> bytes:
+    return json.dumps(data).encode()
 
 
 def _filename(name: str) -> str:

@@ -8,6 +8,8 @@ from labd.model.job import TERMINAL, Job, JobState, can_move
 from labd.model.manifest import load_manifest, parse_spec
 from labd.model.policy import Policy, ProgramNotFound, RunAs
 from labd.model.spec import (
+    PERFHERDER_MAX_UNIT,
+    STORED,
     ABSpec,
     BuildInfo,
     FreeText,
@@ -21,6 +23,8 @@ from labd.model.spec import (
 __all__ = [
     "ID_PATTERN",
     "OPTIONAL_ID_PATTERN",
+    "PERFHERDER_MAX_UNIT",
+    "STORED",
     "TERMINAL",
     "ABSpec",
     "AdminState",

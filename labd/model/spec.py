@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticKnownError
 
 from labd.model.device import DeviceSelector
 from labd.model.ids import ID_PATTERN
@@ -19,6 +29,24 @@ def no_control(value: str) -> str:
     # (labd.model.ids), free text stored with a job holds no control character at all.
     if (found := _CONTROL.search(value)) is not None:
         raise ValueError(f"holds the control character {found.group()!r} at {found.start()}")
+    return value
+
+
+PERFHERDER_MAX_UNIT = 20
+"""A unit's maxLength in Treeherder's performance-artifact schema."""
+
+
+STORED = {"stored": True}
+"""Validation context of a spec read back from the store: what was accepted at submit stays
+readable after a limit is tightened (the Perfherder export refuses such a unit itself)."""
+
+
+def _perfherder_unit(value: str, info: ValidationInfo) -> str:
+    if len(value) > PERFHERDER_MAX_UNIT and not (info.context or {}).get("stored"):
+        raise ValueError(
+            f"has {len(value)} characters; Perfherder (Treeherder's performance-artifact "
+            f"schema) takes a unit of at most {PERFHERDER_MAX_UNIT}"
+        )
     return value
 
 
@@ -45,12 +73,20 @@ class MetricSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:/-]+$")
-    unit: str = Field("", max_length=32)
+    unit: Annotated[str, AfterValidator(_perfherder_unit)] = Field(
+        "",
+        description=(
+            f"At most {PERFHERDER_MAX_UNIT} characters: the unit's maxLength in Treeherder's "
+            "performance-artifact schema (the Perfherder export never cuts a unit)."
+        ),
+        json_schema_extra={"maxLength": PERFHERDER_MAX_UNIT},
+    )
     higher_is_better: bool = False
 
 
 class NetworkSpec(BaseModel):
-    """The test network of a job: a recorded archive served by a replay server, shaped."""
+    """The test network of a job: a recorded archive served by a replay server, shaped.
+    `labd replay serve` checks its shaping options with this model too."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -70,6 +106,16 @@ class NetworkSpec(BaseModel):
     ignore_params: list[str] = Field(
         default_factory=list, description="Query parameters not matched (cache busters)."
     )
+
+    @field_validator("latency_ms", "down_kbps", "up_kbps", "jitter_ms", "loss")
+    @classmethod
+    def _finite(cls, value: float | None, info: ValidationInfo) -> float | None:
+        # nan and inf shape nothing (an infinite bandwidth crashed the replay server). A spec
+        # read back from the store stays readable whatever it holds.
+        stored = (info.context or {}).get("stored")
+        if value is not None and not math.isfinite(value) and not stored:
+            raise PydanticKnownError("finite_number")
+        return value
 
 
 class Variant(BaseModel):

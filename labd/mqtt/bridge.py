@@ -59,7 +59,8 @@ HEALTHY_SESSION_S = 10.0  # a session that ran this long failed afresh: backoff 
 UNPUBLISHABLE = (ValueError, TypeError, KeyError, UnicodeError)
 DRAIN_BATCH = 100
 FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
-ArtefactLinks = Callable[[Job], Awaitable[list[dict[str, Any]]]]
+# The artefact fields of a job's result message (artefacts, artefacts_left_out, ...).
+ArtefactLinks = Callable[[Job], Awaitable[dict[str, Any]]]
 
 
 class MqttBridge:
@@ -344,20 +345,21 @@ class MqttBridge:
             device_id=job.device_id,
             build=job.spec.build.model_dump(),
             summary=await summary_of(self.store, job),
-            artefacts=await self._links(job),
+            **await self._links(job),
         )
         topic = self.topics.results(job.spec.suite, job.spec.test)
         await client.publish(topic, encode(result), 1)
 
-    async def _links(self, job: Job) -> list[dict[str, Any]]:
-        """The job's artefact URLs; a listing that fails costs the result its links only."""
+    async def _links(self, job: Job) -> dict[str, Any]:
+        """The job's artefact URLs (a bounded number, and how many more); a listing that fails
+        costs the result its links only."""
         if self._artefact_links is None:
-            return []
+            return {}
         try:
             return await self._artefact_links(job)
         except Exception as e:
             log.warning("artefacts not listed in the result", job=ascii(job.id), error=repr(e))
-            return []
+            return {}
 
     async def _follow_devices(self, client: aiomqtt.Client) -> None:
         async for event in self._devices:

@@ -198,8 +198,19 @@ class ResultMessage(Message):
     summary: dict[str, dict[str, Any]]
     artefacts: list[ArtefactLink] = Field(
         default_factory=list,
-        description="The job's files on the API of the host that ran it; listed only when "
-        "that host sets artefacts.base_url.",
+        description="The job's files on the API of the host that ran it, the first 100 in "
+        "name order; listed only when that host sets artefacts.base_url.",
+    )
+    artefacts_left_out: int = Field(
+        0,
+        ge=0,
+        description="How many more files the job has than `artefacts` lists: "
+        "`artefacts_listing` lists them all, a page at a time.",
+    )
+    artefacts_listing: str = Field(
+        "",
+        description="The URL of the job's full artefact listing on that host's API "
+        "(GET, paged with ?offset=&limit=); empty without artefacts.base_url.",
     )
 
 

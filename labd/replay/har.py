@@ -4,7 +4,9 @@ Matching follows what a page asks for: method, scheme, host (default ports dropp
 query, with configurable query parameters ignored (cache busters, timestamps). When a URL was
 recorded several times the first recording is served, always: deterministic across runs.
 Entries that cannot be served (bad base64, no response) are skipped and listed, not fatal;
-HAR files exported by browsers' developer tools load as they are.
+so are headers HTTP cannot carry (a name that is not a token, a value holding CR, LF, NUL or
+another control character but tab), the rest of their entry being served. HAR files exported
+by browsers' developer tools load as they are.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +31,10 @@ DROPPED_HEADERS = {
     "connection", "keep-alive", "proxy-connection", "transfer-encoding", "content-length",
     "content-encoding", "upgrade", "te", "trailer",
 }  # fmt: skip
+# What HTTP can carry (RFC 9110): a field name is a token of tchars; a value holds no control
+# character but tab (CR, LF or NUL would split or end the header: aiohttp refuses to send it).
+TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def authority(scheme: str, host: str, port: int | None) -> str:
@@ -112,11 +119,13 @@ def parse(document: Any, source: str, ignore_params: Iterable[str] = ()) -> Arch
         raise ArchiveError(f"{source}: log.entries: expected a list of entries")
     archive = Archive(ignore_params=frozenset(ignore_params), source=source)
     for i, entry in enumerate(entries):
+        problems: list[str] = []
         try:
-            key, response = _entry(entry, archive.ignore_params)
-        except (KeyError, TypeError, ValueError) as e:
+            key, response = _entry(entry, archive.ignore_params, problems)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             archive.skipped.append(f"entries[{i}]: {_reason(e)}")
             continue
+        archive.skipped.extend(f"entries[{i}]: {problem}" for problem in problems)
         archive.responses.setdefault(key, response)  # the first recording wins
     if entries and not archive.responses:
         raise ArchiveError(f"{source}: no entry can be served; first problem: {archive.skipped[0]}")
@@ -129,7 +138,11 @@ def _reason(error: Exception) -> str:
     return str(error)
 
 
-def _entry(entry: dict[str, Any], ignore_params: frozenset[str]) -> tuple[Key, Response]:
+def _entry(
+    entry: dict[str, Any], ignore_params: frozenset[str], problems: list[str]
+) -> tuple[Key, Response]:
+    """The entry's key and response; what of it cannot be sent (a header, the status text) is
+    left out and described in `problems`."""
     request = entry["request"]
     response = entry["response"]
     url = request["url"]
@@ -149,15 +162,35 @@ def _entry(entry: dict[str, Any], ignore_params: frozenset[str]) -> tuple[Key, R
             raise ValueError(f"response.content.text: bad base64 ({e})") from None
     else:
         body = str(text).encode("utf-8")
-    headers = tuple(
-        (str(h["name"]), str(h["value"]))
-        for h in response.get("headers", [])
-        if str(h["name"]).lower() not in DROPPED_HEADERS and not str(h["name"]).startswith(":")
-    )
+    headers = _headers(response.get("headers") or [], problems)
     reason = str(response.get("statusText") or "")
+    if BAD_VALUE.search(reason):
+        problems.append(f"response.statusText {reason!r}: holds a control character; not sent")
+        reason = ""
     return request_key(str(request["method"]), url, ignore_params), Response(
         status, reason, headers, body
     )
+
+
+def _headers(listed: Any, problems: list[str]) -> tuple[tuple[str, str], ...]:
+    """The headers to send: framing and HTTP/2 pseudo-headers dropped silently (the server
+    sets its own), those HTTP cannot carry dropped and described in `problems`."""
+    if not isinstance(listed, list):
+        raise ValueError("response.headers: expected a list")
+    kept = []
+    for j, header in enumerate(listed):
+        name, value = str(header["name"]), str(header["value"])
+        if name.lower() in DROPPED_HEADERS or name.startswith(":"):
+            continue
+        if not TOKEN.fullmatch(name):
+            problems.append(f"response.headers[{j}]: name {name!r} is not an HTTP token; skipped")
+        elif BAD_VALUE.search(value):
+            problems.append(
+                f"response.headers[{j}] {name}: the value holds a control character; skipped"
+            )
+        else:
+            kept.append((name, value))
+    return tuple(kept)
 
 
 def har_entry(

@@ -19,13 +19,17 @@ from labd.model import NetworkSpec
 
 
 class Profile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Bounds as NetworkSpec's (a manifest's [network]), which every profile is made from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = "custom"
     latency_ms: float = Field(0.0, ge=0, le=10_000, description="round-trip time added")
     down_kbps: float = Field(0.0, ge=0, description="downstream bandwidth; 0 = unlimited")
     up_kbps: float = Field(0.0, ge=0, description="upstream bandwidth; 0 = unlimited")
-    jitter_ms: float = Field(0.0, ge=0, description="each exchange's delay varies by up to this")
+    jitter_ms: float = Field(
+        0.0, ge=0, le=10_000, description="each exchange's delay varies by up to this"
+    )
     loss: float = Field(
         0.0, ge=0, lt=1, description="share of exchanges delayed by a retransmission timeout"
     )

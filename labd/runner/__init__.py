@@ -1,12 +1,13 @@
 """Runs one job on one leased device: setup, warm-up and measured iterations, teardown."""
 
 from labd.runner.fingerprint import differences
-from labd.runner.network import archive_path
+from labd.runner.network import archive_path, network_fingerprint
 from labd.runner.run import Outcome, run_job
 
 __all__ = [
     "Outcome",
     "archive_path",
     "differences",
+    "network_fingerprint",
     "run_job",
 ]

@@ -12,7 +12,7 @@ import structlog
 
 from labd.config import ReplaySettings
 from labd.model import Device, NetworkSpec
-from labd.replay import ReplayProcess, profile_for
+from labd.replay import Profile, ReplayProcess, profile_for
 from labd.sdk import Driver, RunContext
 
 log = structlog.get_logger("labd.runner")
@@ -35,6 +35,13 @@ def archive_path(network: NetworkSpec, settings: ReplaySettings) -> tuple[Path, 
     return path, ""
 
 
+def network_fingerprint(network: NetworkSpec, profile: Profile | None = None) -> dict[str, object]:
+    """What an iteration's fingerprint records of its test network: the profile's fields (its
+    `name`, e.g. "3g", or "3g+custom" with the spec's overrides) and the archive. The
+    Perfherder export reads the profile's name from here."""
+    return {**(profile or profile_for(network)).fingerprint(), "archive": network.archive}
+
+
 @asynccontextmanager
 async def test_network(
     network: NetworkSpec, settings: ReplaySettings, driver: Driver, device: Device, ctx: RunContext
@@ -47,7 +54,7 @@ async def test_network(
     try:
         address = await driver.expose_port(device, settings.bind, server.port)
         ctx.network = {"proxy": f"http://{address}", "address": address, "profile": profile.name}
-        ctx.fingerprint["network"] = {**profile.fingerprint(), "archive": network.archive}
+        ctx.fingerprint["network"] = network_fingerprint(network, profile)
         log.info(
             "replay server up",
             address=address,

@@ -181,6 +181,14 @@ def samples_from_results(data: Any, name: str) -> Samples:
                 raise DataError(f"{where}: {metric}: not a number: {_shown(value)}")
             samples.values.setdefault(metric, []).append(_number(str(value), where, metric))
     if not samples.values:
+        # An A/B job's iterations are its variants' (JOB@new reads one variant as the job's).
+        if any(isinstance(it, dict) and it.get("variant") for it in data["iterations"]):
+            job_id = job["id"] if isinstance(job.get("id"), str) and job["id"] else "JOB"
+            raise DataError(
+                f"{name}: an A/B job: its iterations belong to its variants base and new, not "
+                f"to the job; compare one variant, {job_id}@base or {job_id}@new (the job's "
+                f"own verdict of new against base: labd jobs results {job_id})"
+            )
         raise DataError(f"{name}: no measured iteration with values in the last attempt")
     return samples
 

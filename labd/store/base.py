@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from labd.errors import LabdError
 from labd.events import Event, EventBus
 from labd.model import (
+    STORED,
     Device,
     DeviceSelector,
     Job,
@@ -75,7 +76,7 @@ def row_to_job(row: Any) -> Job:
     """A jobs table row as the domain model."""
     return Job(
         id=row.id,
-        spec=TestSpec.model_validate(row.spec),
+        spec=TestSpec.model_validate(row.spec, context=STORED),
         state=JobState(row.state),
         submitter=row.submitter,
         attempts=row.attempts,

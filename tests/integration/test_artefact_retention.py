@@ -57,7 +57,8 @@ def test_gc_removes_old_artefacts_and_says_what_it_freed(
     labd_config.write_text(
         labd_config.read_text()
         + "[artefacts]\nmax_age_days = 0\nhost_max_total_mb = 0\ngc_interval_s = 3600\n"
-        # 2 seconds for the suite "old"; "keep" keeps its files forever
+        # 2 seconds for the suite "old"; "keep" keeps its files forever (and, not listed, is
+        # counted in /metrics as suite="(other)")
         + "[artefacts.suites.old]\nmax_age_days = 0.0000231\n"
         + "[artefacts.suites.quiet]\nmax_total_mb = 100\n"
     )
@@ -72,11 +73,12 @@ def test_gc_removes_old_artefacts_and_says_what_it_freed(
     old_bytes, keep_bytes = _du(jobs / "o1"), _du(jobs / "k1")
     assert old_bytes > 300 * 1024
     deadline = time.monotonic() + 10
-    while _metric(daemon, "labd_artefacts_bytes", "keep") != keep_bytes:
+    while _metric(daemon, "labd_artefacts_bytes", "(other)") != keep_bytes:
         assert time.monotonic() < deadline, "the finished job's files were not counted"
         time.sleep(0.1)
     assert _metric(daemon, "labd_artefacts_bytes", "old") == old_bytes
     assert _metric(daemon, "labd_artefacts_jobs", "old") == 1
+    assert 'suite="keep"' not in daemon.get("/metrics")[1]  # a submitter's suite adds no series
 
     listed = _labd(daemon.config, "list", "k1")
     assert re.search(r"^data\.bin\s+file\s+300\.0 KiB\s+/api/v1/jobs/k1/artefacts/data\.bin$",
@@ -96,7 +98,7 @@ def test_gc_removes_old_artefacts_and_says_what_it_freed(
     assert not (jobs / "o1").exists()
     assert (jobs / "k1" / "data.bin").exists() and (jobs / "r1").exists()
     assert _metric(daemon, "labd_artefacts_removed_bytes_total", "old") == old_bytes
-    assert _metric(daemon, "labd_artefacts_bytes", "keep") == keep_bytes
+    assert _metric(daemon, "labd_artefacts_bytes", "(other)") == keep_bytes
     assert daemon.post("/api/v1/jobs/r1/cancel")[0] == 200
 
 

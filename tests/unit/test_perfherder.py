@@ -11,7 +11,9 @@ import pytest
 
 from labd.config import PerfherderSettings
 from labd.errors import UsageError
+from labd.model import STORED, MetricSpec, NetworkSpec, TestSpec
 from labd.perfherder import perfherder, perfherder_line
+from labd.runner import network_fingerprint
 
 SCHEMA = json.loads(
     (Path(__file__).parents[1] / "data/treeherder/performance-artifact.json").read_text()
@@ -37,7 +39,14 @@ def it(attempt: int, index: int, value: float, **extra: Any) -> dict[str, Any]:
         "set_aside": extra.pop("set_aside", False),
         "variant": extra.pop("variant", ""),
         "values": extra.pop("values", {"load_ms": value, "fps": 60.0}),
-        "fingerprint": {"model": "Pixel 7", "metrics": UNITS, "network": {"profile": "3g"}},
+        "fingerprint": {
+            "model": "Pixel 7",
+            "metrics": UNITS,
+            # What the runner writes, not a hand-made copy that could drift from it.
+            "network": extra.pop(
+                "network", network_fingerprint(NetworkSpec(archive="ok.har", profile="3g"))
+            ),
+        },
     }
 
 
@@ -122,3 +131,32 @@ def test_the_log_line_is_what_treeherder_s_parser_reads() -> None:
     line = perfherder_line(results("a", [it(2, 0, 1)]), PerfherderSettings())
     assert line.startswith("PERFHERDER_DATA: {")
     valid(json.loads(line.removeprefix("PERFHERDER_DATA: ")))
+
+
+def test_the_network_profile_names_the_series_as_the_runner_records_it() -> None:
+    lte = network_fingerprint(NetworkSpec(archive="ok.har", profile="lte"))
+    ab = [it(2, 0, 100, variant="base", network=lte), it(2, 1, 200, variant="new", network=lte)]
+    data = valid(perfherder(results("a", ab, ab={"base": {}, "new": {}}), PerfherderSettings()))
+    assert data["suites"][0]["extraOptions"] == ["Pixel 7", "lte"]
+    custom = network_fingerprint(NetworkSpec(archive="ok.har", profile="3g", latency_ms=50))
+    data = valid(perfherder(results("a", [it(2, 0, 1, network=custom)]), PerfherderSettings()))
+    assert data["suites"][0]["extraOptions"] == ["Pixel 7", "3g+custom"]
+    live = valid(perfherder(results("a", [it(2, 0, 1, network=None)]), PerfherderSettings()))
+    assert live["suites"][0]["extraOptions"] == ["Pixel 7"]  # no [network]: a series of its own
+
+
+def test_a_unit_over_perfherder_s_limit_is_refused_at_submit_and_never_cut_at_export() -> None:
+    limit = SCHEMA["definitions"]["subtest_schema"]["properties"]["unit"]["maxLength"]
+    long = "</text><script>alert(1)//"
+    assert len(long) > limit
+    MetricSpec(name="load_ms", unit="u" * limit)
+    with pytest.raises(ValueError, match=f"Perfherder .* at most {limit}"):
+        MetricSpec(name="load_ms", unit=long)
+    # A job stored before the limit was checked at submit is still read back, but its export
+    # is refused rather than cut to another unit.
+    spec = {"suite": "web", "test": "news", "scenario": "s",
+            "metrics": [{"name": "load_ms", "unit": long}]}  # fmt: skip
+    stored = TestSpec.model_validate(spec, context=STORED)
+    metrics = [m.model_dump() for m in stored.metrics]
+    with pytest.raises(UsageError, match=f"over Perfherder's {limit} characters"):
+        perfherder(results("a", [it(2, 0, 1)], metrics=metrics), PerfherderSettings())

@@ -150,3 +150,29 @@ async def test_a_broken_archive_fails_at_start_with_the_reason(tmp_path: Path) -
     broken.write_text('{"log": {"entries": [')
     with pytest.raises(InfrastructureError, match=r"broken.har: not JSON .* truncated\?"):
         await started(broken, PROFILES["none"])
+
+
+async def test_headers_http_cannot_carry_are_skipped_and_the_rest_served(tmp_path: Path) -> None:
+    # They were loaded, and a request for their entry got an empty reply and a traceback.
+    bad = [("X-Split", "a\r\nSet-Cookie: evil=1"), ("X-Nul", "a\x00b"), ("Bad Name:", "v")]
+    entries = [
+        har_entry("GET", "http://site.test/", [], b"", 200, "OK", HTML + bad, b"page", WHEN, 1),
+        har_entry("GET", "http://site.test/ok", [], b"", 200, "OK", HTML, b"fine", WHEN, 1),
+    ]  # fmt: skip
+    path = tmp_path / "bad-headers.har"
+    path.write_text(json.dumps(har_document(entries, "test")))
+    server = await started(path, PROFILES["none"])
+    try:
+        assert len(server.ready["skipped"]) == 3
+        assert all(
+            line.startswith("entries[0]: response.headers[") for line in server.ready["skipped"]
+        )
+        proxy = f"http://127.0.0.1:{server.port}"
+        async with aiohttp.ClientSession() as http:
+            for url, body in (("http://site.test/", "page"), ("http://site.test/ok", "fine")):
+                async with http.get(url, proxy=proxy) as r:
+                    assert (r.status, await r.text()) == (200, body)
+                    assert "Set-Cookie" not in r.headers and "X-Nul" not in r.headers
+    finally:
+        summary = await server.stop()
+    assert summary["served"] == 2 and summary["client_errors"] == 0

@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from labd.cli.main import main
+
 GOV = {"performance": {"governor": "performance"}, "powersave": {"governor": "powersave"}}
 
 
@@ -49,3 +53,21 @@ def test_compare_names_set_aside_counts_and_differing_conditions(tmp_path: Path)
     )  # fmt: skip
     context = json.loads(as_json.stdout)
     assert context["set_aside"]["base"]["count"] == 2 and context["conditions_differ"]
+
+
+def test_a_whole_ab_job_is_refused_naming_its_variants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its iterations are its variants': it said "no measured iteration with values"."""
+    values = [100.0 + (i % 5) * 0.2 for i in range(16)]
+    ab = result("ab1", values, "performance", 0)
+    for n, it in enumerate(ab["iterations"]):
+        it["variant"] = "base" if n % 2 == 0 else "new"
+    (tmp_path / "ab.json").write_text(json.dumps(ab))
+    (tmp_path / "other.json").write_text(json.dumps(result("b", values, "performance", 0)))
+    assert main(["compare", str(tmp_path / "ab.json"), str(tmp_path / "other.json")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ab.json: an A/B job: its iterations belong to its variants base and new, not to the "
+        "job; compare one variant, ab1@base or ab1@new (the job's own verdict of new against "
+        "base: labd jobs results ab1)"
+    )

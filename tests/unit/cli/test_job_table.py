@@ -1,10 +1,18 @@
-"""A job's result table shows outside strings (metric names, the job's error) as they are."""
+"""A job's result table: outside strings (metric names, the job's error) shown as they are;
+an A/B job's variants and verdict."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+from typing import Any
+
 import pytest
 
+from labd.auth import redact_job
 from labd.cli.jobs_cmd import _print_results
+from labd.model import Iteration, Job, JobState, TestSpec
+from labd.store.results import summaries
 
 
 def test_brackets_in_metric_names_and_errors_are_printed_not_read_as_markup(
@@ -25,3 +33,50 @@ def test_brackets_in_metric_names_and_errors_are_printed_not_read_as_markup(
     _print_results(results)
     out = capsys.readouterr().out
     assert "[/]load_ms" in out and "[/] [Errno 2] no such file" in out
+
+
+def ab_results() -> dict[str, Any]:
+    """An A/B job's results as the API sends them: the summary computed by the store's own
+    code (labd.store.results) from a job and its iterations, through JSON."""
+    spec = TestSpec.model_validate(
+        {"suite": "s", "test": "t", "scenario": "script", "iterations": 8, "warmup": 0,
+         "ab": {"base": {"params": {}}, "new": {"params": {}}}}
+    )  # fmt: skip
+    now = datetime.now(UTC)
+    job = Job(id="ab1", spec=spec, state=JobState.SUCCEEDED, attempts=1, device_id="d1",
+              submitted_at=now)  # fmt: skip
+    iterations = []
+    for i in range(16):
+        variant = "new" if i % 2 else "base"
+        values = {"time_ms": (120.0 if i % 2 else 100.0) + i % 3}
+        if variant == "new":
+            values["only_new"] = 5.0 + i % 4  # reported by one variant: nothing to compare
+        iterations.append(
+            Iteration(job_id="ab1", attempt=1, index=i, warmup=False, values=values,
+                      started_at=now, finished_at=now, device_id="d1", variant=variant)
+        )  # fmt: skip
+    view = {"job": redact_job(job.model_dump(mode="json")), "summary": summaries(job, iterations)}
+    loaded: dict[str, Any] = json.loads(json.dumps(view))
+    return loaded
+
+
+def test_an_ab_jobs_table_shows_both_variants_and_the_verdict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The summary of an A/B job is per variant; the table read it as a plain job's and
+    failed with KeyError: 'n' once the job had succeeded."""
+    results = ab_results()
+    assert set(results["summary"]["time_ms"]) >= {"base", "new", "verdict", "ratio"}
+    _print_results(results)
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("│")
+    ]
+    assert rows == [
+        ["time_ms", "base", "8", "101", "101", "0.9258", "0.9%", "100", "102", "102", "", ""],
+        ["", "new", "8", "120.9", "121", "0.8345", "0.7%", "120", "122", "122",
+         "+19.68% [+18.64%, +20.73%]", "regression"],
+        ["only_new", "base", *["-"] * 8, "", ""],  # reported by new only: nothing compared
+        ["", "new", "8", "7", "7", "1.069", "15.3%", "6", "8", "8", "-", "-"],
+    ]  # fmt: skip

@@ -109,6 +109,36 @@ def test_broken_entries_are_skipped_and_named() -> None:
     assert archive.skipped[2] == "entries[3]: request.url '/relative' is not an absolute URL"
 
 
+def test_headers_http_cannot_carry_are_skipped_and_named() -> None:
+    # A value with CR/LF or NUL made aiohttp refuse the response (an empty reply and a
+    # traceback); a name that is not a token went out as it was ("Bad Name:: v").
+    headers = [
+        {"name": "Content-Type", "value": "text/plain"},
+        {"name": "X-Split", "value": "a\r\nSet-Cookie: evil=1"},
+        {"name": "X-Nul", "value": "a\x00b"},
+        {"name": "Bad Name:", "value": "v"},
+        {"name": "X-Tab", "value": "a\tb"},
+        {"name": "", "value": "v"},
+    ]
+    har = archive_of(
+        entry("http://e.test/", headers=headers, statusText="OK\r\nX: y"),
+        entry("http://e.test/other"),
+    )
+    archive = parse(har, "x")
+    assert len(archive) == 2  # the entry is served, without what cannot be sent
+    response = archive.find("GET", "http://e.test/")
+    assert response is not None
+    assert response.headers == (("Content-Type", "text/plain"), ("X-Tab", "a\tb"))
+    assert response.reason == ""
+    assert archive.skipped == [
+        "entries[0]: response.headers[1] X-Split: the value holds a control character; skipped",
+        "entries[0]: response.headers[2] X-Nul: the value holds a control character; skipped",
+        "entries[0]: response.headers[3]: name 'Bad Name:' is not an HTTP token; skipped",
+        "entries[0]: response.headers[5]: name '' is not an HTTP token; skipped",
+        "entries[0]: response.statusText 'OK\\r\\nX: y': holds a control character; not sent",
+    ]
+
+
 def test_nothing_servable_is_an_error() -> None:
     with pytest.raises(
         ArchiveError, match=r"x: no entry can be served; first problem: entries\[0\]"

@@ -1,0 +1,47 @@
+"""Text from outside (a job, a program's stderr, a file, the user) made safe for a terminal.
+
+A job's error quotes what the program wrote; a history file names its series; a device says
+why it is quarantined. Printed raw, an escape sequence in any of them recolours the terminal,
+retitles its window or clears the screen, and a bidi override reorders what is read. Every
+human-readable line the CLI prints passes such text through `shown` (or `markup` for rich),
+which writes control characters, bidi controls and lone surrogates as visible escapes
+(`\\x1b`, `\\u202e`); JSON output is left exact.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 and C1 controls (ESC, BEL, CR, DEL, CSI ...), the bidi marks, embeddings, overrides and
+# isolates, the line and paragraph separators, and lone surrogates (unprintable: stdout's
+# encoder raises on them).
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(found: re.Match[str]) -> str:
+    char = found.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def shown(text: object, *, lines: bool = False) -> str:
+    """`text` (str() of anything else) with every unsafe character written as its escape;
+    with `lines`, newlines are kept (a multi-line error), the rest still escaped."""
+    value = text if isinstance(text, str) else str(text)
+    if lines:
+        return "\n".join(_UNSAFE.sub(_escaped, part) for part in value.split("\n"))
+    return _UNSAFE.sub(_escaped, value)
+
+
+def markup(text: object, *, lines: bool = False) -> str:
+    """`shown`, then escaped for rich's markup: "[/]" or "[Errno 2]" is printed, not read."""
+    from rich.markup import escape
+
+    return escape(shown(text, lines=lines))

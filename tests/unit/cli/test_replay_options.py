@@ -1,0 +1,78 @@
+"""`labd replay serve` checks its shaping options as a manifest's [network] is checked: a bad
+value is a one-line usage error naming the option (exit 2), never a crash (exit 3) nor a
+server started with values a manifest refuses (`--loss nan`, `--jitter-ms 1e300`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from labd.cli import main as cli
+from labd.model import NetworkSpec
+
+
+@pytest.fixture
+def har(tmp_path: Path) -> Path:
+    path = tmp_path / "site.har"
+    path.write_text(json.dumps({"log": {"entries": []}}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--latency-ms", "-1", "greater than or equal to 0"),
+        ("--latency-ms", "nan", "less than or equal to 10000"),
+        ("--latency-ms", "inf", "less than or equal to 10000"),
+        ("--latency-ms", "1e308", "less than or equal to 10000"),
+        ("--down-kbps", "-5", "greater than or equal to 0"),
+        ("--down-kbps", "nan", "greater than or equal to 0"),
+        ("--up-kbps", "inf", "finite number"),
+        ("--down-kbps", "inf", "finite number"),
+        ("--down-kbps", "-inf", "greater than or equal to 0"),
+        ("--loss", "1.5", "less than 1"),
+        ("--loss", "nan", "less than 1"),
+        ("--loss", "-0.1", "greater than or equal to 0"),
+        ("--jitter-ms", "nan", "less than or equal to 10000"),
+        ("--jitter-ms", "1e300", "less than or equal to 10000"),
+        ("--port", "99999", "must be from 0 to 65535"),
+        ("--port", "-1", "must be from 0 to 65535"),
+    ],
+)
+def test_a_bad_option_is_one_line_naming_it_exit_2(
+    har: Path, option: str, value: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["replay", "serve", str(har), f"{option}={value}"]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith(f"{option}: ") and says in line, line
+    assert captured.out == ""  # no start line: the server never started
+
+
+def test_record_checks_its_port_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["replay", "record", str(tmp_path / "out.har"), "--port", "70000"]) == 2
+    assert capsys.readouterr().err.startswith("--port: must be from 0 to 65535")
+
+
+def test_every_bad_option_is_named(har: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["replay", "serve", str(har), "--down-kbps", "-5", "--loss", "2"]
+    assert cli.main(args) == 2
+    assert [line.split(":")[0] for line in capsys.readouterr().err.splitlines()] == [
+        "--down-kbps",
+        "--loss",
+    ]
+
+
+@pytest.mark.parametrize("key", ["latency_ms", "down_kbps", "up_kbps", "jitter_ms", "loss"])
+def test_the_manifest_refuses_what_the_options_refuse(key: str) -> None:
+    for bad in (float("nan"), float("inf"), -1.0, "inf"):
+        with pytest.raises(ValidationError):
+            NetworkSpec.model_validate({"archive": "site.har", key: bad})
+
+
+def test_a_stored_spec_with_an_infinite_bandwidth_stays_readable() -> None:
+    stored = {"archive": "site.har", "down_kbps": float("inf")}
+    assert NetworkSpec.model_validate(stored, context={"stored": True}).down_kbps == float("inf")
