@@ -184,23 +184,21 @@ class Client:
     def results(self, job_id: str) -> dict[str, Any]:
         """Every page of a job's results joined: raw values of every attempt and the summary."""
         path = f"/jobs/{quote(job_id, safe='')}/results"
-        view: dict[str, Any] = self.call("GET", path)
-        while view.get("next") is not None:
-            query = urlencode({"offset": view["next"], "limit": PAGE})
-            page = self.call("GET", f"{path}?{query}")
-            view["iterations"] += page["iterations"]
-            view["next"] = page["next"]
-        return view
+        return self._joined(path, self.call("GET", path), "iterations")
 
     def artefacts(self, job_id: str) -> dict[str, Any]:
         """Every page of a job's artefact listing joined (an older daemon answers one page
         without `next`)."""
         path = f"/jobs/{quote(job_id, safe='')}/artefacts"
-        view: dict[str, Any] = self.call("GET", f"{path}?{urlencode({'limit': PAGE})}")
+        first = self.call("GET", f"{path}?{urlencode({'limit': PAGE})}")
+        return self._joined(path, first, "artefacts")
+
+    def _joined(self, path: str, view: dict[str, Any], key: str) -> dict[str, Any]:
+        """`view` with the `key` lists of the pages after it appended, following `next`."""
         while view.get("next") is not None:
             query = urlencode({"offset": view["next"], "limit": PAGE})
             page = self.call("GET", f"{path}?{query}")
-            view["artefacts"] += page["artefacts"]
+            view[key] += page[key]
             view["next"] = page["next"]
         return view
 

@@ -21,6 +21,7 @@ from labd.config import HttpSettings
 from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
+from labd.daemon.query import int_query
 from labd.errors import AuthError, InvalidSpec
 from labd.model import AdminState, Device, Job, JobState, id_problem
 from labd.mqtt import ApiSubmission
@@ -215,7 +216,7 @@ class Api:
     async def list_jobs(self, request: web.Request) -> web.Response:
         try:
             states = [JobState(s) for s in request.query.getall("state", [])]
-            limit = _int_query(request, "limit", 100, 1, MAX_LIST)
+            limit = int_query(request, "limit", 100, 1, MAX_LIST)
         except ValueError as e:
             return _error(400, [str(e)])
         jobs = await self.store.list_jobs(states, limit=limit)
@@ -237,8 +238,8 @@ class Api:
 
     async def results(self, request: web.Request) -> web.Response:
         try:
-            offset = _int_query(request, "offset", 0, 0, 2**31)
-            limit = _int_query(request, "limit", RESULTS_PAGE, 1, 2**31)
+            offset = int_query(request, "offset", 0, 0, 2**31)
+            limit = int_query(request, "limit", RESULTS_PAGE, 1, 2**31)
         except ValueError as e:
             return _error(400, [str(e)])
         job_id = request.match_info["id"]
@@ -263,7 +264,7 @@ class Api:
             return _error(400, ["history needs ?suite=...&test=..."])
         before = request.query.get("before", "")
         try:
-            limit = _int_query(request, "limit", HISTORY_PAGE, 1, 2**31)
+            limit = int_query(request, "limit", HISTORY_PAGE, 1, 2**31)
         except ValueError as e:
             return _error(400, [str(e)])
         if before and await self.store.get_job(before) is None:
@@ -306,19 +307,6 @@ def _encode(data: Any) -> bytes:
 def _cut(problem: str, limit: int = 1000) -> str:
     """A problem that quotes the input (a 10,000-character id) cut to a readable length."""
     return problem if len(problem) <= limit else problem[:limit] + "..."
-
-
-def _int_query(request: web.Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name}: not an integer: {raw!r}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{name}: {value} is outside {low}..{high}")
-    return value
 
 
 def _error(

@@ -34,6 +34,7 @@ from labd.artefacts import (
 from labd.auth import Action, Audit
 from labd.daemon.guard import CALLER, CHANNEL
 from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
+from labd.daemon.query import int_query
 from labd.daemon.ranges import range_to_honour
 from labd.model import Job, id_problem
 from labd.store import Store
@@ -103,8 +104,8 @@ class ArtefactRoutes:
 
     async def list_job(self, request: web.Request) -> web.Response:
         try:
-            offset = _int_query(request, "offset", 0)
-            limit = _int_query(request, "limit", ARTEFACTS_PAGE)
+            offset = int_query(request, "offset", 0, 0, 2**31)
+            limit = int_query(request, "limit", ARTEFACTS_PAGE, 1, 2**31)
         except ValueError as e:
             return _error(400, [str(e)])
         job_id = request.match_info["id"]
@@ -210,22 +211,6 @@ def _elsewhere(job: Job) -> str:
         f"job {job.id!r} ran on host {job.lease_owner!r}: its artefacts are kept there "
         "(ask that host's API)"
     )
-
-
-def _int_query(request: web.Request, name: str, default: int) -> int:
-    """A non-negative integer query parameter (`limit` at least 1; over ARTEFACTS_PAGE_MAX it
-    is capped, as the results' is)."""
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name}: not an integer: {raw[:40]!r}") from None
-    low = 1 if name == "limit" else 0
-    if not low <= value <= 2**31:
-        raise ValueError(f"{name}: {value} is outside {low}..{2**31}")
-    return value
 
 
 def _encode(data: Any) -> bytes:
