@@ -6,7 +6,6 @@ import asyncio
 import os
 import platform
 import socket
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,4 +60,4 @@ class HostDriver(Driver[HostOptions]):
         return await asyncio.to_thread(conditions)
 
     async def health(self, device: Device) -> str | None:
-        return host_health(Path.cwd(), self.options.min_free_disk_mb)
+        return host_health(self.state_dir, self.options.min_free_disk_mb)

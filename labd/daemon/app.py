@@ -107,6 +107,8 @@ class Daemon:
         source = loaded.path.name if loaded.path else "defaults"
         host = settings.daemon.host_name
         self.drivers = load_drivers(settings.drivers, host, source)
+        for driver in self.drivers.values():
+            driver.state_dir = settings.daemon.state_path
         self.power = load_power(settings.pool.power, source)
         self.policy = _policy(settings, source)
         self.audit = Audit(self.bus)

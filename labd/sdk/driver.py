@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar, Generic
 
 from pydantic import BaseModel
@@ -45,6 +46,9 @@ class Driver(ABC, Generic[OptionsT]):
     def __init__(self, options: OptionsT, host: str) -> None:
         self.options = options
         self.host = host
+        # Where labd keeps its state and its jobs' folders; labd sets it before the driver
+        # is first asked anything (a driver checks free space there, not in labd's cwd).
+        self.state_dir = Path.cwd()
 
     @abstractmethod
     async def discover(self) -> list[Device]:
