@@ -222,11 +222,18 @@ class Client:
 
 
 def _endpoint_of(url: str, credentials: Any) -> Endpoint:
+    malformed = UsageError(f"--api-url: {url!r} is not http(s)://HOST:PORT or unix:/PATH")
     if url.startswith("unix:"):
-        return Endpoint(url, socket_path=Path(url.removeprefix("unix:").removeprefix("//")))
-    parts = urlsplit(url)
+        path = url.removeprefix("unix:").removeprefix("//")
+        if not path:
+            raise malformed
+        return Endpoint(url, socket_path=Path(path))
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. "Invalid IPv6 URL" for an unclosed '['
+        raise malformed from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--api-url: {url!r} is not http(s)://HOST:PORT or unix:/PATH")
+        raise malformed
     found = credentials()
     if found is None:
         raise UsageError(

@@ -105,7 +105,8 @@ class ArtefactRoutes:
     async def list_job(self, request: web.Request) -> web.Response:
         try:
             offset = int_query(request, "offset", 0, 0, 2**31)
-            limit = int_query(request, "limit", ARTEFACTS_PAGE, 1, 2**31)
+            # A larger limit is capped (docs/artefacts.md), however large it is.
+            limit = int_query(request, "limit", ARTEFACTS_PAGE, 1, ARTEFACTS_PAGE_MAX, cap=True)
         except ValueError as e:
             return _error(400, [str(e)])
         job_id = request.match_info["id"]

@@ -13,6 +13,9 @@ import structlog
 
 log = structlog.get_logger("labd.systemd")
 
+# The shortest interval between two watchdog pings, however small WATCHDOG_USEC is.
+WATCHDOG_MIN_INTERVAL_S = 0.1
+
 
 class SystemdNotifier:
     """Sends READY/STATUS/STOPPING/WATCHDOG datagrams to the service manager."""
@@ -61,13 +64,17 @@ class SystemdNotifier:
 
 
 def _watchdog_interval(environ: Mapping[str, str]) -> float | None:
-    """Half of WATCHDOG_USEC in seconds, when the watchdog is meant for this process."""
+    """Half of WATCHDOG_USEC in seconds (at least WATCHDOG_MIN_INTERVAL_S), when the watchdog
+    is meant for this process; a value that is not a positive integer is ignored."""
     usec = environ.get("WATCHDOG_USEC")
     pid = environ.get("WATCHDOG_PID")
     if not usec or (pid and pid != str(os.getpid())):
         return None
     try:
-        return int(usec) / 2 / 1_000_000
+        microseconds = int(usec)
     except ValueError:
+        microseconds = 0
+    if microseconds <= 0:
         log.warning("ignoring malformed WATCHDOG_USEC", value=usec)
         return None
+    return max(microseconds / 2 / 1_000_000, WATCHDOG_MIN_INTERVAL_S)

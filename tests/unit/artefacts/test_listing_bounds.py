@@ -142,3 +142,29 @@ async def test_the_console_page_lists_a_bounded_number_and_still_finds_the_evide
     # The video sorts after every file listed, and is the evidence all the same.
     assert "<video controls" in html and "iteration-7/video.webm" in html
     assert len(html) < 100_000
+
+
+async def test_an_over_large_limit_is_capped_and_only_ascii_integers_are_taken(
+    state_dir: Path,
+) -> None:
+    routes = ArtefactRoutes(JobMemory([_job()]), _keeper(state_dir), "h", None)  # type: ignore[arg-type]
+
+    async def get(query: str) -> tuple[int, dict[str, Any]]:
+        request = make_mocked_request(
+            "GET", f"/api/v1/jobs/many/artefacts{query}", match_info={"id": "many"}
+        )
+        answer = await routes.list_job(request)
+        assert answer.body is not None
+        return answer.status, json.loads(bytes(answer.body))  # type: ignore[arg-type]
+
+    for limit in (str(ARTEFACTS_PAGE_MAX + 1), "2147483649", "99999999999999999999", "9" * 5000):
+        status, page = await get(f"?limit={limit}")
+        assert status == 200, (limit[:30], page)
+        assert page["limit"] == ARTEFACTS_PAGE_MAX and len(page["artefacts"]) == FILES
+    for bad in ("0", "-1", "-99999999999999999999", "%EF%BC%91", "%201", "1_0", "1%0A", "", "0x10"):
+        status, page = await get(f"?limit={bad}")
+        assert status == 400, (bad, page)
+    status, page = await get("?offset=%EF%BC%91")
+    assert status == 400 and "not an integer" in page["errors"][0]
+    status, page = await get("?offset=-5")
+    assert status == 400 and "-5 is outside 0..2147483648" in page["errors"][0]

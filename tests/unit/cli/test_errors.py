@@ -69,3 +69,18 @@ def test_an_unexpected_error_never_prints_a_key_it_quotes(
     assert cli.main(["version"]) == 3
     line = capsys.readouterr().err
     assert key not in line and "cannot render" in line
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "https://[::1/x", "unix:", "unix://", "ftp://x"])
+def test_a_malformed_api_url_is_a_usage_error_before_any_connection(url: str) -> None:
+    from labd.cli.client import _endpoint_of
+    from labd.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"is not http\(s\)://HOST:PORT or unix:/PATH"):
+        _endpoint_of(url, lambda: pytest.fail("credentials looked up for a malformed URL"))
+
+
+def test_a_malformed_ipv6_api_url_exits_2_not_3(tmp_path: Path) -> None:
+    done = labd("--api-url", "http://[::1", "devices", "list", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "is not http(s)://HOST:PORT or unix:/PATH" in done.stderr

@@ -36,3 +36,14 @@ def test_watchdog_interval_is_half_of_watchdog_usec_for_this_process() -> None:
     assert SystemdNotifier(mine).watchdog_interval == 1.5
     other = {"WATCHDOG_USEC": "3000000", "WATCHDOG_PID": "1"}
     assert SystemdNotifier(other).watchdog_interval is None
+
+
+def test_a_non_positive_watchdog_usec_is_ignored_like_a_malformed_one() -> None:
+    for value in ("0", "-5", "-1000000", "abc"):
+        assert SystemdNotifier({"WATCHDOG_USEC": value}).watchdog_interval is None, value
+
+
+def test_the_watchdog_is_never_pinged_more_often_than_every_tenth_of_a_second() -> None:
+    for value in ("1", "2", "199999"):
+        assert SystemdNotifier({"WATCHDOG_USEC": value}).watchdog_interval == 0.1, value
+    assert SystemdNotifier({"WATCHDOG_USEC": "200002"}).watchdog_interval == 0.100001
