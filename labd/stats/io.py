@@ -88,6 +88,12 @@ def _read_text(path: Path) -> str:
     except IsADirectoryError:
         raise DataError(f"{path}: a directory, not a file") from None
     except UnicodeDecodeError as e:
+        start = bytes(e.object[:4])
+        if start.startswith((b"\xff\xfe", b"\xfe\xff")):  # byte-order marks, named as docs say
+            kind = "UTF-32" if start == b"\xff\xfe\0\0" else "UTF-16"
+            raise DataError(
+                f"{path}: {kind} text (it starts with a {kind} byte-order mark); " + UTF8_HINT
+            ) from None
         raise DataError(
             f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
             + UTF8_HINT

@@ -28,11 +28,21 @@ def welch_t(base: NDArray[np.float64], new: NDArray[np.float64], alpha: float = 
     # overflowed for values of 1e78 and underflowed for 1e-80. A power of two scales exactly.
     scale = math.ldexp(1.0, math.frexp(max(np.abs(base).max(), np.abs(new).max()))[1])
     base, new = base / scale, new / scale
-    vb, vn = base.var(ddof=1) / base.size, new.var(ddof=1) / new.size
-    se = math.sqrt(vb + vn)
-    df = (vb + vn) ** 2 / (vb**2 / (base.size - 1) + vn**2 / (new.size - 1))
-    q = float(special.stdtrit(df, 1 - alpha / 2))
+    vb, vn = float(base.var(ddof=1) / base.size), float(new.var(ddof=1) / new.size)
+    total = vb + vn
     diff = float(new.mean() - base.mean())
-    p = float(2 * special.stdtr(df, -abs(diff) / se))
+    if total > 0:
+        # Each side's share of the variance, so that squaring a tiny variance cannot
+        # underflow to 0/0 (base 1e-100 with a wobble, new 1e100).
+        sb, sn = vb / total, vn / total
+        df = 1 / (sb * sb / (base.size - 1) + sn * sn / (new.size - 1))
+        se = math.sqrt(total)
+        p = float(2 * special.stdtr(df, -abs(diff) / se))
+    else:
+        # The spread underflowed on the common scale (1e-100 beside 1e100): negligible next
+        # to the difference, so judged as describe_change judges no spread at all.
+        df, se = float(min(base.size, new.size) - 1), 0.0
+        p = 0.0 if diff else 1.0
+    q = float(special.stdtrit(df, 1 - alpha / 2))
     low, high = (diff - q * se) * scale, (diff + q * se) * scale
     return WelchT(diff * scale, low, high, p, q, float(vb) * scale**2, float(vn) * scale**2)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+
 from labd_host.driver import HostDriver, HostOptions
 
 
@@ -24,4 +24,4 @@ async def test_free_space_is_measured_in_the_state_directory(
     reason = await driver.health(device)
     assert reason is not None and str(state) in reason, reason
     assert str(elsewhere) not in reason
-    assert os.getcwd() == str(elsewhere)
+    assert Path.cwd() == elsewhere

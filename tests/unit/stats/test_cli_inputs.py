@@ -188,9 +188,26 @@ def test_a_spreadsheets_csv_utf8_is_read_and_other_encodings_are_named(tmp_path:
     refused = labd("compare", good, str(wide))
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
-        f"{wide}: not UTF-8 text (byte 0xff at offset 0); save it as UTF-8"
+        f"{wide}: UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"
         ' (a spreadsheet\'s "CSV UTF-8")'
     )
+    big_end = tmp_path / "u16be.csv"
+    big_end.write_bytes("metric,value\nx,1\n".encode("utf-16-be"))
+    for command in (("compare", str(big_end), good), ("detect", str(big_end))):
+        result = labd(*command)
+        assert result.returncode == 2, command
+        assert result.stderr.startswith(f"{big_end}: holds NUL bytes (UTF-16 text?)"), command
+    marked_be = tmp_path / "u16bom-be.csv"
+    marked_be.write_bytes(b"\xfe\xff" + "metric,value\nx,1\n".encode("utf-16-be"))
+    result = labd("compare", str(marked_be), good)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"{marked_be}: UTF-16 text (it starts with a UTF-16 byte"), (
+        result.stderr
+    )
+    not_utf8 = tmp_path / "latin1.csv"
+    not_utf8.write_bytes("1\n2\n\xe9\n".encode("latin-1"))
+    result = labd("compare", good, str(not_utf8))
+    assert "not UTF-8 text (byte 0xe9 at offset 4)" in result.stderr
     folder = labd("compare", good, str(tmp_path))
     assert (folder.returncode, folder.stderr.strip()) == (2, f"{tmp_path}: a directory, not a file")
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
 
+from labd.stats.detection import detect
 from labd.stats.segments import TREND_P
 from labd.stats.segments import trends as _trends
 from labd.stats.welch import welch_t
@@ -47,3 +50,22 @@ def test_welch_holds_over_the_accepted_range(scale: float) -> None:
     assert scaled.p_value == pytest.approx(at_one.p_value, rel=1e-9)
     assert (scaled.low / scale, scaled.high / scale) == pytest.approx((at_one.low, at_one.high))
     assert scaled.var_base / scale**2 == pytest.approx(at_one.var_base)
+
+
+def test_welch_survives_spreads_that_underflow_on_the_common_scale() -> None:
+    """1e-100 beside 1e100 (both accepted): the base's rounding wobble underflowed to a zero
+    standard error and divided by it (detect crashed with ZeroDivisionError)."""
+    base, new = np.full(30, 1e-100), np.full(2, 1e100)
+    assert base.std() > 0  # the mean of 30 copies rounds: a wobble of about 1e-116
+    test = welch_t(base, new)
+    assert test.p_value == 0.0
+    assert test.low == test.high == pytest.approx(1e100)
+    assert math.isfinite(test.quantile)
+    same = welch_t(np.full(30, 1e-100), np.full(30, 1e-100) * (1 + 1e-15))
+    assert math.isfinite(same.p_value)
+
+
+def test_detect_reports_a_step_across_the_whole_accepted_range() -> None:
+    alerts = detect([1e-100] * 30 + [1e100] * 30)
+    assert [(a.index, a.direction) for a in alerts] == [(30, "up")]
+    assert alerts[0].confidence == 1.0
