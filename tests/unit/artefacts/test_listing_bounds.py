@@ -5,6 +5,7 @@ how many more there are and where they are listed."""
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,8 @@ def test_a_page_is_made_of_the_slice_only_with_the_total_and_the_next_offset(
     assert [a.name for a in evidence.of_kinds] == ["iteration-7/video.webm"]
 
 
-async def test_the_api_answers_a_first_page_of_the_documented_size(state_dir: Path) -> None:
+def _listing(state_dir: Path) -> Callable[[str], Awaitable[tuple[int, dict[str, Any]]]]:
+    """GET the job's artefact listing with a query string: (status, answer)."""
     routes = ArtefactRoutes(JobMemory([_job()]), _keeper(state_dir), "h", None)  # type: ignore[arg-type]
 
     async def get(query: str) -> tuple[int, dict[str, Any]]:
@@ -78,6 +80,12 @@ async def test_the_api_answers_a_first_page_of_the_documented_size(state_dir: Pa
         answer = await routes.list_job(request)
         assert answer.body is not None
         return answer.status, json.loads(bytes(answer.body))  # type: ignore[arg-type]
+
+    return get
+
+
+async def test_the_api_answers_a_first_page_of_the_documented_size(state_dir: Path) -> None:
+    get = _listing(state_dir)
 
     status, first = await get("")
     assert status == 200
@@ -147,15 +155,7 @@ async def test_the_console_page_lists_a_bounded_number_and_still_finds_the_evide
 async def test_an_over_large_limit_is_capped_and_only_ascii_integers_are_taken(
     state_dir: Path,
 ) -> None:
-    routes = ArtefactRoutes(JobMemory([_job()]), _keeper(state_dir), "h", None)  # type: ignore[arg-type]
-
-    async def get(query: str) -> tuple[int, dict[str, Any]]:
-        request = make_mocked_request(
-            "GET", f"/api/v1/jobs/many/artefacts{query}", match_info={"id": "many"}
-        )
-        answer = await routes.list_job(request)
-        assert answer.body is not None
-        return answer.status, json.loads(bytes(answer.body))  # type: ignore[arg-type]
+    get = _listing(state_dir)
 
     for limit in (str(ARTEFACTS_PAGE_MAX + 1), "2147483649", "99999999999999999999", "9" * 5000):
         status, page = await get(f"?limit={limit}")
