@@ -8,7 +8,6 @@ heavy answers paged, computed off the event loop and bounded in number.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -20,7 +19,7 @@ from labd.auth import Action, Audit, Principals, redact_job
 from labd.config import HttpSettings
 from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
-from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
+from labd.daemon.heavy import HeavyQueries, heavy_answer
 from labd.daemon.query import int_query
 from labd.errors import AuthError, InvalidSpec
 from labd.model import AdminState, Device, Job, JobState, id_problem
@@ -248,7 +247,7 @@ class Api:
         job = await self.store.get_job(job_id)
         if job is None:
             return _error(404, [f"no job {job_id!r}"])
-        return await self._heavy(lambda: self._results_page(job, offset, limit))
+        return await heavy_answer(self.heavy, lambda: self._results_page(job, offset, limit))
 
     async def _results_page(self, job: Job, offset: int, limit: int) -> dict[str, Any]:
         page = await results_page(self.store, job, offset, limit)
@@ -269,20 +268,9 @@ class Api:
             return _error(400, [str(e)])
         if before and await self.store.get_job(before) is None:
             return _error(400, [f"before: no job {before!r}"])
-        return await self._heavy(lambda: history_page(self.store, suite, test, limit, before))
-
-    async def _heavy(self, view: Callable[[], Awaitable[dict[str, Any]]]) -> web.Response:
-        """A heavy answer: computed in its turn, encoded off the event loop."""
-        try:
-            async with self.heavy.turn():
-                body = await asyncio.to_thread(_encode, await view())
-        except Busy:
-            return _error(
-                503,
-                ["too many results and history queries at once; retry shortly"],
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            )
-        return web.Response(body=body, content_type="application/json")
+        return await heavy_answer(
+            self.heavy, lambda: history_page(self.store, suite, test, limit, before)
+        )
 
     async def list_devices(self, _: web.Request) -> web.Response:
         devices = await self.store.list_devices()
@@ -298,10 +286,6 @@ class Api:
         view = device.model_dump(mode="json")
         view["job"] = await self.store.active_job_on(device.id)
         return web.json_response({"device": view})
-
-
-def _encode(data: Any) -> bytes:
-    return json.dumps(data).encode()
 
 
 def _cut(problem: str, limit: int = 1000) -> str:

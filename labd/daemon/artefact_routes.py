@@ -33,7 +33,7 @@ from labd.artefacts import (
 )
 from labd.auth import Action, Audit
 from labd.daemon.guard import CALLER, CHANNEL
-from labd.daemon.heavy import RETRY_AFTER_S, Busy, HeavyQueries
+from labd.daemon.heavy import HeavyQueries, heavy_answer
 from labd.daemon.query import int_query
 from labd.daemon.ranges import range_to_honour
 from labd.model import Job, id_problem
@@ -115,17 +115,7 @@ class ArtefactRoutes:
         job = await self.store.get_job(job_id)
         if job is None:
             return _error(404, [f"no job {job_id!r}"])
-        try:
-            async with self.heavy.turn():
-                view = await self.listing(job, offset, limit)
-                body = await asyncio.to_thread(_encode, view)
-        except Busy:
-            return web.json_response(
-                {"errors": ["too many listings, results and history queries at once; retry"]},
-                status=503,
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            )
-        return web.Response(body=body, content_type="application/json")
+        return await heavy_answer(self.heavy, lambda: self.listing(job, offset, limit))
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
         job_id, name = request.match_info["id"], request.match_info["name"]
@@ -212,10 +202,6 @@ def _elsewhere(job: Job) -> str:
         f"job {job.id!r} ran on host {job.lease_owner!r}: its artefacts are kept there "
         "(ask that host's API)"
     )
-
-
-def _encode(data: Any) -> bytes:
-    return json.dumps(data).encode()
 
 
 def _filename(name: str) -> str:

@@ -1,11 +1,16 @@
-"""A bound on heavy queries (results, history): a few run at once, a few more wait, the rest
-are told to come back, so a burst of them cannot take the daemon's memory or its loop."""
+"""A bound on heavy queries (results, history, artefact listings): a few run at once, a few
+more wait, the rest are told to come back, so a burst of them cannot take the daemon's memory
+or its loop."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
 
 RETRY_AFTER_S = 2
 
@@ -34,3 +39,24 @@ class HeavyQueries:
             yield
         finally:
             self._slots.release()
+
+
+async def heavy_answer(
+    heavy: HeavyQueries, view: Callable[[], Awaitable[dict[str, Any]]]
+) -> web.Response:
+    """A heavy answer: computed in its turn, encoded off the event loop; 503 with Retry-After
+    when it cannot have a turn."""
+    try:
+        async with heavy.turn():
+            body = await asyncio.to_thread(_encode, await view())
+    except Busy:
+        return web.json_response(
+            {"errors": ["too many results, history and artefact queries at once; retry shortly"]},
+            status=503,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
+    return web.Response(body=body, content_type="application/json")
+
+
+def _encode(data: Any) -> bytes:
+    return json.dumps(data).encode()
