@@ -204,6 +204,30 @@ class LabdProcess:
 
 
 @pytest.fixture
+def small_disk() -> Iterator[Any]:
+    """Call with a folder and a size in MiB: a real tmpfs of that size is mounted there (a disk
+    a test can fill to the last byte), unmounted after. Skips where mounting is not allowed."""
+    mounted: list[Path] = []
+
+    def mount(folder: Path, size_mb: int) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        options = f"size={size_mb}m,mode=0755"
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.fixture
 def labd_config(tmp_path: Path) -> Iterator[Path]:
     """A config file for a private daemon: free port, state in tmp_path, short grace."""
     path = tmp_path / "labd.toml"

@@ -4,6 +4,7 @@ the driver interface (not a mock), so the scheduler, pool and runner run unchang
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
@@ -20,6 +21,7 @@ class ScriptParams(BaseModel):
     step: float = 1.0  # iteration i returns value + step * i
     infra_failures: int = 0  # the first N attempts fail with an InfrastructureError
     fail_iteration: int = -1  # this iteration raises TestFailure
+    disk_full_attempts: int = 0  # the first N attempts find no space left (ENOSPC) to write
     env: dict[str, str] = {}  # unused: there to hold secrets that answers must redact
 
 
@@ -33,6 +35,8 @@ class ScriptScenario(Scenario):
         assert isinstance(p, ScriptParams)
         if self.ctx.attempt <= p.infra_failures:
             raise InfrastructureError(f"device fell over (attempt {self.ctx.attempt})")
+        if self.ctx.attempt <= p.disk_full_attempts:
+            raise OSError(errno.ENOSPC, "No space left on device", "capture.mkv")
         self.ctx.fingerprint["stabilisation"] = {"scripted": True}
 
     async def run_iteration(self, index: int) -> dict[str, float]:

@@ -8,11 +8,11 @@ import platform
 import socket
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labd.sdk import OPTIONAL_ID_PATTERN, Device, Driver
 from labd_host.command import CommandScenario
-from labd_host.probe import conditions, cpu_model, host_health
+from labd_host.probe import conditions, cpu_model
 
 
 class HostOptions(BaseModel):
@@ -28,9 +28,16 @@ class HostOptions(BaseModel):
         1, ge=1, le=256, description="Jobs that may run at once (more than 1 adds noise)."
     )
     tags: list[str] = Field(default_factory=list, description="Tags for device selectors.")
-    min_free_disk_mb: int = Field(
-        100, ge=0, description="Health check: free space needed in the state directory."
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "min_free_disk_mb" in data:
+            raise ValueError(
+                "min_free_disk_mb moved to [scheduler] min_free_mb: a full state directory now "
+                "pauses leasing on every device, and no longer marks the host unhealthy"
+            )
+        return data
 
 
 class HostDriver(Driver[HostOptions]):
@@ -60,4 +67,6 @@ class HostDriver(Driver[HostOptions]):
         return await asyncio.to_thread(conditions)
 
     async def health(self, device: Device) -> str | None:
-        return host_health(self.state_dir, self.options.min_free_disk_mb)
+        # Free space is the scheduler's to watch (scheduler.min_free_mb): a full disk is
+        # this host's state, freed by an operator, not a fault to quarantine the device for.
+        return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -90,10 +89,3 @@ def environment() -> dict[str, Any]:
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "temperature_c": max_temperature_c(),
     }
-
-
-def host_health(path: Path, min_free_mb: int) -> str | None:
-    free_mb = shutil.disk_usage(path).free / 2**20
-    if free_mb < min_free_mb:
-        return f"only {free_mb:.0f} MB free at {path} (need {min_free_mb})"
-    return None

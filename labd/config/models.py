@@ -224,6 +224,15 @@ class SchedulerSettings(Section):
     reap_interval_s: float = Field(
         5, gt=0, le=600, description="How often expired leases are looked for."
     )
+    min_free_mb: int = Field(
+        100,
+        ge=0,
+        le=2**30,
+        description=(
+            "No new job is leased while the state directory has less free space than this "
+            "(MiB; 0: never pause); running jobs go on, leasing resumes once space is freed."
+        ),
+    )
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> SchedulerSettings:

@@ -12,8 +12,10 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import structlog
 from aiohttp import web
 from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
 
 from labd.auth import Action, Audit, Principals, redact_job
 from labd.config import HttpSettings
@@ -26,8 +28,20 @@ from labd.model import AdminState, Device, Job, JobState, id_problem
 from labd.mqtt import ApiSubmission
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
-from labd.store import HISTORY_PAGE, RESULTS_PAGE, JobConflict, Store, history_page, results_page
+from labd.store import (
+    HISTORY_PAGE,
+    RESULTS_PAGE,
+    JobConflict,
+    Store,
+    StoreError,
+    history_page,
+    out_of_space,
+    results_page,
+    storage_problem,
+)
 from labd.validation import describe_errors, too_deep
+
+log = structlog.get_logger("labd.api")
 
 MAX_BODY = 256 * 1024
 MAX_LIST = 1000
@@ -48,9 +62,28 @@ def api_application(api: Api, principals: Principals, settings: HttpSettings) ->
         api.actions(),
         any_ip_literal=settings.api_host in WILDCARDS - {""},
     )
-    app = web.Application(middlewares=[guard.middleware], client_max_size=MAX_BODY)
+    app = web.Application(
+        middlewares=[guard.middleware, store_unavailable], client_max_size=MAX_BODY
+    )
     app.add_routes(api.routes())
     return app
+
+
+@web.middleware
+async def store_unavailable(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The database away or the disk full: a 503 that says which, not a bare 500."""
+    try:
+        return await handler(request)
+    except Exception as e:
+        if not isinstance(e, StoreError | SQLAlchemyError) and not out_of_space(e):
+            raise
+        problem = storage_problem(e)
+        log.warning("api request not handled", path=request.path, problem=problem, error=repr(e))
+        return web.json_response(
+            {"errors": [f"{problem}; nothing was done, send it again"], "reason": "unavailable"},
+            status=503,
+            headers={"Retry-After": "30"},
+        )
 
 
 def job_view(job: Job) -> dict[str, Any]:

@@ -204,6 +204,7 @@ class Daemon:
             host,
             state_dir / "jobs",
         )
+        self.metrics.registry.register(self.scheduler.space)
         yield self.scheduler
         yield BaselineAnalyst(store.store, self.bus)
         keeper = ArtefactKeeper(state_dir, settings.artefacts, store.store, self.bus)

@@ -45,8 +45,8 @@ from labd.mqtt.outbound import publications
 from labd.mqtt.requests import Reply
 from labd.mqtt.topics import Topics
 from labd.pool import Pool, device_changed
-from labd.store import OutboxRow, Store, summary_of
-from labd.tasks import TaskSet
+from labd.store import OutboxRow, Store, out_of_space, summary_of
+from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.mqtt")
 
@@ -58,6 +58,8 @@ HEALTHY_SESSION_S = 10.0  # a session that ran this long failed afresh: backoff 
 # database away for a moment) ends the session and the row is tried again after it.
 UNPUBLISHABLE = (ValueError, TypeError, KeyError, UnicodeError)
 DRAIN_BATCH = 100
+# Delivered rows a full disk would not let us delete are tried again this much later.
+FORGET_RETRY_S = 30.0
 FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
 # The artefact fields of a job's result message (artefacts, artefacts_left_out, ...).
 ArtefactLinks = Callable[[Job], Awaitable[dict[str, Any]]]
@@ -267,9 +269,23 @@ class MqttBridge:
         # Until then they are skipped here; after a crash they go out again, which
         # at-least-once allows (consumers drop duplicates by event_id).
         delivered: set[int] = set()
+        full, retry_at = Failures("forgetting delivered events", log), 0.0
 
         async def forget() -> None:
-            await self.store.outbox_done(sorted(delivered))
+            nonlocal retry_at
+            if time.monotonic() < retry_at:
+                return
+            try:
+                await self.store.outbox_done(sorted(delivered))
+            except Exception as e:
+                if not out_of_space(e):
+                    raise
+                # A full disk refuses even a DELETE: the broker is fine, so stay connected
+                # and go on skipping these rows until the disk has room again.
+                full.failed(e)
+                retry_at = time.monotonic() + FORGET_RETRY_S
+                return
+            full.succeeded()
             delivered.clear()
 
         while True:

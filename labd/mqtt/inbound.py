@@ -59,7 +59,7 @@ from labd.mqtt.requests import (
 from labd.mqtt.topics import Topics
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
-from labd.store import JobConflict, NonceSeen, StoreError, results_page
+from labd.store import JobConflict, NonceSeen, StoreError, results_page, storage_problem
 from labd.validation import describe_errors, too_deep
 
 log = structlog.get_logger("labd.mqtt")
@@ -142,11 +142,11 @@ class Inbound:
             if not submission and not await self.jobs.store.first_use(*self._nonce(signed)):
                 raise replayed(topic)
         except UNAVAILABLE as e:
-            # The database is away: say so (the request was not acted on; send it again).
-            log.warning("mqtt request not handled: the store is unreachable", error=repr(e))
+            # The database is away or full: say so (nothing was done; send it again).
+            problem = storage_problem(e)
+            log.warning("mqtt request not handled", problem=problem, error=repr(e))
             refused = Refused(
-                [f"{topic}: the lab's database is unreachable; nothing was done, send it again"],
-                "unavailable",
+                [f"{topic}: {problem}; nothing was done, send it again"], "unavailable"
             )
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         except Refused as refused:

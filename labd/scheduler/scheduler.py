@@ -32,9 +32,10 @@ from labd.logs import bind_context
 from labd.model import Device, Job, JobState
 from labd.pool import Pool
 from labd.runner import Outcome, run_job
+from labd.scheduler.space import StateSpace
 from labd.scheduler.start_check import start_check
 from labd.scheduler.submit import JobService
-from labd.store import Lease, LeaseLost, Store
+from labd.store import Lease, LeaseLost, Store, out_of_space
 from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.scheduler")
@@ -80,6 +81,7 @@ class Scheduler:
         self._runs = TaskSet("job")
         self._beats = TaskSet("heartbeat")  # apart from _tasks: they beat on during shutdown
         self._news: Subscription | None = None
+        self.space = StateSpace(workdir, settings.min_free_mb, bus, self.wake)
 
     def wake(self) -> None:
         """Look for work now (a job was queued or a device freed up)."""
@@ -94,6 +96,9 @@ class Scheduler:
         for job in await self.store.expire_leases(owner=self.owner):
             log.warning("took back a job this host held before it restarted", job_id=job.id)
         await self.reap()
+        await self.space.check()
+        self.jobs.leasing_paused = lambda: self.space.low  # why queued jobs wait, said by the API
+        self._tasks.supervise("space", self.space.watch, self.bus)
         self._tasks.supervise("news", lambda: dispatch(news, self._on_news), self.bus)
         self._tasks.supervise("dispatch", self._dispatch_loop, self.bus)
         self._tasks.supervise("reaper", self._reap_loop, self.bus)
@@ -147,7 +152,7 @@ class Scheduler:
     async def dispatch(self) -> int:
         """Lease a job for every free device that has matching work; returns how many."""
         available = self.pool.available()
-        if not self._accepting or not available:
+        if not self._accepting or not available or self.space.low:
             return 0
         lanes = await self.store.lanes()
         limit = asyncio.Semaphore(DISPATCH_CONCURRENCY)
@@ -259,6 +264,13 @@ class Scheduler:
             log.warning("lease lost: the store refused this host's write; the run is stopped")
             return ""
         except Exception as e:
+            if out_of_space(e):
+                # This host's disk, not the device: retried, and leasing pauses until freed.
+                error = f"out of disk space on {self.owner}: {e}"
+                log.warning("job attempt failed", error=error)
+                await self.space.check()
+                await self._retry_or_fail(job, token, error, device.id)
+                return ""
             kind = "infrastructure failure" if isinstance(e, InfrastructureError) else "driver bug"
             error = f"{kind}: {e}"
             log.warning(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -54,6 +54,8 @@ class JobService:
         self.measurement = measurement or MeasurementSettings()
         self.perfherder = perfherder or PerfherderSettings()
         self._devices: tuple[float, list[Device]] | None = None  # (read at, the lab's devices)
+        # Why this host leases nothing now ("" when it does); the scheduler sets it.
+        self.leasing_paused: Callable[[], str] = lambda: ""
 
     async def submit(
         self,
@@ -230,4 +232,7 @@ class JobService:
             else:
                 detail = f": {device.reason}" if device.reason else ""
                 parts.append(f"{device.id} {device.state.value}{detail}")
-        return f"waiting for one of {len(devices)} matching device(s): " + "; ".join(parts)
+        waiting = f"waiting for one of {len(devices)} matching device(s): " + "; ".join(parts)
+        if paused := self.leasing_paused():
+            return f"this host leases no job: {paused}; {waiting}"
+        return waiting

@@ -17,6 +17,7 @@ from labd.store.results import (
     set_aside,
     summary_of,
 )
+from labd.store.space import free_bytes, out_of_space, storage_problem
 from labd.store.store import Store, default_sqlite_url
 
 __all__ = [
@@ -32,13 +33,16 @@ __all__ = [
     "StoreError",
     "compare_variants",
     "default_sqlite_url",
+    "free_bytes",
     "history_page",
     "history_view",
     "lane_key",
     "measured",
     "measured_values",
+    "out_of_space",
     "results_page",
     "results_view",
     "set_aside",
+    "storage_problem",
     "summary_of",
 ]

@@ -179,3 +179,52 @@ async def test_requests_sent_while_the_database_is_away_wait_and_are_handled(
         await ci.wait_for(lambda: finished(ci, "away-0") and finished(ci, "away-1"), within=90)
     assert events_of(ci, "away-0")[-1]["state"] == "succeeded"
     assert daemon.stop() == 0
+
+
+async def test_a_full_disk_refuses_requests_by_name_and_keeps_the_broker_session(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path, small_disk: Any
+) -> None:
+    """With the state directory's disk full to the last byte (a real tmpfs), events queued
+    before still go out, a submission is refused saying why, and labd stays connected: it used
+    to restart its MQTT session in a loop, a traceback each time, because deleting delivered
+    outbox rows needs space too."""
+    import errno
+    import sqlite3
+
+    disk = small_disk(tmp_path / "labd", 32)  # the state directory daemon_config names
+    broker = mosquitto_factory()
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"\nreconnect_max_s = 1')
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+    async with Follower(broker.port) as ci:
+        broker.stop()
+        # Queued while the broker is away (the disk is under scheduler.min_free_mb, so it
+        # stays queued): its event waits in the outbox.
+        assert daemon.post("/api/v1/jobs", {"id": "early", "spec": spec(1)})[0] == 201
+        # SQLite reuses its write-ahead log's file: empty it, so every write needs space.
+        with sqlite3.connect(disk / "labd.db") as database:
+            database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with (disk / "filler").open("wb", buffering=0) as filler:
+            for chunk in (2**20, 4096, 1):
+                try:
+                    while True:
+                        filler.write(b"x" * chunk)
+                except OSError as e:
+                    assert e.errno == errno.ENOSPC
+        lines = len(daemon.logs())
+        broker.start()
+        await ci.wait_for(lambda: ci.on("jobs/early/state"), within=20)
+        submit = f"{PREFIX}/jobs/submit"
+        await publish_signed(broker.port, submit, {"id": "full", "spec": spec(1)})
+        await ci.wait_for(lambda: ci.on("errors"), within=20)
+        (refusal,) = ci.on("errors")
+        assert refusal["reason"] == "unavailable"
+        assert "labd's disk is full (its database or state directory)" in refusal["problems"][0]
+        await asyncio.sleep(3)  # the delivered rows cannot be deleted meanwhile
+        later = [e.get("event") for e in daemon.logs()[lines:]]
+        assert "mqtt session failed; reconnecting" not in later
+        assert later.count("mqtt connected") == 1, later
+        (disk / "filler").unlink()
+        await publish_signed(broker.port, submit, {"id": "ok", "spec": spec(1)})
+        await ci.wait_for(lambda: ci.on("jobs/ok/state"), within=20)
+    assert daemon.stop() == 0

@@ -1,0 +1,58 @@
+"""A full disk is this host's condition: no device is blamed for it, leasing pauses while the
+state directory is short of space and resumes by itself once space is freed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labd.config import SchedulerSettings
+from labd.events import ComponentDown, ComponentUp, JobRequeued
+from labd.model import DeviceState, JobState
+from labd.store import Store
+from tests.integration.scheduler.test_blame import stop, until
+from tests.integration.scheduler.test_scheduler import FAST, make_lab
+
+
+async def test_a_job_that_finds_the_disk_full_is_retried_and_its_device_not_blamed(
+    store: Store, tmp_path: Path
+) -> None:
+    # quarantine_after=1: a single infrastructure failure charged to d1 would quarantine it.
+    lab = await make_lab(store, tmp_path, ["d1"], quarantine_after=1)
+    try:
+        await lab.submit("full", disk_full_attempts=1)
+        job = await lab.wait_state("full", JobState.SUCCEEDED, JobState.FAILED)
+        assert (job.state, job.attempts) == (JobState.SUCCEEDED, 2)
+        d1 = lab.pool.devices["d1"]
+        assert (d1.state, d1.consecutive_failures) == (DeviceState.AVAILABLE, 0)
+        requeued = [e for e in lab.events if isinstance(e, JobRequeued)]
+        assert requeued and "out of disk space on test-host" in requeued[0].reason
+    finally:
+        await stop(lab)
+
+
+async def test_leasing_pauses_while_space_is_short_and_resumes_when_freed(
+    store: Store, tmp_path: Path
+) -> None:
+    short = SchedulerSettings(**(FAST.model_dump() | {"min_free_mb": 2**30}))  # 1 PiB: never
+    lab = await make_lab(store, tmp_path, ["d1"], settings=short)
+    try:
+        await lab.submit("waits")
+        await until(lambda: any(isinstance(e, ComponentDown) for e in lab.events))
+        (down,) = [e for e in lab.events if isinstance(e, ComponentDown)]
+        assert down.component == "storage"
+        assert f"free at {tmp_path}" in down.error and "min_free_mb is 1073741824" in down.error
+        job = await lab.store.get_job("waits")
+        assert job is not None and job.state is JobState.QUEUED
+        why = await lab.jobs.why_waiting(job)
+        assert why.startswith("this host leases no job: only "), why
+        assert "d1 available" in why
+        # The operator frees space (here: asks for less); the next check resumes leasing.
+        lab.scheduler.space.min_free = 0
+        await lab.scheduler.space.check()
+        assert (await lab.wait_state("waits", JobState.SUCCEEDED)).attempts == 1
+        assert any(isinstance(e, ComponentUp) and e.component == "storage" for e in lab.events)
+        assert await lab.jobs.why_waiting(job) == (
+            "waiting for one of 1 matching device(s): d1 available (next dispatch will take it)"
+        )
+    finally:
+        await stop(lab)
