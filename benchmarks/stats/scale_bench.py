@@ -4,7 +4,11 @@ Python, imports, file reading and the statistics).
 
 Limits: 1 GiB and 60 s for each case.
 
-Run: python benchmarks/stats/scale_bench.py [--rows 1000000] [--keep DIR]
+With --bounds, the inputs past the commands' bounds instead (docs/statistics.md, "Large inputs:
+limits"): a 1 GiB file whose first line is garbage, 200,000 metrics, and the largest inputs
+still taken: 1,000 metrics, 10,000 series, --draws 2000 on a pilot that reaches no size.
+
+Run: python benchmarks/stats/scale_bench.py [--rows 1000000] [--bounds] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -58,6 +62,48 @@ def make_files(folder: Path, rows: int) -> dict[str, Path]:
     return files
 
 
+def write_metrics(path: Path, metrics: int, per: int, rng: np.random.Generator) -> None:
+    with path.open("w") as out:
+        out.write("metric,value\n")
+        for m in range(metrics):
+            out.writelines(f"m{m},{v:.4f}\n" for v in rng.normal(100, 1, per))
+
+
+def bound_cases(folder: Path) -> list[tuple[str, list[object]]]:
+    """Files at and past the bounds, and the commands that read them."""
+    rng = np.random.default_rng(2)
+    garbage = folder / "garbage.csv"
+    with garbage.open("wb") as out:
+        out.write(b"not,a,number\n")
+        line = b"x" * 1023 + b"\n"
+        for _ in range(1 << 20):  # 1 GiB after the bad first line
+            out.write(line)
+    for name, metrics, per in (("many", 200_000, 2), ("most", 1_000, 25)):
+        write_metrics(folder / f"{name}_base.csv", metrics, per, rng)
+        write_metrics(folder / f"{name}_new.csv", metrics, per, rng)
+    with (folder / "series.csv").open("w") as out:
+        out.write("series,build,value\n")
+        for s in range(10_000):
+            out.writelines(f"s{s},{b},{v:.4f}\n" for b, v in enumerate(rng.normal(100, 1, 30)))
+    # Two modes far apart: Hodges-Lehmann, and a 1% change found at no size up to 200.
+    pilot = np.concatenate([rng.normal(100, 8, 40), rng.normal(130, 8, 20)])
+    np.savetxt(folder / "pilot.csv", pilot, fmt="%.6f")
+    return [
+        ("compare, 1 GiB, line 1 garbage", ["compare", garbage, folder / "pilot.csv"]),
+        ("detect, 1 GiB, line 1 garbage", ["detect", garbage]),
+        (
+            "compare, 200,000 metrics",
+            ["compare", folder / "many_base.csv", folder / "many_new.csv"],
+        ),
+        (
+            "compare, 1,000 metrics x 25",
+            ["compare", folder / "most_base.csv", folder / "most_new.csv"],
+        ),
+        ("detect, 10,000 series x 30", ["detect", folder / "series.csv"]),
+        ("calibrate --draws 2000, no size", ["calibrate", folder / "pilot.csv", "--draws=2000"]),
+    ]
+
+
 def measure(command: list[str]) -> tuple[float, float, int]:
     """Elapsed seconds, maximum RSS in MiB and exit code, as /usr/bin/time reports them."""
     done = subprocess.run(
@@ -70,13 +116,22 @@ def measure(command: list[str]) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--bounds", action="store_true", help="the inputs past the bounds")
     parser.add_argument("--keep", type=Path, help="write the files here and keep them")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
+        if args.bounds:
+            cases = bound_cases(folder)
+            print("inputs at and past the bounds (exit 2: refused)")
+            print(f"{'case':<38} {'seconds':>8} {'max RSS MiB':>12} {'exit':>5}")
+            for name, argv in cases:
+                seconds, mib, code = measure([str(LABD), *map(str, argv), "--json"])
+                print(f"{name:<38} {seconds:>8.2f} {mib:>12.0f} {code:>5}")
+            return
         f = make_files(folder, args.rows)
-        cases = [
+        cases: list[tuple[str, list[object]]] = [
             ("compare, log-normal (Hodges-Lehmann)", ["compare", f["base"], f["new"]]),
             ("compare, two modes", ["compare", f["bimodal_base"], f["bimodal_new"]]),
             ("compare --method bootstrap", ["compare", f["base"], f["new"], "--method=bootstrap"]),

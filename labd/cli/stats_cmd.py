@@ -9,7 +9,6 @@ from typing import Any
 
 from labd.cli.text import markup, shown
 from labd.errors import EXIT_NEGATIVE, UsageError
-from labd.report import comparability, one_variant
 from labd.stats import Samples, read_sample_file, read_samples, samples_from_results
 
 
@@ -23,6 +22,7 @@ def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any
         samples, results = read_sample_file(path)
         return samples, None if results is None else _records(results, path.name)
     from labd.cli.client import Client
+    from labd.report import one_variant
 
     job_id, _, variant = arg.partition("@")
     results = Client.from_args(args).results(job_id)
@@ -52,9 +52,12 @@ def _records(results: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def compare(args: argparse.Namespace) -> int:
+    (base, base_results), (new, new_results) = _samples(args.base, args), _samples(args.new, args)
+    # Imported once the files are read: SciPy and the runner take a second or two, and a file
+    # refused on its first line is refused at once.
+    from labd.report import comparability
     from labd.stats import compare as run_compare
 
-    (base, base_results), (new, new_results) = _samples(args.base, args), _samples(args.new, args)
     shared = [m for m in base.values if m in new.values]
     if args.metric:
         shared = [m for m in shared if m in args.metric]
@@ -144,7 +147,6 @@ def _spread(summary: Any) -> str:
 
 
 def detect(args: argparse.Namespace) -> int:
-    from labd.stats import detect as run_detect
     from labd.stats import read_history
 
     if args.file and (args.suite or args.test):
@@ -157,6 +159,8 @@ def detect(args: argparse.Namespace) -> int:
         source = f"{args.suite}/{args.test} in the store"
     else:
         raise UsageError("give a history file, or --suite and --test for the stored history")
+    from labd.stats import detect as run_detect  # SciPy: once the history is read
+
     alerts = []
     for name, (builds, values) in history.items():
         for alert in run_detect(values, args.method):
@@ -185,9 +189,9 @@ def detect(args: argparse.Namespace) -> int:
 
 
 def calibrate(args: argparse.Namespace) -> int:
-    from labd.stats import calibrate as run_calibrate
-
     samples = read_samples(Path(args.file))
+    from labd.stats import calibrate as run_calibrate  # SciPy: once the pilot is read
+
     try:
         results = [
             run_calibrate(name, values, effect=args.effect, target=args.detection, draws=args.draws)

@@ -11,22 +11,23 @@ Formats:
 from __future__ import annotations
 
 import csv
-import io
+import itertools
 import json
 import math
 import re
-from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labd.errors import UsageError
+from labd.stats.textfile import DataError, TextFile, first_text, lines, whole
 
 TIME_METRIC = re.compile(r"(_ms|_s|_us|_ns|_seconds|_time|time)$")
-
-
-class DataError(UsageError):
-    """An input file cannot be used; the message names the file, line and reason."""
+# Metrics of a sample file and series of a history file. Talos and Raptor results hold tens to
+# a few hundred metrics; each takes `compare` about 0.05-0.1 s (Silverman's test of modes
+# resamples each side), so 1,000 is a minute or two. The 200,000 of a generated file took
+# 6 minutes and 2.9 GiB; a history's series cost `detect` about 1 ms each.
+MOST_METRICS, MOST_SERIES = 1_000, 10_000
 
 
 @dataclass
@@ -75,41 +76,13 @@ def _number(text: str, where: str, metric: str = "") -> float:
     return value
 
 
-UTF8_HINT = 'save it as UTF-8 (a spreadsheet\'s "CSV UTF-8")'
-
-
-def _read_text(path: Path) -> str:
-    """The whole file, read once (a pipe such as <(cat a.csv) reads only once)."""
+def _csv_rows(texts: Iterable[str], name: str) -> Iterator[tuple[int, list[str]]]:
+    """The non-blank rows of a CSV text, each with the number of its (last) line."""
+    reader = csv.reader(lines(texts, name))
     try:
-        # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark.
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: a directory, not a file") from None
-    except UnicodeDecodeError as e:
-        start = bytes(e.object[:4])
-        if start.startswith((b"\xff\xfe", b"\xfe\xff")):  # byte-order marks, named as docs say
-            kind = "UTF-32" if start == b"\xff\xfe\0\0" else "UTF-16"
-            raise DataError(
-                f"{path}: {kind} text (it starts with a {kind} byte-order mark); " + UTF8_HINT
-            ) from None
-        raise DataError(
-            f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
-            + UTF8_HINT
-        ) from None
-    except OSError as e:
-        raise DataError(f"{path}: cannot read: {e.strerror or e}") from e
-    if "\0" in text:  # UTF-16 without its byte-order mark decodes, NULs between the digits
-        raise DataError(f"{path}: holds NUL bytes (UTF-16 text?); " + UTF8_HINT)
-    return text
-
-
-def _csv_rows(text: str, name: str) -> list[list[str]]:
-    """The non-blank rows of a CSV text."""
-    reader = csv.reader(io.StringIO(text))
-    try:
-        return [row for row in reader if row and any(c.strip() for c in row)]
+        for row in reader:
+            if row and any(c.strip() for c in row):
+                yield reader.line_num, row
     except csv.Error as e:  # a field over the csv module's limit (128 KiB), a stray quote
         raise DataError(f"{name}: line {reader.line_num}: {e}") from None
 
@@ -122,27 +95,30 @@ def read_samples(path: Path) -> Samples:
 def read_sample_file(path: Path) -> tuple[Samples, dict[str, Any] | None]:
     """Values per metric from any of the sample formats, and the labd result JSON itself
     when it is one."""
-    text = _read_text(path)
-    if not text.strip():
-        raise DataError(f"{path.name}: the file is empty")
-    if text.lstrip().startswith(("{", "[")):
-        data = _json(text, path.name)
-        return samples_from_results(data, path.name), data
-    return _from_csv(text, path.name), None
+    with TextFile(path) as file:
+        texts, first = first_text(file.texts())
+        if not first:
+            raise DataError(f"{path.name}: the file is empty")
+        if first in "{[":
+            data = _json(whole(file, texts, path.name), path.name)
+            return samples_from_results(data, path.name), data
+        return _from_csv(_csv_rows(texts, path.name), path.name), None
 
 
-def _from_csv(text: str, name: str) -> Samples:
-    rows = _csv_rows(text, name)
+def _from_csv(rows: Iterator[tuple[int, list[str]]], name: str) -> Samples:
     samples = Samples()
-    if [c.strip().lower() for c in rows[0]] == ["metric", "value"]:
-        for line, row in enumerate(rows[1:], start=2):
+    first = next(rows, None)
+    if first and [c.strip().lower() for c in first[1]] == ["metric", "value"]:
+        for line, row in rows:
             where = f"{name}: line {line}"
             if len(row) != 2:
                 raise DataError(f"{where}: expected 2 columns (metric,value), got {len(row)}")
             metric = row[0].strip()
+            if metric not in samples.values:
+                _one_more(samples.values, "metrics", where, metric)
             samples.values.setdefault(metric, []).append(_number(row[1].strip(), where, metric))
     else:
-        for line, row in enumerate(rows, start=1):
+        for line, row in itertools.chain([first] if first else [], rows):
             if len(row) != 1:
                 raise DataError(f"{name}: line {line}: expected one number per line")
             value = _number(row[0].strip(), f"{name}: line {line}")
@@ -150,6 +126,16 @@ def _from_csv(text: str, name: str) -> Samples:
     if not samples.values:
         raise DataError(f"{name}: no values")
     return samples
+
+
+def _one_more(known: dict[str, Any], kind: str, where: str, name: str) -> None:
+    """Refuses a new metric or series past MOST_METRICS or MOST_SERIES."""
+    most = MOST_METRICS if kind == "metrics" else MOST_SERIES
+    if len(known) >= most:
+        raise DataError(
+            f"{where}: more than {most:,} {kind} ({_shown(name)} is one more): at most"
+            f" {most:,} are read at once"
+        )
 
 
 def _json(text: str, name: str) -> dict[str, Any]:
@@ -185,6 +171,8 @@ def samples_from_results(data: Any, name: str) -> Samples:
         for metric, value in _field(it, "values", dict, where, {}).items():
             if isinstance(value, bool) or not isinstance(value, int | float | str):
                 raise DataError(f"{where}: {metric}: not a number: {_shown(value)}")
+            if metric not in samples.values:
+                _one_more(samples.values, "metrics", where, metric)
             samples.values.setdefault(metric, []).append(_number(str(value), where, metric))
     if not samples.values:
         # An A/B job's iterations are its variants' (JOB@new reads one variant as the job's).
@@ -227,25 +215,31 @@ _JSON_KINDS = {
 
 def read_history(path: Path) -> dict[str, tuple[list[str], list[float]]]:
     """Series of (builds, values) from a `series,build,value` CSV, in file order."""
-    rows = _csv_rows(_read_text(path), path.name)
-    if not rows:
-        raise DataError(f"{path.name}: the file is empty")
-    if [c.strip().lower() for c in rows[0]] != ["series", "build", "value"]:
-        raise DataError(f"{path.name}: line 1: expected the header series,build,value")
-    series: dict[str, tuple[list[str], list[float]]] = defaultdict(lambda: ([], []))
-    for line, row in enumerate(rows[1:], start=2):
-        where = f"{path.name}: line {line}"
-        if len(row) != 3:
-            raise DataError(f"{where}: expected 3 columns (series,build,value), got {len(row)}")
-        name, build, value = (c.strip() for c in row)
-        builds, values = series[name]
-        if builds and _numeric(build) and _numeric(builds[-1]) and float(build) < float(builds[-1]):
-            raise DataError(f"{where}: build {build} comes after {builds[-1]}: sort by build")
-        builds.append(build)
-        values.append(_number(value, where, name))
+    with TextFile(path) as file:
+        rows = _csv_rows(file.texts(), path.name)
+        line, header = next(rows, (0, []))
+        if not header:
+            raise DataError(f"{path.name}: the file is empty")
+        if [c.strip().lower() for c in header] != ["series", "build", "value"]:
+            raise DataError(f"{path.name}: line {line}: expected the header series,build,value")
+        series: dict[str, tuple[list[str], list[float]]] = {}
+        for line, row in rows:
+            where = f"{path.name}: line {line}"
+            if len(row) != 3:
+                raise DataError(f"{where}: expected 3 columns (series,build,value), got {len(row)}")
+            name, build, value = (c.strip() for c in row)
+            if name not in series:
+                _one_more(series, "series", where, name)
+                series[name] = ([], [])
+            builds, values = series[name]
+            numeric = builds and _numeric(build) and _numeric(builds[-1])
+            if numeric and float(build) < float(builds[-1]):
+                raise DataError(f"{where}: build {build} comes after {builds[-1]}: sort by build")
+            builds.append(build)
+            values.append(_number(value, where, name))
     if not series:
         raise DataError(f"{path.name}: no values")
-    return dict(series)
+    return series
 
 
 def _numeric(text: str) -> bool:
