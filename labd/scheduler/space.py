@@ -42,7 +42,7 @@ class StateSpace(Collector):
     async def check(self) -> None:
         """Measure now; say so (log, event, /readyz) when the state changes."""
         try:
-            self.free = await asyncio.to_thread(free_bytes, existing(self.path))
+            self.free = await asyncio.to_thread(lambda: free_bytes(existing(self.path)))
         except OSError as e:
             # Unknown is not low: a lab must not stop over a measurement. Said once.
             if str(e) != self._unmeasured:
@@ -61,8 +61,9 @@ class StateSpace(Collector):
 
     def _set(self, low: str) -> None:
         was, self.low = self.low, low
-        if low and low != was:
+        if low and not was:
             log.warning("leasing paused: the state directory is low on space", reason=low)
+        if low and low != was:  # /readyz and the host status show the latest figure
             self.bus.publish(
                 ComponentDown(component=COMPONENT, error=low, retry_in_s=CHECK_EVERY_S)
             )
