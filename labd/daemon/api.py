@@ -295,6 +295,9 @@ class Api:
         if not suite or not test:
             return _error(400, ["history needs ?suite=...&test=..."])
         before = request.query.get("before", "")
+        named = [("suite", suite), ("test", test)] + ([("before", before)] if before else [])
+        if problems := [p for what, value in named if (p := id_problem(value, what))]:
+            return _error(400, problems)
         try:
             limit = int_query(request, "limit", HISTORY_PAGE, 1, 2**31)
         except ValueError as e:

@@ -26,3 +26,10 @@ def test_results_and_history_are_paged_and_bad_pages_named(lab: Lab) -> None:
     assert history["next"] is None and len(history["series"]) >= 1
     answer = lab.request("GET", "/api/v1/history?suite=attack&test=paged&before=nope", token=ci)
     assert (answer.status, answer.body["errors"]) == (400, ["before: no job 'nope'"])
+    for query, problem in [
+        ("suite=a/b&test=paged", "suite 'a/b' holds '/'"),
+        ("suite=attack&test=%00", "test '\\x00' holds '\\x00'"),
+        ("suite=attack&test=paged&before=../p", "before '../p' holds '/'"),
+    ]:
+        answer = lab.request("GET", f"/api/v1/history?{query}", token=ci)
+        assert answer.status == 400 and answer.body["errors"][0].startswith(problem), answer.body
