@@ -75,7 +75,9 @@ async def store_unavailable(request: web.Request, handler: Handler) -> web.Strea
     try:
         return await handler(request)
     except Exception as e:
-        if not isinstance(e, StoreError | SQLAlchemyError) and not out_of_space(e):
+        # ConnectionError: asyncpg's refused connection reaches us unwrapped.
+        database = isinstance(e, StoreError | SQLAlchemyError | ConnectionError)
+        if not database and not out_of_space(e):
             raise
         problem = storage_problem(e)
         log.warning("api request not handled", path=request.path, problem=problem, error=repr(e))

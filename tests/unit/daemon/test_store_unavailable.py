@@ -38,8 +38,13 @@ async def test_a_full_database_is_a_503_naming_the_disk(tmp_path: Path) -> None:
 
 
 async def test_a_lost_database_is_a_503_and_a_bug_stays_a_500() -> None:
-    status, body = await answer(lambda: StoreError("connection refused"))
-    assert status == 503 and isinstance(body, dict)
-    assert body["errors"] == ["the lab's database is unreachable; nothing was done, send it again"]
+    # What asyncpg raises, unwrapped, when PostgreSQL is down (a tester got a bare 500).
+    refused = OSError(111, "Connect call failed ('127.0.0.1', 5432)")
+    for error in (StoreError("connection refused"), refused):
+        status, body = await answer(lambda error=error: error)
+        assert status == 503 and isinstance(body, dict)
+        assert body["errors"] == [
+            "the lab's database is unreachable; nothing was done, send it again"
+        ]
     status, _ = await answer(lambda: KeyError("a bug"))
     assert status == 500
