@@ -11,23 +11,13 @@ from labd.errors import ConfigError
 
 def check(args: argparse.Namespace) -> int:
     """Validate the configuration and print it as labd would run it, secrets masked."""
-    from labd.pool import check_plugin_options
+    from labd.pool import run_refusals
 
     loaded = load_config(args.file or args.config)
     source = str(loaded.path) if loaded.path else "built-in defaults"
     # The plugins' own sections and the host's policy too: what `labd run` would refuse is
     # refused here, every problem at once.
-    name = loaded.path.name if loaded.path else source
-    problems: list[str] = []
-    try:
-        check_plugin_options(loaded.settings.drivers, loaded.settings.pool.power, name)
-    except ConfigError as e:
-        problems += e.problems
-    try:
-        loaded.settings.policy.host_policy(name)
-    except ConfigError as e:
-        problems += e.problems
-    if problems:
+    if problems := run_refusals(loaded.settings, loaded.path.name if loaded.path else source):
         raise ConfigError(problems)
     effective = masked_dump(loaded.settings)
     if args.json:

@@ -39,7 +39,7 @@ from labd.mqtt import (
     default_client_id,
     listening,
 )
-from labd.pool import Pool, load_drivers, load_power
+from labd.pool import Pool, load_drivers, load_power, run_refusals
 from labd.scheduler import BaselineAnalyst, JobService, Scheduler
 from labd.store import Store, default_sqlite_url
 from labd.tasks import TaskSet
@@ -328,6 +328,10 @@ class Daemon:
         """Re-read the configuration file; apply safe changes, keep the old one if invalid."""
         try:
             new = await asyncio.to_thread(load_config, self.loaded.path)
+            # What a restart would refuse is refused now, not found at the next reboot.
+            source = new.path.name if new.path else "defaults"
+            if problems := await asyncio.to_thread(run_refusals, new.settings, source):
+                raise ConfigError(problems)
         except ConfigError as e:
             log.error("configuration reload rejected; keeping the old one", problems=e.problems)
             self.bus.publish(ConfigRejected(problems=e.problems))

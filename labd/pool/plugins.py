@@ -7,7 +7,7 @@ a plugin that failed to start with the reason.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 from pydantic import BaseModel, ValidationError
@@ -15,6 +15,9 @@ from pydantic import BaseModel, ValidationError
 from labd.errors import ConfigError
 from labd.sdk import DRIVER_GROUP, POWER_GROUP, Driver, PowerControl, Registry, load_plugins
 from labd.validation import describe_errors, did_you_mean
+
+if TYPE_CHECKING:
+    from labd.config import Settings
 
 log = structlog.get_logger("labd.pool")
 
@@ -55,6 +58,21 @@ def _options(model: type[BaseModel], data: dict[str, Any], key: str, source: str
         raise ConfigError(
             [p.replace(f"{source}: ", f"{source}: {key}.", 1) for p in problems]
         ) from e
+
+
+def run_refusals(settings: Settings, source: str) -> list[str]:
+    """What `labd run` would refuse that the configuration's schema lets through: the
+    plugins' own sections and this host's policy (`labd config check` and SIGHUP ask)."""
+    problems: list[str] = []
+    try:
+        check_plugin_options(settings.drivers, settings.pool.power, source)
+    except ConfigError as e:
+        problems += e.problems
+    try:
+        settings.policy.host_policy(source)
+    except ConfigError as e:
+        problems += e.problems
+    return problems
 
 
 def check_plugin_options(

@@ -56,6 +56,16 @@ def test_bad_sighup_reload_keeps_the_old_configuration(start_labd: Any, labd_con
     assert rejected["problems"] == ["labd.toml: http2: unknown key (did you mean 'http'?)"]
     assert daemon.get("/healthz")[0] == 200
 
+    # What only a restart used to find (a tester's reload was accepted, the reboot refused it).
+    labd_config.write_text(good + "[drivers.host]\nslots = -5\n")
+    lines = len(daemon.logs())
+    daemon.signal(signal.SIGHUP)
+    rejected = daemon.wait_for_log(
+        "configuration reload rejected; keeping the old one", after=lines
+    )
+    (problem,) = rejected["problems"]
+    assert problem.startswith("labd.toml: drivers.host.slots:"), problem
+
     labd_config.write_text(good.replace("[log]", '[log]\nlevel = "debug"'))
     daemon.signal(signal.SIGHUP)
     reloaded = daemon.wait_for_log("configuration reloaded")
