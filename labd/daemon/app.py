@@ -7,6 +7,7 @@ configuration where that is safe and keeps the old one when the new file is inva
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import signal
 from collections.abc import AsyncIterator
@@ -22,7 +23,7 @@ from labd.config import LoadedConfig, Settings, load_config
 from labd.daemon.health import ComponentHealth
 from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
-from labd.daemon.statedir import prepare_state_dir
+from labd.daemon.statedir import lock_state_dir, prepare_state_dir
 from labd.daemon.systemd import SystemdNotifier
 from labd.errors import ConfigError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
@@ -103,6 +104,7 @@ class Daemon:
         self.tasks = TaskSet("daemon")
         self._stop_reason: asyncio.Future[str] | None = None
         self._bridge: MqttBridge | None = None
+        self._state_lock: int | None = None  # labd.pid, held while this daemon runs
         # Plugins are loaded before anything starts, so a bad [drivers] section stops us early.
         source = loaded.path.name if loaded.path else "defaults"
         host = settings.daemon.host_name
@@ -158,6 +160,9 @@ class Daemon:
             self.notifier.stopping(f"stopping ({reason})")
         finally:
             await self._stop_all(started)
+            if self._state_lock is not None:
+                os.close(self._state_lock)
+                self._state_lock = None
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(sig)
             self.notifier.close()
@@ -169,6 +174,7 @@ class Daemon:
         settings = self.settings
         state_dir = settings.daemon.state_path
         await asyncio.to_thread(prepare_state_dir, state_dir, not settings.store.url)
+        self._state_lock = await asyncio.to_thread(lock_state_dir, state_dir)
         host = settings.daemon.host_name
         if settings.auth.local_credentials:
             self.local_credentials = await asyncio.to_thread(ensure_local_credentials, state_dir)

@@ -4,15 +4,19 @@ such as a test's API token included), so nobody else may read it."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import stat
 from pathlib import Path
+
+from labd.errors import LabdError
 
 # Others may reach api.sock by its name (their credentials decide what they may do there), but
 # may not list the directory or read what is in it.
 STATE_DIR_MODE = 0o711
 PRIVATE_DIR_MODE = 0o700
-DATABASE_FILES = ("labd.db", "labd.db-wal", "labd.db-shm")  # SQLite gives -wal/-shm the db's mode
+DATABASE_FILES = ("labd.db", "labd.db-wal", "labd.db-shm")
+PID_FILE = "labd.pid"  # SQLite gives -wal/-shm the db's mode
 
 
 def prepare_state_dir(path: Path, sqlite: bool) -> None:
@@ -28,6 +32,27 @@ def prepare_state_dir(path: Path, sqlite: bool) -> None:
             os.close(os.open(path / DATABASE_FILES[0], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     for name in DATABASE_FILES:
         _tighten(path / name, 0o600)
+
+
+def lock_state_dir(path: Path) -> int:
+    """Hold `labd.pid` in the state directory locked for the daemon's life (the open file
+    returned; closing it, or the process ending, lets go). A second `labd run` on the same
+    directory took back the first one's running job as its own and cut its MQTT session
+    before it failed on the API socket: now it stops here, before it touches anything."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path / PID_FILE, flags, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise LabdError(
+            f"another labd (pid {holder}) runs on the state directory {path}: stop it first, "
+            "or give this one a daemon.state_dir of its own"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
 
 def _tighten(path: Path, mode: int) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -113,3 +115,24 @@ def test_sigterm_takes_no_new_job(start_labd: Any) -> None:
     lines = daemon.logs()
     after = lines[lines.index(stopping) + 1 :]
     assert not [line for line in after if line["event"] == "job leased"]
+
+
+def test_a_second_daemon_on_the_same_state_directory_stops_before_touching_anything(
+    start_labd: Any, labd_config: Path
+) -> None:
+    """Started by mistake beside a running one, it took back the first's running job as its
+    own, cut its MQTT session and marked its device offline before failing on the API socket."""
+    first: LabdProcess = start_labd()
+    second = subprocess.run(
+        [sys.executable, "-m", "labd", "--config", str(labd_config), "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 3
+    assert f"another labd (pid {first.proc.pid}) runs on the state directory" in second.stderr
+    assert "took back" not in second.stderr
+    assert first.get("/readyz")[0] == 200
+    assert first.stop() == 0
+    restarted: LabdProcess = start_labd()  # the lock went with the first daemon
+    assert restarted.stop() == 0
