@@ -14,6 +14,7 @@ from typing import Any
 
 import structlog
 from pydantic import BaseModel
+from sqlalchemy.exc import IntegrityError
 
 from labd.auth import spec_secrets
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
@@ -26,7 +27,7 @@ from labd.runner.fingerprint import base_fingerprint, conditions_hash
 from labd.runner.network import test_network
 from labd.runner.variants import Slot, schedule
 from labd.sdk import Driver, RunContext, Scenario
-from labd.store import Store
+from labd.store import Store, outlasting
 
 log = structlog.get_logger("labd.runner")
 
@@ -141,7 +142,7 @@ async def _run(
                 runs[slot.variant], slot, position, driver, device, rules, secrets
             )
             position += 1
-            await store.add_iteration(iteration, lease_token)  # publishes IterationDone
+            await _keep(store, iteration, lease_token)  # publishes IterationDone
             if iteration.error and not slot.warmup:
                 failed.append(iteration.error)
             elif iteration.set_aside and not slot.warmup:
@@ -181,6 +182,24 @@ async def _run(
     if perfherder is not None:
         await _job_log(store, job, workdir, perfherder)
     return Outcome(JobState.SUCCEEDED)
+
+
+async def _keep(store: Store, iteration: Iteration, lease_token: str | None) -> None:
+    """Store the iteration, waiting out a database blip (the lease's heartbeat stops the run
+    if the database stays away longer than the lease)."""
+    tries = 0
+
+    async def add() -> None:
+        nonlocal tries
+        tries += 1
+        try:
+            await store.add_iteration(iteration, lease_token)
+        except IntegrityError:
+            if tries == 1:
+                raise
+            # An earlier try committed, its answer lost with the connection: it is stored.
+
+    await outlasting(add, f"storing iteration {iteration.index}")
 
 
 async def _job_log(store: Store, job: Job, workdir: Path, settings: PerfherderSettings) -> None:

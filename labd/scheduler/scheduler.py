@@ -35,7 +35,7 @@ from labd.runner import Outcome, run_job
 from labd.scheduler.space import StateSpace
 from labd.scheduler.start_check import start_check
 from labd.scheduler.submit import JobService
-from labd.store import Lease, LeaseLost, Store, out_of_space
+from labd.store import Lease, LeaseLost, Store, out_of_space, outlasting, passing
 from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.scheduler")
@@ -264,11 +264,15 @@ class Scheduler:
             log.warning("lease lost: the store refused this host's write; the run is stopped")
             return ""
         except Exception as e:
-            if out_of_space(e):
-                # This host's disk, not the device: retried, and leasing pauses until freed.
-                error = f"out of disk space on {self.owner}: {e}"
+            if passing(e):
+                # This host's disk or its database, not the device: retried elsewhere first;
+                # a full disk also pauses leasing here until it is freed.
+                full = out_of_space(e)
+                what = "out of disk space" if full else "database unreachable"
+                error = f"{what} on {self.owner}: {e}"
                 log.warning("job attempt failed", error=error)
-                await self.space.check()
+                if full:
+                    await self.space.check()
                 await self._retry_or_fail(job, token, error, device.id)
                 return ""
             kind = "infrastructure failure" if isinstance(e, InfrastructureError) else "driver bug"
@@ -340,16 +344,26 @@ class Scheduler:
             self.settings.retry_backoff_s * 2 ** (job.attempts - 1),
             self.settings.retry_backoff_max_s,
         )
-        if not await self.store.requeue_job(
-            job.id, token, error, delay=delay, avoid_device=device_id
-        ):
+        requeued = await outlasting(
+            lambda: self.store.requeue_job(
+                job.id, token, error, delay=delay, avoid_device=device_id
+            ),
+            "requeueing the job",
+            within=self.settings.lease_ttl_s,
+        )
+        if not requeued:
             log.warning("lease lost before the job could be requeued", error=error)
             return False
         log.info("job will be retried", retry_in_s=delay, error=error)
         return True
 
     async def _finish(self, job: Job, token: str, state: JobState, error: str) -> bool:
-        if await self.store.finish_job(job.id, token, state, error):  # publishes JobFinished
+        settled = await outlasting(  # publishes JobFinished; a database blip waits
+            lambda: self.store.finish_job(job.id, token, state, error),
+            "settling the job",
+            within=self.settings.lease_ttl_s,
+        )
+        if settled:
             log.info("job finished", job_id=job.id, state=state.value, error=error)
             return True
         log.warning("lease lost before the job could be settled", state=state.value)

@@ -1,6 +1,7 @@
 """Persistence of jobs, devices and raw results (SQLite by default, PostgreSQL for a lab)."""
 
 from labd.store.base import JobConflict, Lane, Lease, StoreError, lane_key
+from labd.store.blips import outlasting, passing
 from labd.store.fencing import LeaseLost
 from labd.store.nonces import NonceSeen
 from labd.store.outbox import OutboxRow
@@ -40,6 +41,8 @@ __all__ = [
     "measured",
     "measured_values",
     "out_of_space",
+    "outlasting",
+    "passing",
     "results_page",
     "results_view",
     "set_aside",

@@ -7,29 +7,42 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 PG_DISK_FULL = "53100"  # PostgreSQL's SQLSTATE disk_full
 
 
-def out_of_space(error: BaseException) -> bool:
-    """Whether `error`, or what it wraps (SQLAlchemy's `orig`, a cause), is a full disk."""
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """`error` and what it wraps: SQLAlchemy's `orig`, then each cause or context."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, OSError) and current.errno in NO_SPACE:
-            return True
-        if isinstance(current, sqlite3.Error) and current.sqlite_errorcode == sqlite3.SQLITE_FULL:
-            return True
-        if PG_DISK_FULL in (getattr(current, "sqlstate", None), getattr(current, "pgcode", None)):
-            return True
+        yield current
         orig = getattr(current, "orig", None)
         if isinstance(orig, BaseException):
             current = orig
         else:
             current = current.__cause__ or current.__context__
+
+
+def sqlstate(error: BaseException) -> str:
+    """PostgreSQL's SQLSTATE of `error` (asyncpg's `sqlstate`, psycopg's `pgcode`), or ""."""
+    code = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
+    return code if isinstance(code, str) else ""
+
+
+def out_of_space(error: BaseException) -> bool:
+    """Whether `error`, or what it wraps, is a full disk."""
+    for cause in causes(error):
+        if isinstance(cause, OSError) and cause.errno in NO_SPACE:
+            return True
+        if isinstance(cause, sqlite3.Error) and cause.sqlite_errorcode == sqlite3.SQLITE_FULL:
+            return True
+        if sqlstate(cause) == PG_DISK_FULL:
+            return True
     return False
 
 

@@ -57,3 +57,38 @@ async def test_a_host_cut_off_from_the_database_fences_itself_and_recovers(
         await lab.pool.stop(1)
         await behind.close()
         await proxy.stop()
+
+
+async def test_a_database_blip_shorter_than_the_lease_costs_the_job_nothing(
+    store: Store, postgres_url: str, tmp_path: Path
+) -> None:
+    """A tester restarted PostgreSQL for a second mid-job: the iteration being stored failed
+    the attempt ("driver bug: Connect call failed"), and three such restarts failed the job.
+    The run now waits for the database, within its lease."""
+    port = int(postgres_url.rsplit(":", 1)[1].split("/")[0])
+    proxy = Proxy("pg", port)
+    await proxy.start()
+    behind = await Store.open(postgres_url.replace(f":{port}/", f":{proxy.port}/"))
+    lab = await make_lab(
+        behind, tmp_path, ["d1"], settings=FAST.model_copy(update={"lease_ttl_s": 6})
+    )
+    try:
+        await lab.submit("blip", sleep_s=0.1, spec={"iterations": 30, "max_attempts": 1})
+        await lab.wait_state("blip", JobState.RUNNING)
+        await until(lambda: any(type(e).__name__ == "IterationDone" for e in lab.events))
+        for _ in range(2):  # two blips of 1.5 s, each across several iterations
+            proxy.cut()
+            await asyncio.sleep(1.5)
+            proxy.heal()
+            await asyncio.sleep(1.0)
+        job = await lab.wait_state("blip", JobState.SUCCEEDED, JobState.FAILED, within=60)
+        assert (job.state, job.attempts, job.error) == (JobState.SUCCEEDED, 1, "")
+        stored = await store.iterations("blip", attempt=1)
+        assert [it.index for it in stored] == list(range(31))  # the warm-up and 30, each once
+        assert lab.pool.devices["d1"].consecutive_failures == 0
+    finally:
+        proxy.heal()
+        await lab.scheduler.stop(1)
+        await lab.pool.stop(1)
+        await behind.close()
+        await proxy.stop()
