@@ -58,11 +58,17 @@ HEALTHY_SESSION_S = 10.0  # a session that ran this long failed afresh: backoff 
 # database away for a moment) ends the session and the row is tried again after it.
 UNPUBLISHABLE = (ValueError, TypeError, KeyError, UnicodeError)
 DRAIN_BATCH = 100
+# labd's own status must come back from the broker this fast, or it refuses labd's publishes.
+ECHO_WITHIN_S = 10.0
 # Delivered rows a full disk would not let us delete are tried again this much later.
 FORGET_RETRY_S = 30.0
 FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
 # The artefact fields of a job's result message (artefacts, artefacts_left_out, ...).
 ArtefactLinks = Callable[[Job], Awaitable[dict[str, Any]]]
+
+
+class BrokerRefuses(aiomqtt.MqttError):
+    """The broker took labd's publishes and did not deliver them (an ACL, most likely)."""
 
 
 class MqttBridge:
@@ -93,6 +99,7 @@ class MqttBridge:
         self._down: dict[str, str] = {}  # failed components, for the host status
         self._artefact_links = artefact_links
         self._client: aiomqtt.Client | None = None
+        self._echo, self._echoed = b"", asyncio.Event()  # labd's status, seen back or not
         self._tasks = TaskSet("mqtt")
         self._wake = asyncio.Event()
         self._devices = bus.subscribe("mqtt-devices", DeviceChanged)
@@ -200,7 +207,13 @@ class MqttBridge:
         # Online only once subscribed: a client that sees "online" may submit at once. This
         # session runs, so the bridge itself is not down, whatever the events still say.
         self._down.pop(COMPONENT, None)
-        await client.publish(self.topics.host_status(self.host), self._status("online"), 1, True)
+        # labd's own status must come back to it before any event is taken as delivered: a
+        # broker whose ACL refuses labd's publishes acknowledges them all the same (MQTT
+        # 3.1.1 has no way to say no), and every event used to be dropped in silence.
+        status = self.topics.host_status(self.host)
+        await client.subscribe(status, qos=1)
+        self._echo, self._echoed = self._status("online"), asyncio.Event()
+        await client.publish(status, self._echo, 1, True)
         for device in list(self.pool.devices.values()):
             await self._publish(client, device_changed(device), device.id)
         self.bus.publish(ComponentUp(component=COMPONENT))
@@ -222,6 +235,7 @@ class MqttBridge:
     # In ---------------------------------------------------------------------------------------
 
     async def _read(self, client: aiomqtt.Client) -> None:
+        status = self.topics.host_status(self.host)
         async for message in client.messages:
             props = message.properties
             response = getattr(props, "ResponseTopic", "") or ""
@@ -229,6 +243,10 @@ class MqttBridge:
             payload = message.payload if isinstance(message.payload, bytes) else b""
             if isinstance(message.payload, str):
                 payload = message.payload.encode()
+            if message.topic.value == status:  # labd's own, back from the broker
+                if payload == self._echo:
+                    self._echoed.set()
+                continue
             started = time.perf_counter()
             try:
                 replies = await self.inbound.handle(
@@ -263,7 +281,21 @@ class MqttBridge:
         async for _ in self._activity:
             self._wake.set()
 
+    async def _delivering(self) -> None:
+        """Return once labd's own status came back from the broker; else BrokerRefuses."""
+        try:
+            async with asyncio.timeout(ECHO_WITHIN_S):
+                await self._echoed.wait()
+        except TimeoutError:
+            raise BrokerRefuses(
+                f"the broker did not deliver labd's own status on "
+                f"{self.topics.host_status(self.host)} back within {ECHO_WITHIN_S:g} s: it does "
+                "not let labd publish there, or read it (check its ACL for labd's user); no "
+                "event is taken as delivered meanwhile"
+            ) from None
+
     async def _drain(self, client: aiomqtt.Client) -> None:
+        await self._delivering()
         # Delivered rows are forgotten in batches, when the outbox goes quiet or a batch is
         # full: a DELETE committed after every event held up the next submission's commit.
         # Until then they are skipped here; after a crash they go out again, which

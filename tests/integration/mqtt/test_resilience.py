@@ -228,3 +228,40 @@ async def test_a_full_disk_refuses_requests_by_name_and_keeps_the_broker_session
         await publish_signed(broker.port, submit, {"id": "ok", "spec": spec(1)})
         await ci.wait_for(lambda: ci.on("jobs/ok/state"), within=20)
     assert daemon.stop() == 0
+
+
+async def test_a_broker_that_refuses_labds_publishes_is_named_and_loses_no_event(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """A tester's broker let labd read but not write: every publish was acknowledged and
+    dropped, labd deleted each event as delivered, and /readyz said all was well."""
+    import signal
+    import sqlite3
+
+    acl = tmp_path / "acl"
+    acl.write_text("topic read labd/#\n")  # anonymous clients (labd, the follower) may only read
+    broker = mosquitto_factory(f"acl_file {acl}\n")
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"\nreconnect_max_s = 1')
+    daemon: LabdProcess = start_labd(config)
+    async with Follower(broker.port) as ci:
+        refused = daemon.wait_for_log("mqtt connection lost; reconnecting", timeout=30)
+        assert (
+            "did not deliver labd's own status on labd/v1/lab1/hosts/labd/status"
+            in refused["error"]
+        )
+        status, ready = daemon.get("/readyz")
+        assert status == 503 and "check its ACL" in ready["checks"]["broker"]
+        assert daemon.post("/api/v1/jobs", {"id": "kept", "spec": spec(1)})[0] == 201
+        await asyncio.sleep(3)
+        assert not events_of(ci, "kept")
+        with sqlite3.connect(tmp_path / "labd" / "labd.db") as database:
+            (kept,) = database.execute("SELECT count(*) FROM outbox WHERE key = 'kept'").fetchone()
+        assert kept > 0  # waiting in the outbox, not deleted as delivered
+
+        acl.write_text("topic readwrite labd/#\n")  # the administrator mends the ACL
+        assert broker.proc is not None
+        broker.proc.send_signal(signal.SIGHUP)  # mosquitto reloads its ACL
+        await ci.wait_for(lambda: finished(ci, "kept"), within=60)
+    assert_complete(events_of(ci, "kept"))
+    assert daemon.get("/readyz")[0] == 200
+    assert daemon.stop() == 0
