@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -108,23 +109,31 @@ class TaskSet:
                 log.warning("task ignored cancellation", task=task.get_name())
 
 
+# The same failure again is said at least this often, however many come between.
+REPEAT_EVERY_S = 60.0
+
+
 class Failures:
     """A loop's failures, logged without flooding: the first of a kind with its traceback, the
-    same error again as one line with the count so far, and the recovery. A database away for
-    a minute used to write a 100-line traceback every second from each loop."""
+    same error again as one line with the count so far, at the 2nd, 4th, 8th... failure and at
+    least once a minute, and the recovery. A database away for a minute used to write a
+    100-line traceback every second from each loop, then a line a second."""
 
     def __init__(self, what: str, logger: Any = log) -> None:
         self.what, self.log = what, logger  # the loop's own logger names its module
         self.count = 0
         self._last: tuple[type[BaseException], str] | None = None
+        self._said_at = 0.0
 
     def failed(self, error: Exception, **fields: Any) -> None:
         self.count += 1
         kind = (type(error), str(error))
+        now = time.monotonic()
         if kind != self._last:
-            self._last = kind
+            self._last, self._said_at = kind, now
             self.log.error(f"{self.what} failed; trying again", exc_info=error, **fields)
-        else:
+        elif self.count & (self.count - 1) == 0 or now - self._said_at >= REPEAT_EVERY_S:
+            self._said_at = now
             self.log.warning(
                 f"{self.what} failed again; trying again",
                 error=repr(error),

@@ -47,7 +47,8 @@ class FleetRole:
             await conn.close()
             return False
         except Exception as e:  # the database is away: whoever reaches it takes the role
-            log.warning("fleet exporter role lost", error=repr(e))
+            if self._conn is not None:  # said once; the snapshot's failures say the rest
+                log.warning("fleet exporter role lost", error=repr(e))
             await self.release()
             return False
 

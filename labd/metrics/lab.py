@@ -39,7 +39,7 @@ from labd.metrics.fleet import FleetRole
 from labd.model import TERMINAL, DeviceState, JobState
 from labd.pool import Pool
 from labd.store import Store, measured
-from labd.tasks import TaskSet
+from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.metrics")
 QUEUED_KEPT = 10_000  # queued jobs remembered for their wait until leased
@@ -238,12 +238,14 @@ class LabMetrics:
         await self.fleet.release()
 
     async def _refresh_loop(self) -> None:
+        failures = Failures("metrics snapshot", log)
         while True:
             await asyncio.sleep(self.settings.snapshot_interval_s)
             try:
                 await self.refresh()
+                failures.succeeded()
             except Exception as e:  # the store may be away for a moment; gauges keep the last
-                log.warning("metrics snapshot failed", error=repr(e))
+                failures.failed(e)
 
     async def refresh(self) -> None:
         """Count jobs, the queue, devices, the outbox and the broker link now."""

@@ -64,7 +64,7 @@ def test_a_loop_failing_the_same_way_logs_one_traceback_then_one_line_each() -> 
     a line with the count, a new error with its traceback again, and the recovery."""
     failures = Failures("dispatch")
     with structlog.testing.capture_logs() as logs:
-        for _ in range(3):
+        for _ in range(9):  # a loop that retries every second: said at the 2nd, 4th, 8th
             failures.failed(ConnectionResetError(104, "Connection reset by peer"))
         failures.failed(TimeoutError("no answer"))
         failures.succeeded()
@@ -73,9 +73,24 @@ def test_a_loop_failing_the_same_way_logs_one_traceback_then_one_line_each() -> 
         ("error", "dispatch failed; trying again"),
         ("warning", "dispatch failed again; trying again"),
         ("warning", "dispatch failed again; trying again"),
+        ("warning", "dispatch failed again; trying again"),
         ("error", "dispatch failed; trying again"),
         ("info", "dispatch works again"),
     ]
-    assert [e.get("failures") for e in logs] == [None, 2, 3, None, 4]
+    assert [e.get("failures") for e in logs] == [None, 2, 4, 8, None, 10]
     assert isinstance(logs[0]["exc_info"], ConnectionResetError)
     assert "exc_info" not in logs[1] and "Connection reset" in logs[1]["error"]
+
+
+def test_a_long_outage_is_still_said_once_a_minute(monkeypatch: pytest.MonkeyPatch) -> None:
+    import labd.tasks
+
+    clock = [1000.0]
+    monkeypatch.setattr(labd.tasks.time, "monotonic", lambda: clock[0])
+    failures = Failures("dispatch")
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(200):  # 200 s of a loop retrying every second
+            failures.failed(ConnectionRefusedError(111, "Connect call failed"))
+            clock[0] += 1
+    said = [e.get("failures") for e in logs]
+    assert said == [None, 2, 4, 8, 16, 32, 64, 124, 128, 188], said
