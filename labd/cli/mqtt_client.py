@@ -181,7 +181,10 @@ def _mqtt_failure(e: aiomqtt.MqttError) -> LabdError:
     text = str(e)
     if "ot authorized" in text or "bad user name or password" in text.lower():
         return UsageError(f"the MQTT broker refused these credentials: {text}")
-    return LabdError(f"cannot reach the MQTT broker: {text} (is `labd run` running?)")
+    return LabdError(
+        f"cannot reach the MQTT broker: {text} (is `labd run` running? and the broker it "
+        "uses? `--via api` asks labd's own API instead)"
+    )
 
 
 async def submit_and_follow(

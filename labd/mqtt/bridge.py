@@ -67,6 +67,10 @@ FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
 ArtefactLinks = Callable[[Job], Awaitable[dict[str, Any]]]
 
 
+class StoreAway(aiomqtt.MqttError):
+    """labd leaves the broker while its database is away (requests then wait at the broker)."""
+
+
 class BrokerRefuses(aiomqtt.MqttError):
     """The broker took labd's publishes and did not deliver them (an ACL, most likely)."""
 
@@ -230,6 +234,10 @@ class MqttBridge:
                 with contextlib.suppress(Exception):
                     topic = self.topics.host_status(self.host)
                     await client.publish(topic, self._status("online"), 1, True, timeout=2)
+                # The broker is fine: /readyz must not blame it (nor log a traceback).
+                raise StoreAway(
+                    f"left the broker while the database is unreachable ({self._down['store']})"
+                ) from None
             raise error from None
 
     # In ---------------------------------------------------------------------------------------

@@ -125,6 +125,7 @@ def test_submit_without_a_daemon_says_so(bare_env: dict[str, str], tmp_path: Pat
     assert (
         "cannot reach the MQTT broker" in result.stderr
         and "is `labd run` running?" in result.stderr
+        and "`--via api` asks labd's own API instead" in result.stderr
     )
 
 

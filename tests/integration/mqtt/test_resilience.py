@@ -166,6 +166,13 @@ async def test_requests_sent_while_the_database_is_away_wait_and_are_handled(
                 lambda: "store" in (ci.on("hosts/labd/status") or [{}])[-1].get("down", {}),
                 within=30,
             )
+            # The broker is fine: /readyz says why labd left it, without blaming it.
+            deadline = asyncio.get_running_loop().time() + 15
+            while "database" not in (broker_check := daemon.get("/readyz")[1]["checks"]["broker"]):
+                assert asyncio.get_running_loop().time() < deadline, broker_check
+                await asyncio.sleep(0.2)
+            assert "left the broker while the database is unreachable" in broker_check
+            assert "mqtt down" not in daemon.get("/readyz")[1]["checks"]["components"]
             lines = len(daemon.logs())
             for n in range(2):
                 await publish_signed(
