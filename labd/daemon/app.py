@@ -42,7 +42,7 @@ from labd.mqtt import (
 )
 from labd.pool import Pool, load_drivers, load_power, run_refusals
 from labd.scheduler import BaselineAnalyst, JobService, Scheduler
-from labd.store import Store, default_sqlite_url
+from labd.store import HostName, Store, default_sqlite_url
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.daemon")
@@ -78,6 +78,7 @@ class StoreComponent:
     def __init__(self, url: str, host: str, bus: EventBus) -> None:
         self.url, self.host, self.bus = url, host, bus
         self._store: Store | None = None
+        self._name: HostName
 
     @property
     def store(self) -> Store:
@@ -86,8 +87,15 @@ class StoreComponent:
 
     async def start(self) -> None:
         self._store = await Store.open(self.url, self.host, self.bus)
+        self._name = HostName(self._store, self.host)
+        try:
+            await self._name.take()  # before anything takes back "its own" leases
+        except BaseException:
+            await self._store.close()
+            raise
 
     async def stop(self, grace: float) -> None:
+        await self._name.release()
         await self.store.close()
 
 

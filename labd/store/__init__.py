@@ -3,6 +3,7 @@
 from labd.store.base import JobConflict, Lane, Lease, StoreError, lane_key
 from labd.store.blips import outlasting, passing
 from labd.store.fencing import LeaseLost
+from labd.store.hostname import HostName
 from labd.store.nonces import NonceSeen
 from labd.store.outbox import OutboxRow
 from labd.store.results import (
@@ -24,6 +25,7 @@ from labd.store.store import Store, default_sqlite_url
 __all__ = [
     "HISTORY_PAGE",
     "RESULTS_PAGE",
+    "HostName",
     "JobConflict",
     "Lane",
     "Lease",

@@ -136,3 +136,32 @@ def test_a_second_daemon_on_the_same_state_directory_stops_before_touching_anyth
     assert first.stop() == 0
     restarted: LabdProcess = start_labd()  # the lock went with the first daemon
     assert restarted.stop() == 0
+
+
+def test_two_hosts_under_one_name_on_a_shared_database_are_refused(
+    start_labd: Any, tmp_path: Path, postgres_url: str
+) -> None:
+    """A cloned machine started with the first one's daemon.host took its running job as its
+    own and cost it an attempt: the second now stops before it opens its devices."""
+
+    def config(name: str) -> Path:
+        path = tmp_path / f"{name}.toml"
+        path.write_text(
+            f'[daemon]\nlab = "twins"\nhost = "twin"\nstate_dir = "{tmp_path / name}"\n'
+            f'shutdown_grace = 3\n[store]\nurl = "{postgres_url}"\n[http]\nport = 0\n'
+            'api_port = 0\n[log]\nformat = "json"\n[mqtt]\nenabled = false\n'
+        )
+        return path
+
+    first: LabdProcess = start_labd(config("a"))
+    second = subprocess.run(
+        [sys.executable, "-m", "labd", "--config", str(config("b")), "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 3, second.stderr
+    assert "another labd runs as host 'twin' on this database" in second.stderr
+    assert first.get("/readyz")[0] == 200
+    assert first.stop() == 0
+    assert start_labd(config("b")).stop() == 0  # the name is free once its holder stopped

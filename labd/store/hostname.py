@@ -1,0 +1,53 @@
+"""One daemon per host name in a shared database. A host takes back the leases held under its
+name when it starts (they were its own, before a restart); a second host given the same
+`daemon.host` (a cloned machine, a copied configuration) took the first one's running job that
+way and cost it an attempt. On PostgreSQL the name is held by a session advisory lock, kept
+with its connection for the daemon's life: a host that dies lets go of it at once."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from labd.errors import LabdError
+from labd.store.store import Store
+
+
+def host_key(host: str) -> int:
+    """The advisory lock's key for a host name: 64 bits of its SHA-256, signed as bigint."""
+    digest = hashlib.sha256(f"labd host {host}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class HostName:
+    """Holds this host's name in the database while the daemon runs (PostgreSQL only: on
+    SQLite the database is the state directory's, which `labd run` locks)."""
+
+    def __init__(self, store: Store, host: str) -> None:
+        self.store, self.host = store, host
+        self._conn: AsyncConnection | None = None
+
+    async def take(self) -> None:
+        if self.store.dialect != "postgresql":
+            return
+        conn = await self.store.engine.connect()
+        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")  # never idle in tx
+        held = await conn.scalar(
+            sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": host_key(self.host)}
+        )
+        if not held:
+            await conn.close()
+            raise LabdError(
+                f"another labd runs as host {self.host!r} on this database: give each host a "
+                "daemon.host of its own (it would take the other's running jobs as its own)"
+            )
+        self._conn = conn
+
+    async def release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.invalidate()  # ends the session, and its lock
