@@ -23,20 +23,29 @@ Ints = NDArray[np.int64]
 
 def _at_most(new: Floats, base: Floats, pivot: float, strict: bool) -> Ints:
     """Per new value, how many differences new[i] - base[j] are <= pivot (< pivot if strict).
-    base is sorted, so they are a suffix of it; the sorted search finds where it begins and
-    the exact floating-point differences settle the few values next to that edge."""
+    base is sorted, so they are a suffix of it. The sorted search guesses where it begins; the
+    exact floating-point differences decide, by bisection on the rows where the guess is off
+    (rounding can put it on the wrong side of a whole run of tied values: thousands of equal
+    timings once made a one-step correction loop give wrong counts, and `compare` spin)."""
     n = base.size
+
+    def counted(rows: Ints, j: Ints) -> NDArray[np.bool_]:
+        """Whether new[rows] - base[j] counts (j < n); monotone in j: false, then true."""
+        difference = new[rows] - base[j]
+        return difference < pivot if strict else difference <= pivot
+
     cut = np.searchsorted(base, new - pivot, side="left").astype(np.int64)
-    for _ in range(64):  # rounding moves the edge by a value or two at most
-        before = np.clip(cut - 1, 0, n - 1)
-        inside = new - base[before]
-        grow = (cut > 0) & ((inside < pivot) if strict else (inside <= pivot))
-        at = np.clip(cut, 0, n - 1)
-        outside = new - base[at]
-        shrink = (cut < n) & ((outside >= pivot) if strict else (outside > pivot))
-        if not grow.any() and not shrink.any():
-            break
-        cut = cut - grow + shrink
+    rows = np.arange(new.size)
+    at, before = np.minimum(cut, n - 1), np.maximum(cut - 1, 0)
+    right = ((cut == n) | counted(rows, at)) & ((cut == 0) | ~counted(rows, before))
+    off = rows[~right]
+    low, high = np.zeros(off.size, np.int64), np.full(off.size, n, np.int64)
+    while (open_ := low < high).any():  # the first j that counts, in [low, high]
+        mid = (low + high) // 2
+        holds = counted(off, np.minimum(mid, n - 1)) & open_
+        high = np.where(holds, mid, high)
+        low = np.where(open_ & ~holds, mid + 1, low)
+    cut[off] = low
     return n - cut
 
 
