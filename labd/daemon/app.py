@@ -10,6 +10,7 @@ import asyncio
 import os
 import secrets
 import signal
+import sqlite3
 from collections.abc import AsyncIterator
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -25,7 +26,7 @@ from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
 from labd.daemon.statedir import lock_state_dir, prepare_state_dir
 from labd.daemon.systemd import SystemdNotifier
-from labd.errors import ConfigError
+from labd.errors import ConfigError, LabdError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
 from labd.metrics import AccessMetrics, ArtefactCollector, DaemonMetrics, LabMetrics
@@ -42,7 +43,7 @@ from labd.mqtt import (
 )
 from labd.pool import Pool, load_drivers, load_power, run_refusals
 from labd.scheduler import BaselineAnalyst, JobService, Scheduler
-from labd.store import HostName, Store, default_sqlite_url
+from labd.store import HostName, Store, causes, default_sqlite_url, free_bytes, out_of_space
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.daemon")
@@ -147,10 +148,15 @@ class Daemon:
         host = self.settings.daemon.host_name
         started: list[Component] = []
         try:
-            async for component in self._components():
-                await component.start()
-                started.append(component)
-                log.debug("component started", component=component.name)
+            try:
+                async for component in self._components():
+                    await component.start()
+                    started.append(component)
+                    log.debug("component started", component=component.name)
+            except Exception as e:
+                if full := await asyncio.to_thread(self._disk_full, e):
+                    raise LabdError(full) from e
+                raise
             self.tasks.spawn("loop-lag", monitor_loop_lag(self.metrics.loop_lag.observe))
             if self.notifier.watchdog_interval:
                 self.tasks.spawn("watchdog", self._watchdog(self.notifier.watchdog_interval))
@@ -312,6 +318,7 @@ class Daemon:
             mqtt5=mqtt5,
             credentials=credentials,
             artefact_links=artefact_links,
+            down=self.health.down,
         )
         self.side_port.add_probe("broker", bridge.probe)
         self._bridge = bridge
@@ -334,6 +341,25 @@ class Daemon:
         while True:
             self.notifier.watchdog()
             await asyncio.sleep(interval)
+
+    def _disk_full(self, error: Exception) -> str:
+        """Why labd cannot start, when its state directory's disk is full ("" otherwise):
+        a restart loop under systemd, each start saying "unexpected error" or "disk I/O error"."""
+        state_dir = self.settings.daemon.state_path
+        least = self.settings.scheduler.min_free_mb
+        try:
+            free = free_bytes(state_dir)
+        except OSError:
+            return ""
+        # SQLite on a full disk may say only "disk I/O error" (its shared-memory file).
+        io_error = any(isinstance(cause, sqlite3.Error) for cause in causes(error))
+        if not out_of_space(error) and not (io_error and free < 2**20):
+            return ""
+        return (
+            f"cannot start: the state directory's disk is full ({free / 2**20:.0f} MiB free at "
+            f"{state_dir}; scheduler.min_free_mb is {least}): free some space and start labd "
+            f"again ({type(error).__name__}: {error})"
+        )
 
     def _on_sighup(self) -> None:
         self.tasks.spawn("reload", self.reload())

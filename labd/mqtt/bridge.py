@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 import aiomqtt
@@ -92,7 +92,10 @@ class MqttBridge:
         mqtt5: bool = True,
         credentials: tuple[str, str] | None = None,
         artefact_links: ArtefactLinks | None = None,
+        down: Mapping[str, str] | None = None,
     ) -> None:
+        """`down`: the components already down when the bridge is made (their events went
+        out before it listened: a daemon started on a full disk said "online")."""
         self.settings, self.address, self.topics = settings, address, topics
         self.host, self.client_id = host, client_id
         self.store, self.inbound, self.pool, self.bus = store, inbound, pool, bus
@@ -100,7 +103,7 @@ class MqttBridge:
         self.protocol = aiomqtt.ProtocolVersion.V5 if mqtt5 else aiomqtt.ProtocolVersion.V311
         self.last_error = "not connected yet"
         self.credentials = credentials or broker_credentials(settings)
-        self._down: dict[str, str] = {}  # failed components, for the host status
+        self._down: dict[str, str] = dict(down or {})  # failed components, for the status
         self._artefact_links = artefact_links
         self._client: aiomqtt.Client | None = None
         self._echo, self._echoed = b"", asyncio.Event()  # labd's status, seen back or not

@@ -50,6 +50,7 @@ RETRY_ELSEWHERE_GRACE_S = 3.0
 class Interrupt(enum.Enum):
     CANCELLED = "cancelled"
     LEASE_LOST = "lease lost"
+    CUT_OFF = "lease not renewed"  # the database did not answer for the lease's whole TTL
     SHUTDOWN = "shutdown"
 
 
@@ -304,7 +305,10 @@ class Scheduler:
                 # Cut off from the database for longer than the lease: another host may run
                 # the job already. Stop measuring rather than run it twice.
                 log.warning("lease not renewed within its TTL; stopping the run", job_id=job_id)
-                held, cancel = False, False
+                self._interrupts[job_id] = Interrupt.CUT_OFF
+                if task := self.running.get(job_id):
+                    task.cancel()
+                return
             if not held or cancel:
                 self._interrupts[job_id] = Interrupt.CANCELLED if held else Interrupt.LEASE_LOST
                 if task := self.running.get(job_id):
@@ -328,6 +332,12 @@ class Scheduler:
             # Not the job's fault: requeue without counting the attempt.
             if await self.store.requeue_job(job.id, token, "requeued at shutdown", refund=True):
                 log.info("job requeued at shutdown")
+        elif reason is Interrupt.CUT_OFF:
+            log.warning(
+                "the run was stopped and its measured program killed: the database did not "
+                "answer for the lease's whole TTL (away, or its disk full); the job goes back "
+                "to the queue once its lease expires"
+            )
         else:
             log.warning(
                 "lease lost: the run was stopped and its measured program killed; "

@@ -33,6 +33,7 @@ class StateSpace(Collector):
         self.low = ""
         self.free: int | None = None
         self._unmeasured = ""
+        self._announced = False  # storage's first state said, up or down
 
     async def watch(self) -> None:
         while True:
@@ -60,13 +61,16 @@ class StateSpace(Collector):
             )
 
     def _set(self, low: str) -> None:
-        was, self.low = self.low, low
+        was, self.low, announced = self.low, low, self._announced
+        self._announced = True
         if low and not was:
             log.warning("leasing paused: the state directory is low on space", reason=low)
         if low and low != was:  # /readyz and the host status show the latest figure
             self.bus.publish(
                 ComponentDown(component=COMPONENT, error=low, retry_in_s=CHECK_EVERY_S)
             )
+        elif not low and not announced:  # labd_component_up exists from the start
+            self.bus.publish(ComponentUp(component=COMPONENT))
         elif was and not low:
             log.info("leasing resumed: the state directory has space again", free_bytes=self.free)
             self.bus.publish(ComponentUp(component=COMPONENT))

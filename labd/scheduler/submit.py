@@ -222,17 +222,19 @@ class JobService:
         devices = await self._fitting_devices(job.spec, self._offering(job.spec))
         if not devices:
             return f"no device matches {job.spec.device.describe()} any more"
+        paused = self.leasing_paused()
         parts = []
         for device in devices:
             if device.state is DeviceState.BUSY:
                 running = await self.store.active_job_on(device.id)
                 parts.append(f"{device.id} busy (job {running})")
             elif device.state is DeviceState.AVAILABLE:
-                parts.append(f"{device.id} available (next dispatch will take it)")
+                then = "" if paused else " (next dispatch will take it)"
+                parts.append(f"{device.id} available{then}")
             else:
                 detail = f": {device.reason}" if device.reason else ""
                 parts.append(f"{device.id} {device.state.value}{detail}")
         waiting = f"waiting for one of {len(devices)} matching device(s): " + "; ".join(parts)
-        if paused := self.leasing_paused():
+        if paused:
             return f"this host leases no job: {paused}; {waiting}"
         return waiting

@@ -30,8 +30,6 @@ from labd.stats.welch import welch_t
 Method = Literal["auto", "welch", "hodges-lehmann", "bootstrap"]
 Verdict = Literal["regression", "improvement", "no change", "inconclusive"]
 
-SHAPIRO_LIMIT = 5000
-
 
 @dataclass
 class Interval:
@@ -84,9 +82,7 @@ def choose_method(
     for i, a in enumerate((base, new)):
         if a.size < 8:
             continue  # too few values to judge: normal theory is the sensible default
-        # Shapiro-Wilk's p-value holds up to 5,000 values: above, it sees 5,000 taken evenly.
-        sample = a[:: -(-a.size // SHAPIRO_LIMIT)]
-        if shapiro(sample)[1] < 0.01 or tukey_outliers(a, k=3.0):
+        if shapiro(a)[1] < 0.01 or tukey_outliers(a, k=3.0):
             return "hodges-lehmann"
         if multimodal[i] if multimodal else mode_count(a) > 1:
             return "hodges-lehmann"

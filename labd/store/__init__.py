@@ -19,7 +19,7 @@ from labd.store.results import (
     set_aside,
     summary_of,
 )
-from labd.store.space import free_bytes, out_of_space, storage_problem
+from labd.store.space import causes, free_bytes, out_of_space, storage_problem
 from labd.store.store import Store, default_sqlite_url
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "OutboxRow",
     "Store",
     "StoreError",
+    "causes",
     "compare_variants",
     "default_sqlite_url",
     "free_bytes",

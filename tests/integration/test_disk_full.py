@@ -76,3 +76,40 @@ def test_a_job_filling_the_disk_pauses_leasing_until_space_is_freed(
     until(lambda: daemon.get("/api/v1/jobs/next")[1]["job"]["state"] == "succeeded")
     assert daemon.get("/readyz")[0] == 200
     assert daemon.wait_for_log("leasing resumed: the state directory has space again")
+
+
+def test_a_start_on_a_full_disk_says_so(
+    tmp_path: Path, small_disk: Any, start_labd: Callable[..., LabdProcess]
+) -> None:
+    """It said "unexpected error: database or disk is full" or "disk I/O error" (SQLite could
+    not make its shared-memory file), which reads as broken hardware."""
+    import errno
+    import subprocess
+    import sys
+
+    disk = small_disk(tmp_path / "disk", 16)
+    config = tmp_path / "labd.toml"
+    config.write_text(
+        f'[daemon]\nlab = "diskfull"\nstate_dir = "{disk / "state"}"\nshutdown_grace = 3\n'
+        '[http]\nport = 0\napi_port = 0\n[log]\nformat = "json"\n[mqtt]\nenabled = false\n'
+        "[scheduler]\nmin_free_mb = 4\n"
+    )
+    assert start_labd(config).stop() == 0  # its database made
+    with (disk / "ballast").open("wb", buffering=0) as ballast:
+        for chunk in (2**20, 4096, 1):
+            try:
+                while True:
+                    ballast.write(b"x" * chunk)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC
+    started = subprocess.run(
+        [sys.executable, "-m", "labd", "--config", str(config), "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode == 3, started.stderr
+    assert "cannot start: the state directory's disk is full (0 MiB free at" in started.stderr
+    assert "free some space and start labd again" in started.stderr
+    (disk / "ballast").unlink()
+    assert start_labd(config).stop() == 0

@@ -204,6 +204,12 @@ async def test_a_full_disk_refuses_requests_by_name_and_keeps_the_broker_session
     daemon: LabdProcess = start_labd(config)
     daemon.wait_for_log("mqtt connected")
     async with Follower(broker.port) as ci:
+        # Under scheduler.min_free_mb from the start: the retained status says so (it said
+        # "online", nothing down, because the news came before the bridge listened).
+        await ci.wait_for(
+            lambda: "storage" in (ci.on("hosts/labd/status") or [{}])[-1].get("down", {}),
+            within=20,
+        )
         broker.stop()
         # Queued while the broker is away (the disk is under scheduler.min_free_mb, so it
         # stays queued): its event waits in the outbox.

@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+import structlog
 
 from benchmarks.chaos.proxy import Proxy
 from labd.model import DeviceState, JobState
@@ -33,9 +34,14 @@ async def test_a_host_cut_off_from_the_database_fences_itself_and_recovers(
         # store says of it is what the host saved.
         await lab.submit("cut", sleep_s=0.2, spec={"iterations": 30, "max_attempts": 1})
         await lab.wait_state("cut", JobState.RUNNING)
-        proxy.cut()
-        # The host's heartbeats fail; after the lease TTL it stops measuring by itself.
-        await until(lambda: "cut" not in lab.scheduler.running, within=15)
+        with structlog.testing.capture_logs() as logs:
+            proxy.cut()
+            # The host's heartbeats fail; after the lease TTL it stops measuring by itself.
+            await until(lambda: "cut" not in lab.scheduler.running, within=15)
+        # Said as it is: no other host took the job (it used to say one had).
+        said = " ".join(e["event"] for e in logs)
+        assert "the database did not answer for the lease's whole TTL" in said
+        assert "another host owns the job now" not in said
         assert lab.pool.devices["d1"].state is DeviceState.AVAILABLE
         stopped = await store.iterations("cut", attempt=1)  # read directly, not through the cut
         proxy.heal()

@@ -44,3 +44,14 @@ def test_adaptive_stopping() -> None:
 def test_a_pilot_too_small_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 5 values"):
         calibrate("x", [1.0, 2.0])
+
+
+def test_a_large_pilot_is_judged_without_scipys_warning() -> None:
+    """Shapiro-Wilk's p-value holds up to 5,000 values; `calibrate` on a 40,000-value pilot
+    printed scipy's warning (compare already took 5,000 evenly; every caller does now)."""
+    import warnings
+
+    values = np.random.default_rng(5).normal(100, 3, 40_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert calibrate("m", values, effect=0.02, draws=20).klass != "non-normal"
