@@ -83,6 +83,7 @@ class Scheduler:
         self._beats = TaskSet("heartbeat")  # apart from _tasks: they beat on during shutdown
         self._news: Subscription | None = None
         self.space = StateSpace(workdir, settings.min_free_mb, bus, self.wake)
+        self._unsettled: dict[str, str] = {}  # why an attempt ended, where that was not written
 
     def wake(self) -> None:
         """Look for work now (a job was queued or a device freed up)."""
@@ -197,7 +198,8 @@ class Scheduler:
     async def reap(self) -> None:
         """Take back jobs whose lease expired (their daemon died or hung)."""
         # The store publishes each job's JobRequeued or JobFinished (the requeued wake us).
-        for job in await self.store.expire_leases():
+        for job in await self.store.expire_leases(why=self._unsettled):
+            self._unsettled.pop(job.id, None)
             log.warning("lease expired", job_id=job.id, state=job.state.value, error=job.error)
 
     # One job ----------------------------------------------------------------------------------
@@ -274,7 +276,12 @@ class Scheduler:
                 log.warning("job attempt failed", error=error)
                 if full:
                     await self.space.check()
-                await self._retry_or_fail(job, token, error, device.id)
+                try:
+                    await self._retry_or_fail(job, token, error, device.id)
+                except Exception:
+                    # Not written either: the lease will expire, and the expiry says why.
+                    self._unsettled[job.id] = error
+                    raise
                 return ""
             kind = "infrastructure failure" if isinstance(e, InfrastructureError) else "driver bug"
             error = f"{kind}: {e}"
@@ -306,6 +313,8 @@ class Scheduler:
                 # the job already. Stop measuring rather than run it twice.
                 log.warning("lease not renewed within its TTL; stopping the run", job_id=job_id)
                 self._interrupts[job_id] = Interrupt.CUT_OFF
+                what = "out of disk space" if out_of_space(e) else "database unreachable"
+                self._unsettled[job_id] = f"{what} on {self.owner}: {e}"
                 if task := self.running.get(job_id):
                     task.cancel()
                 return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -261,9 +261,13 @@ class Leases(JobQueue):
             self.announce([event])
         return await self.get_job(job_id)
 
-    async def expire_leases(self, now: float | None = None, owner: str = "") -> list[Job]:
+    async def expire_leases(
+        self, now: float | None = None, owner: str = "", why: Mapping[str, str] | None = None
+    ) -> list[Job]:
         """Requeue (or fail, when out of attempts) every job whose lease ran out, or, with
-        `owner`, every lease that owner holds (a restarted host's leases are all dead)."""
+        `owner`, every lease that owner holds (a restarted host's leases are all dead).
+        `why`: what ended a job's attempt, by job id, when its host knows and could not write
+        it (a full disk): said with the expiry."""
         now = time.time() if now is None else now
         moved = []
         query = sa.select(jobs).where(jobs.c.state.in_(ACTIVE_STATES))
@@ -276,6 +280,8 @@ class Leases(JobQueue):
             events: list[JobEvent] = []
             for row in conn.execute(query.with_for_update(skip_locked=True)).all():
                 held_by = f"lease held by {row.lease_owner} expired"
+                if known := (why or {}).get(row.id):
+                    held_by += f" ({known})"
                 if row.cancel_requested:
                     values = {"state": "cancelled", "error": f"{held_by}; cancelled"}
                 elif row.attempts >= row.max_attempts:

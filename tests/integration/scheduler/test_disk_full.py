@@ -4,6 +4,9 @@ state directory is short of space and resumes by itself once space is freed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from labd.config import SchedulerSettings
 from labd.events import ComponentDown, ComponentUp, JobRequeued
@@ -11,6 +14,7 @@ from labd.model import DeviceState, JobState
 from labd.store import Store
 from tests.integration.scheduler.test_blame import stop, until
 from tests.integration.scheduler.test_scheduler import FAST, make_lab
+from tests.unit.store.test_space import sqlite_full_error
 
 
 async def test_a_job_that_finds_the_disk_full_is_retried_and_its_device_not_blamed(
@@ -52,5 +56,35 @@ async def test_leasing_pauses_while_space_is_short_and_resumes_when_freed(
         assert (await lab.wait_state("waits", JobState.SUCCEEDED)).attempts == 1
         assert any(isinstance(e, ComponentUp) and e.component == "storage" for e in lab.events)
         assert "leases no job" not in await lab.jobs.why_waiting(job)
+    finally:
+        await stop(lab)
+
+
+async def test_an_attempt_the_full_disk_would_not_let_us_settle_says_why_when_it_expires(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the database's disk full too, the attempt's requeue cannot be written either: the
+    lease expires once space is back, and the job used to read only "lease held by ...
+    expired", nothing an operator would read as "disk"."""
+    full = await sqlite_full_error(tmp_path / "full.db")  # what SQLite raises, for real
+    requeue = store.requeue_job
+    refusing = True
+
+    async def full_while_refusing(*args: Any, **kwargs: Any) -> bool:
+        if refusing:
+            raise full
+        return await requeue(*args, **kwargs)
+
+    monkeypatch.setattr(store, "requeue_job", full_while_refusing)
+    lab = await make_lab(store, tmp_path, ["d1"], quarantine_after=1)
+    try:
+        await lab.submit("unsettled", disk_full_attempts=1)
+        await until(lambda: "unsettled" in lab.scheduler._unsettled, within=15)
+        refusing = False  # the operator freed space
+        job = await lab.wait_state("unsettled", JobState.SUCCEEDED, within=20)
+        assert job.attempts == 2
+        (requeued,) = [e for e in lab.events if isinstance(e, JobRequeued)]
+        assert requeued.reason.startswith("lease held by test-host expired (out of disk space on")
+        assert lab.pool.devices["d1"].consecutive_failures == 0
     finally:
         await stop(lab)
