@@ -227,6 +227,20 @@ def small_disk() -> Iterator[Any]:
         subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
+def fill_to_the_last_byte(path: Path) -> None:
+    """Write `path` until its file system has no byte left (a megabyte, a page, a byte at a
+    time)."""
+    import errno
+
+    with path.open("wb", buffering=0) as filler:
+        for chunk in (2**20, 4096, 1):
+            try:
+                while True:
+                    filler.write(b"x" * chunk)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC
+
+
 @pytest.fixture
 def labd_config(tmp_path: Path) -> Iterator[Path]:
     """A config file for a private daemon: free port, state in tmp_path, short grace."""

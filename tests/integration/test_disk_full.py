@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import LabdProcess
+from tests.conftest import LabdProcess, fill_to_the_last_byte
 
 FILL = (
     "import os; s = os.statvfs('.'); "
@@ -83,7 +83,6 @@ def test_a_start_on_a_full_disk_says_so(
 ) -> None:
     """It said "unexpected error: database or disk is full" or "disk I/O error" (SQLite could
     not make its shared-memory file), which reads as broken hardware."""
-    import errno
     import subprocess
     import sys
 
@@ -95,13 +94,7 @@ def test_a_start_on_a_full_disk_says_so(
         "[scheduler]\nmin_free_mb = 4\n"
     )
     assert start_labd(config).stop() == 0  # its database made
-    with (disk / "ballast").open("wb", buffering=0) as ballast:
-        for chunk in (2**20, 4096, 1):
-            try:
-                while True:
-                    ballast.write(b"x" * chunk)
-            except OSError as e:
-                assert e.errno == errno.ENOSPC
+    fill_to_the_last_byte(disk / "ballast")
     started = subprocess.run(
         [sys.executable, "-m", "labd", "--config", str(config), "run"],
         capture_output=True,

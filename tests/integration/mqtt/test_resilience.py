@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import LabdProcess
+from tests.conftest import LabdProcess, fill_to_the_last_byte
 from tests.integration.mqtt.conftest import Follower, daemon_config, publish_signed, spec
 from tests.integration.mqtt.test_bridge import PREFIX, assert_complete, events_of, finished
 
@@ -195,7 +195,6 @@ async def test_a_full_disk_refuses_requests_by_name_and_keeps_the_broker_session
     before still go out, a submission is refused saying why, and labd stays connected: it used
     to restart its MQTT session in a loop, a traceback each time, because deleting delivered
     outbox rows needs space too."""
-    import errno
     import sqlite3
 
     disk = small_disk(tmp_path / "labd", 32)  # the state directory daemon_config names
@@ -217,13 +216,7 @@ async def test_a_full_disk_refuses_requests_by_name_and_keeps_the_broker_session
         # SQLite reuses its write-ahead log's file: empty it, so every write needs space.
         with sqlite3.connect(disk / "labd.db") as database:
             database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        with (disk / "filler").open("wb", buffering=0) as filler:
-            for chunk in (2**20, 4096, 1):
-                try:
-                    while True:
-                        filler.write(b"x" * chunk)
-                except OSError as e:
-                    assert e.errno == errno.ENOSPC
+        fill_to_the_last_byte(disk / "filler")
         lines = len(daemon.logs())
         broker.start()
         await ci.wait_for(lambda: ci.on("jobs/early/state"), within=20)
