@@ -35,7 +35,15 @@ from labd.runner import Outcome, run_job
 from labd.scheduler.space import StateSpace
 from labd.scheduler.start_check import start_check
 from labd.scheduler.submit import JobService
-from labd.store import Lease, LeaseLost, Store, out_of_space, outlasting, passing
+from labd.store import (
+    Lease,
+    LeaseLost,
+    Store,
+    database_blip,
+    out_of_space,
+    outlasting,
+    passing,
+)
 from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.scheduler")
@@ -224,8 +232,22 @@ class Scheduler:
         job, token = lease.job, lease.token
         driver = self.pool.drivers[device.driver]
         heart = self._beats.spawn(job.id, self._heartbeat(lease))
+        deadline = asyncio.timeout(job.spec.timeout_s)
         try:
-            if not await self.store.mark_running(job.id, token):
+            try:
+                running = await outlasting(
+                    lambda: self.store.mark_running(job.id, token),
+                    "starting the job",
+                    within=self.settings.lease_ttl_s,
+                )
+            except Exception as e:
+                if not passing(e):
+                    raise
+                # Nothing ran; the lease expires and the job goes back to the queue.
+                self._unsettled[job.id] = f"database unreachable on {self.owner}: {e}"
+                log.warning("the job could not be started: the database did not answer")
+                return ""
+            if not running:
                 return ""
             params, problem = await start_check(job, device, driver, self.jobs.policy)
             if params is None:
@@ -235,7 +257,7 @@ class Scheduler:
                 return ""
             log.info("job running", iterations=job.spec.warmup + job.spec.iterations)
             workdir = self.workdir / job.id
-            async with asyncio.timeout(job.spec.timeout_s):
+            async with deadline:
                 outcome = await run_job(
                     job,
                     device,
@@ -250,7 +272,9 @@ class Scheduler:
                     policy=self.jobs.policy,
                     lease_token=token,
                 )
-        except TimeoutError:
+        except TimeoutError as e:
+            if not deadline.expired():  # a driver's own time-out, not the job's
+                return await self._attempt_failed(e, job, token, device.id)
             outcome = Outcome(JobState.TIMED_OUT, f"job exceeded its {job.spec.timeout_s:g} s")
         except asyncio.CancelledError:
             reason = self._interrupts.get(job.id, Interrupt.SHUTDOWN)
@@ -267,33 +291,38 @@ class Scheduler:
             log.warning("lease lost: the store refused this host's write; the run is stopped")
             return ""
         except Exception as e:
-            if passing(e):
-                # This host's disk or its database, not the device: retried elsewhere first;
-                # a full disk also pauses leasing here until it is freed.
-                full = out_of_space(e)
-                what = "out of disk space" if full else "database unreachable"
-                error = f"{what} on {self.owner}: {e}"
-                log.warning("job attempt failed", error=error)
-                if full:
-                    await self.space.check()
-                try:
-                    await self._retry_or_fail(job, token, error, device.id)
-                except Exception:
-                    # Not written either: the lease will expire, and the expiry says why.
-                    self._unsettled[job.id] = error
-                    raise
-                return ""
-            kind = "infrastructure failure" if isinstance(e, InfrastructureError) else "driver bug"
-            error = f"{kind}: {e}"
-            log.warning(
-                "job attempt failed", error=error, exc_info=not isinstance(e, InfrastructureError)
-            )
-            held = await self._retry_or_fail(job, token, error, device.id)
-            return error if held else ""
+            return await self._attempt_failed(e, job, token, device.id)
         finally:
             heart.cancel()
         await self._finish(job, token, outcome.state, outcome.error)
         return ""
+
+    async def _attempt_failed(self, e: Exception, job: Job, token: str, device_id: str) -> str:
+        """Requeue (or fail) an attempt that raised `e`; returns the error when its device is
+        held responsible."""
+        if database_blip(e):
+            # This host's disk or its database, not the device: retried elsewhere first;
+            # a full disk also pauses leasing here until it is freed.
+            full = out_of_space(e)
+            what = "out of disk space" if full else "database unreachable"
+            error = f"{what} on {self.owner}: {e}"
+            log.warning("job attempt failed", error=error)
+            if full:
+                await self.space.check()
+            try:
+                await self._retry_or_fail(job, token, error, device_id)
+            except Exception:
+                # Not written either: the lease will expire, and the expiry says why.
+                self._unsettled[job.id] = error
+                raise
+            return ""
+        kind = "infrastructure failure" if isinstance(e, InfrastructureError) else "driver bug"
+        error = f"{kind}: {e}"
+        log.warning(
+            "job attempt failed", error=error, exc_info=not isinstance(e, InfrastructureError)
+        )
+        held = await self._retry_or_fail(job, token, error, device_id)
+        return error if held else ""
 
     async def _heartbeat(self, lease: Lease) -> None:
         job_id = lease.job.id

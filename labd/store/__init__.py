@@ -1,7 +1,7 @@
 """Persistence of jobs, devices and raw results (SQLite by default, PostgreSQL for a lab)."""
 
 from labd.store.base import JobConflict, Lane, Lease, StoreError, lane_key
-from labd.store.blips import outlasting, passing
+from labd.store.blips import database_blip, outlasting, passing
 from labd.store.fencing import LeaseLost
 from labd.store.hostname import HostName
 from labd.store.nonces import NonceSeen
@@ -36,6 +36,7 @@ __all__ = [
     "StoreError",
     "causes",
     "compare_variants",
+    "database_blip",
     "default_sqlite_url",
     "free_bytes",
     "history_page",

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import structlog
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from labd.store.space import causes, out_of_space, sqlstate
 
@@ -43,6 +43,17 @@ def passing(error: BaseException) -> bool:
         if sqlstate(cause).startswith(PG_PASSING):
             return True
     return False
+
+
+def database_blip(error: BaseException) -> bool:
+    """A full disk, or a passing error the database raised: not a driver's own time-out or
+    refused connection, which say nothing about the database and blame the device as before."""
+    if out_of_space(error):
+        return True
+    return passing(error) and any(
+        isinstance(cause, SQLAlchemyError | sqlite3.Error) or sqlstate(cause)
+        for cause in causes(error)
+    )
 
 
 async def outlasting(

@@ -88,3 +88,18 @@ async def test_an_attempt_the_full_disk_would_not_let_us_settle_says_why_when_it
         assert lab.pool.devices["d1"].consecutive_failures == 0
     finally:
         await stop(lab)
+
+
+async def test_a_devices_own_time_out_is_still_the_devices(store: Store, tmp_path: Path) -> None:
+    """Only what the database raised is taken for a database blip: a driver's time-out talking
+    to its device still counts against the device (and is not the job's own time-out either:
+    it used to end the job `timed_out`, "job exceeded its 3600 s", after a moment)."""
+    lab = await make_lab(store, tmp_path, ["d1"])
+    try:
+        await lab.submit("slow", timeout_attempts=1)
+        job = await lab.wait_state("slow", JobState.SUCCEEDED)
+        assert job.attempts == 2
+        (requeued,) = [e for e in lab.events if isinstance(e, JobRequeued)]
+        assert requeued.reason == "driver bug: the device did not answer"
+    finally:
+        await stop(lab)

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from labd.store import LeaseLost, blips, outlasting, passing
+from labd.store import LeaseLost, blips, database_blip, outlasting, passing
 
 
 def sqlite_error(path: Path, lock: bool) -> sqlite3.Error:
@@ -83,3 +83,13 @@ async def test_a_write_waits_out_a_blip_and_a_refusal_is_raised_at_once(
 
     with pytest.raises(ConnectionRefusedError):  # for no longer than it may wait
         await outlasting(away, "settling", within=0.1)
+
+
+def test_only_what_the_database_raised_is_a_database_blip(tmp_path: Path) -> None:
+    locked = wrapped(sqlite_error(tmp_path / "a.db", lock=True))
+    assert database_blip(locked)
+    assert database_blip(asyncpg.exceptions.AdminShutdownError("terminating connection"))
+    assert database_blip(OSError(28, "No space left on device"))  # a full disk, whoever wrote
+    # A driver's own: they pass, but say nothing of the database.
+    assert not database_blip(TimeoutError("the device did not answer"))
+    assert not database_blip(ConnectionRefusedError(111, "adb server refused"))
