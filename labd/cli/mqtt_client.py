@@ -233,9 +233,13 @@ async def submit_and_follow(
                     if events and events[-1].get("kind") == "finished" and result:
                         break
     except TimeoutError:
+        # The request stands at the broker: labd leaves it while its database is away and
+        # takes the request when it returns. The id makes a second try harmless.
         raise LabdError(
-            f"no answer from labd on {_prefix(settings)} within {answer_within:g} s "
-            "(is `labd run` running?)"
+            f"no answer from labd on {_prefix(settings)} within {answer_within:g} s (is `labd "
+            f"run` running?); the request may still be carried out as job {job_id} when labd "
+            f"returns: see `labd jobs show {job_id}`, or submit again with `--id {job_id}`, "
+            "which cannot make a second job"
         ) from None
     except aiomqtt.MqttError as e:
         raise _mqtt_failure(e) from e

@@ -11,7 +11,7 @@ import os
 import secrets
 import signal
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -76,10 +76,13 @@ class StoreComponent:
 
     name = "store"
 
-    def __init__(self, url: str, host: str, bus: EventBus) -> None:
-        self.url, self.host, self.bus = url, host, bus
+    def __init__(
+        self, url: str, host: str, bus: EventBus, name_lost: Callable[[str], None]
+    ) -> None:
+        self.url, self.host, self.bus, self.name_lost = url, host, bus, name_lost
         self._store: Store | None = None
         self._name: HostName
+        self._tasks = TaskSet("store")
 
     @property
     def store(self) -> Store:
@@ -94,8 +97,10 @@ class StoreComponent:
         except BaseException:
             await self._store.close()
             raise
+        self._tasks.spawn("host-name", self._name.keep(self.name_lost))
 
     async def stop(self, grace: float) -> None:
+        await self._tasks.cancel_all()
         await self._name.release()
         await self.store.close()
 
@@ -201,7 +206,7 @@ class Daemon:
         yield self.health
         yield AccessMetrics(self.bus, self.metrics.registry)
         url = settings.store.url or default_sqlite_url(state_dir)
-        store = StoreComponent(url, host, self.bus)
+        store = StoreComponent(url, host, self.bus, self._name_lost)
         yield store
         self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)
         yield self.pool
@@ -341,6 +346,12 @@ class Daemon:
         while True:
             self.notifier.watchdog()
             await asyncio.sleep(interval)
+
+    def _name_lost(self, why: str) -> None:
+        """Another daemon took this host's name while the database was away: two daemons
+        under one name take each other's leases, so this one stops."""
+        log.error("another labd took this host's name; stopping", error=why)
+        self.request_stop("host name taken")
 
     def _disk_full(self, error: Exception) -> str:
         """Why labd cannot start, when its state directory's disk is full ("" otherwise):

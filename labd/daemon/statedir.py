@@ -4,6 +4,7 @@ such as a test's API token included), so nobody else may read it."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import stat
@@ -39,8 +40,17 @@ def lock_state_dir(path: Path) -> int:
     returned; closing it, or the process ending, lets go). A second `labd run` on the same
     directory took back the first one's running job as its own and cut its MQTT session
     before it failed on the API socket: now it stops here, before it touches anything."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path / PID_FILE, flags, 0o644)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(path / PID_FILE, flags, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file")
+    except OSError as e:  # a link, a directory, a pipe left there; a read-only file system
+        raise LabdError(
+            f"cannot start: {path / PID_FILE}: {e.strerror or e} (labd keeps its pid there, in "
+            "a regular file it may write)"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

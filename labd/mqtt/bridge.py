@@ -167,7 +167,8 @@ class MqttBridge:
                 # labd's session at the broker instead of arriving to be refused.
                 await self._until_store_answers()
                 async with self._client_for() as client:
-                    self._client, self.connected = client, True
+                    # Connected for /readyz and the metric once the broker is seen delivering.
+                    self._client = client
                     log.info("mqtt connected", broker=self.address, protocol=self.protocol.name)
                     await self._session(client)
             except aiomqtt.MqttCodeError as e:
@@ -203,7 +204,7 @@ class MqttBridge:
         self._down.pop("store", None)
 
     def _lost(self, error: str) -> None:
-        if self.connected or self.last_error != error:
+        if self.connected or self.last_error != error:  # said once per kind of failure
             log.warning("mqtt connection lost; reconnecting", broker=self.address, error=error)
         self.connected, self._client, self.last_error = False, None, error
 
@@ -297,6 +298,7 @@ class MqttBridge:
         try:
             async with asyncio.timeout(ECHO_WITHIN_S):
                 await self._echoed.wait()
+            self.connected = True
         except TimeoutError:
             raise BrokerRefuses(
                 f"the broker did not deliver labd's own status on "

@@ -48,6 +48,7 @@ class Pool:
         self.busy: dict[str, str] = {}  # device id -> job id
         self._health_failures: dict[str, int] = {}
         self._unsaved: set[str] = set()  # devices whose last change the store did not take
+        self._save_failures = Failures("saving a device's state (kept meanwhile)", log)
         self._tasks = TaskSet("pool")
 
     async def start(self) -> None:
@@ -200,9 +201,11 @@ class Pool:
             await self.store.upsert_device(device)
         except Exception as e:
             self._unsaved.add(device.id)
-            log.warning("device state not saved; will retry", device=device.id, error=repr(e))
+            self._save_failures.failed(e, device=device.id)  # not a line every 10 s
         else:
             self._unsaved.discard(device.id)
+            if not self._unsaved:
+                self._save_failures.succeeded()
 
     async def _save_unsaved(self) -> None:
         for device_id in sorted(self._unsaved):

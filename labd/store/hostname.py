@@ -6,14 +6,21 @@ with its connection for the daemon's life: a host that dies lets go of it at onc
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
+from collections.abc import Callable
 
 import sqlalchemy as sa
+import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from labd.errors import LabdError
 from labd.store.store import Store
+
+log = structlog.get_logger("labd.store")
+
+KEEP_EVERY_S = 2.0  # how soon after the database returns the name is held again
 
 
 def host_key(host: str) -> int:
@@ -31,13 +38,18 @@ class HostName:
         self._conn: AsyncConnection | None = None
 
     async def take(self) -> None:
+        """Hold the name, or LabdError: another daemon runs under it."""
         if self.store.dialect != "postgresql":
             return
         conn = await self.store.engine.connect()
-        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")  # never idle in tx
-        held = await conn.scalar(
-            sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": host_key(self.host)}
-        )
+        try:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")  # never idle
+            held = await conn.scalar(
+                sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": host_key(self.host)}
+            )
+        except BaseException:
+            await conn.invalidate()
+            raise
         if not held:
             await conn.close()
             raise LabdError(
@@ -45,6 +57,26 @@ class HostName:
                 "daemon.host of its own (it would take the other's running jobs as its own)"
             )
         self._conn = conn
+
+    async def keep(self, lost: Callable[[str], None]) -> None:
+        """Take the name again whenever the database comes back (a restart ends the session
+        and its lock: a second daemon under the name then started and took this one's job).
+        Should another daemon hold it by then, `lost` is told why, and this one must stop."""
+        if self.store.dialect != "postgresql":
+            return
+        while True:
+            await asyncio.sleep(KEEP_EVERY_S)
+            try:
+                if self._conn is not None:
+                    await self._conn.execute(sa.text("SELECT 1"))
+                    continue
+                await self.take()
+                log.info("host name held again after the database came back", host=self.host)
+            except LabdError as e:
+                lost(str(e))
+                return
+            except Exception:  # the database is away: try again at the next tick
+                await self.release()
 
     async def release(self) -> None:
         conn, self._conn = self._conn, None

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import LabdProcess
+from tests.conftest import LabdProcess, _in_thread, _pg_admin
 
 
 def test_answers_health_readiness_and_metrics(start_labd: Any) -> None:
@@ -154,6 +154,16 @@ def test_two_hosts_under_one_name_on_a_shared_database_are_refused(
         return path
 
     first: LabdProcess = start_labd(config("a"))
+    # A database restart ends every session, and the lock with it (a tester's duplicate then
+    # started): the first takes the name again as soon as the database answers.
+    database = postgres_url.rsplit("/", 1)[1]
+    _in_thread(
+        _pg_admin(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            f"WHERE datname = '{database}' AND pid <> pg_backend_pid()"
+        )
+    )
+    first.wait_for_log("host name held again after the database came back", timeout=30)
     second = subprocess.run(
         [sys.executable, "-m", "labd", "--config", str(config("b")), "run"],
         capture_output=True,

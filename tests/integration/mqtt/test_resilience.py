@@ -257,6 +257,10 @@ async def test_a_broker_that_refuses_labds_publishes_is_named_and_loses_no_event
         )
         status, ready = daemon.get("/readyz")
         assert status == 503 and "check its ACL" in ready["checks"]["broker"]
+        # Not ready through the next tries either (it said ready for each 10-s check).
+        for _ in range(12):
+            await asyncio.sleep(1)
+            assert daemon.get("/readyz")[0] == 503
         assert daemon.post("/api/v1/jobs", {"id": "kept", "spec": spec(1)})[0] == 201
         await asyncio.sleep(3)
         assert not events_of(ci, "kept")

@@ -48,3 +48,31 @@ def test_a_link_in_the_state_directory_is_not_followed(tmp_path: Path) -> None:
     (state / "labd.db-wal").symlink_to(shared)
     prepare_state_dir(state, sqlite=True)
     assert shared.stat().st_mode & 0o777 == 0o666
+
+
+def test_a_labd_pid_that_is_not_a_regular_file_is_named(tmp_path: Path) -> None:
+    """A link, a directory or a pipe at labd.pid gave "unexpected error" and a crash log; a
+    link's target is never opened."""
+    import os
+
+    import pytest
+
+    from labd.daemon.statedir import lock_state_dir
+    from labd.errors import LabdError
+
+    target = tmp_path / "elsewhere"
+    target.write_text("keep\n")
+    for make in (
+        lambda p: p.symlink_to(target),
+        lambda p: p.mkdir(),
+        lambda p: os.mkfifo(p),
+    ):
+        folder = tmp_path / f"state-{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        make(folder / "labd.pid")
+        with pytest.raises(LabdError, match=r"cannot start: .*labd\.pid: .*regular file"):
+            lock_state_dir(folder)
+    assert target.read_text() == "keep\n"
+    fd = lock_state_dir(tmp_path)  # a plain one is taken, and holds the pid
+    assert (tmp_path / "labd.pid").read_text() == f"{os.getpid()}\n"
+    os.close(fd)
