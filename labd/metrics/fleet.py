@@ -10,13 +10,9 @@ one host, which always exports.
 
 from __future__ import annotations
 
-import contextlib
-
-import sqlalchemy as sa
 import structlog
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from labd.store import Store
+from labd.store import SessionLock, Store
 
 log = structlog.get_logger("labd.metrics")
 
@@ -26,34 +22,22 @@ FLEET_LOCK = 0x1ABE  # PostgreSQL advisory lock key of the fleet exporter (migra
 class FleetRole:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._conn: AsyncConnection | None = None
+        self._lock = SessionLock(store, FLEET_LOCK)
 
     async def held(self) -> bool:
         """True when this host exports the lab-wide gauges now (try to take the role if free)."""
         if self.store.dialect != "postgresql":
             return True
+        was = self._lock.held
         try:
-            if self._conn is not None:
-                await self._conn.execute(sa.text("SELECT 1"))  # the lock lives while this does
-                return True
-            conn = await self.store.engine.connect()
-            # Autocommit: a connection held open must not sit "idle in transaction".
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            got = await conn.scalar(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": FLEET_LOCK})
-            if got:
-                self._conn = conn
-                log.info("this host exports the lab-wide gauges")
-                return True
-            await conn.close()
-            return False
+            got = await self._lock.hold()
         except Exception as e:  # the database is away: whoever reaches it takes the role
-            if self._conn is not None:  # said once; the snapshot's failures say the rest
+            if was:  # said once; the snapshot's failures say the rest
                 log.warning("fleet exporter role lost", error=repr(e))
-            await self.release()
             return False
+        if got and not was:
+            log.info("this host exports the lab-wide gauges")
+        return got
 
     async def release(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await conn.invalidate()  # closing also ends the session, and its lock
+        await self._lock.release()

@@ -1,5 +1,6 @@
 """Persistence of jobs, devices and raw results (SQLite by default, PostgreSQL for a lab)."""
 
+from labd.store.advisory import SessionLock
 from labd.store.base import JobConflict, Lane, Lease, StoreError, lane_key
 from labd.store.blips import database_blip, outlasting, passing
 from labd.store.fencing import LeaseLost
@@ -32,6 +33,7 @@ __all__ = [
     "LeaseLost",
     "NonceSeen",
     "OutboxRow",
+    "SessionLock",
     "Store",
     "StoreError",
     "causes",

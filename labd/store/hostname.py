@@ -7,15 +7,13 @@ with its connection for the daemon's life: a host that dies lets go of it at onc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 from collections.abc import Callable
 
-import sqlalchemy as sa
 import structlog
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from labd.errors import LabdError
+from labd.store.advisory import SessionLock
 from labd.store.store import Store
 
 log = structlog.get_logger("labd.store")
@@ -35,28 +33,15 @@ class HostName:
 
     def __init__(self, store: Store, host: str) -> None:
         self.store, self.host = store, host
-        self._conn: AsyncConnection | None = None
+        self._lock = SessionLock(store, host_key(host))
 
     async def take(self) -> None:
         """Hold the name, or LabdError: another daemon runs under it."""
-        if self.store.dialect != "postgresql":
-            return
-        conn = await self.store.engine.connect()
-        try:
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")  # never idle
-            held = await conn.scalar(
-                sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": host_key(self.host)}
-            )
-        except BaseException:
-            await conn.invalidate()
-            raise
-        if not held:
-            await conn.close()
+        if self.store.dialect == "postgresql" and not await self._lock.hold():
             raise LabdError(
                 f"another labd runs as host {self.host!r} on this database: give each host a "
                 "daemon.host of its own (it would take the other's running jobs as its own)"
             )
-        self._conn = conn
 
     async def keep(self, lost: Callable[[str], None]) -> None:
         """Take the name again whenever the database comes back (a restart ends the session
@@ -66,20 +51,16 @@ class HostName:
             return
         while True:
             await asyncio.sleep(KEEP_EVERY_S)
+            was = self._lock.held
             try:
-                if self._conn is not None:
-                    await self._conn.execute(sa.text("SELECT 1"))
-                    continue
                 await self.take()
-                log.info("host name held again after the database came back", host=self.host)
             except LabdError as e:
                 lost(str(e))
                 return
             except Exception:  # the database is away: try again at the next tick
-                await self.release()
+                continue
+            if not was:
+                log.info("host name held again after the database came back", host=self.host)
 
     async def release(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await conn.invalidate()  # ends the session, and its lock
+        await self._lock.release()
