@@ -61,20 +61,22 @@ class StateSpace(Collector):
             )
 
     def _set(self, low: str) -> None:
-        was, self.low, announced = self.low, low, self._announced
-        self._announced = True
-        if low and not was:
-            log.warning("leasing paused: the state directory is low on space", reason=low)
-        if low and low != was:  # /readyz and the host status show the latest figure
-            self.bus.publish(
-                ComponentDown(component=COMPONENT, error=low, retry_in_s=CHECK_EVERY_S)
-            )
-        elif not low and not announced:  # labd_component_up exists from the start
+        was, first = self.low, not self._announced
+        self.low, self._announced = low, True
+        if low:
+            if not was:
+                log.warning("leasing paused: the state directory is low on space", reason=low)
+            if low != was:  # /readyz and the host status show the latest figure
+                self.bus.publish(
+                    ComponentDown(component=COMPONENT, error=low, retry_in_s=CHECK_EVERY_S)
+                )
+        elif was or first:  # labd_component_up exists from the start
             self.bus.publish(ComponentUp(component=COMPONENT))
-        elif was and not low:
-            log.info("leasing resumed: the state directory has space again", free_bytes=self.free)
-            self.bus.publish(ComponentUp(component=COMPONENT))
-            self.on_recovered()
+            if was:
+                log.info(
+                    "leasing resumed: the state directory has space again", free_bytes=self.free
+                )
+                self.on_recovered()
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         free = GaugeMetricFamily(

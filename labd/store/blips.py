@@ -33,10 +33,10 @@ def passing(error: BaseException) -> bool:
     again), not that what was written was refused (a constraint, a lost lease, a bug)."""
     if isinstance(error, IntegrityError):
         return False
-    if isinstance(error, DBAPIError) and error.connection_invalidated:
+    if (isinstance(error, DBAPIError) and error.connection_invalidated) or out_of_space(error):
         return True
     for cause in causes(error):
-        if isinstance(cause, ConnectionError | TimeoutError) or out_of_space(cause):
+        if isinstance(cause, ConnectionError | TimeoutError):
             return True
         if isinstance(cause, sqlite3.Error) and cause.sqlite_errorcode in SQLITE_PASSING:
             return True
