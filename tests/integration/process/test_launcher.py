@@ -50,9 +50,11 @@ async def test_a_300_mb_parent_does_not_show_in_the_program_figures(
     assert len(held) == PARENT_MB * 2**20
     ours_rss = statistics.median(v["max_rss_kib"] for v in ours)
     assert ours_rss == pytest.approx(statistics.median(rss), rel=0.10)
-    # Medians: a loaded machine's spikes land on a few samples of either side.
+    # Medians: a loaded machine's spikes land on a few samples of either side. 20%: a single
+    # run read 15% above GNU time's back-to-back loop once on a loaded CI machine (39 ms against
+    # 34), while the Python launcher's own start-up (11 ms of CPU) would show as a third more.
     ours_cpu = statistics.median(v["cpu_time_ms"] for v in ours)
-    assert ours_cpu == pytest.approx(statistics.median(cpu_ms), rel=0.10)
+    assert ours_cpu == pytest.approx(statistics.median(cpu_ms), rel=0.20)
     assert ctx.fingerprint["launcher"].startswith(launcher_kind)
 
 
