@@ -16,6 +16,7 @@ from typing import Any
 
 from labd.config import PerfherderSettings
 from labd.errors import UsageError
+from labd.metric_specs import metric_specs
 from labd.model import PERFHERDER_MAX_UNIT
 
 MAX_OPTION = 100  # Treeherder's limits
@@ -39,7 +40,7 @@ def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[st
         if not it["warmup"] and not it["error"] and not it.get("set_aside"):
             for name, value in it["values"].items():
                 replicates.setdefault(name, []).append(value)
-    specs = _metric_specs(spec, last)
+    specs = metric_specs(spec.get("metrics", []), (it.get("fingerprint", {}) for it in last))
     subtests: list[dict[str, Any]] = []
     for name, values in sorted(replicates.items()):
         unit = specs.get(name, {}).get("unit") or ""
@@ -59,7 +60,7 @@ def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[st
                 "value": _bounded(statistics.median(values)),
                 "replicates": [_bounded(v) for v in values],
                 "unit": unit,
-                "lowerIsBetter": not specs[name].get("higher_is_better", False),
+                "lowerIsBetter": not specs.get(name, {}).get("higher_is_better", False),
             }
         )
     suite: dict[str, Any] = {
@@ -84,21 +85,6 @@ def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[st
 def perfherder_line(results: dict[str, Any], settings: PerfherderSettings) -> str:
     """The log line Treeherder's log parser picks up."""
     return "PERFHERDER_DATA: " + json.dumps(perfherder(results, settings), sort_keys=True)
-
-
-def _metric_specs(spec: dict[str, Any], iterations: list[dict[str, Any]]) -> dict[str, Any]:
-    """Units and directions: the scenario's, as the runner recorded them, under the
-    manifest's own [[metrics]] where those give them."""
-    found: dict[str, dict[str, Any]] = {}
-    for it in iterations:
-        found.update(it.get("fingerprint", {}).get("metrics", {}))
-    for metric in spec.get("metrics", []):
-        known = found.get(metric["name"], {})
-        found[metric["name"]] = {
-            "unit": metric.get("unit") or known.get("unit", ""),
-            "higher_is_better": metric.get("higher_is_better", False),
-        }
-    return found
 
 
 def _options(iterations: list[dict[str, Any]], settings: PerfherderSettings) -> list[str]:

@@ -13,6 +13,7 @@ from aiohttp import web
 from labd.console.layout import job_link, page, table
 from labd.daemon.api import Api
 from labd.daemon.heavy import Busy
+from labd.metric_specs import directions_of
 from labd.model import Job, JobState
 from labd.report import (
     SEVERITY,
@@ -81,10 +82,10 @@ class TrendPages:
         rows: list[tuple[str, Job, Any]] = []
         units: dict[str, str] = {}
         for base, new in pairs:
-            b = await measured_values(self.api.store, base)
-            n = await measured_values(self.api.store, new)
-            directions = {m.name: m.higher_is_better for m in new.spec.metrics}
-            units |= await self._units_of(new)
+            b, _ = await measured_values(self.api.store, base)
+            n, specs = await measured_values(self.api.store, new)
+            directions = directions_of(specs)
+            units |= {name: spec["unit"] for name, spec in specs.items() if spec["unit"]}
             shared = sorted(b.keys() & n.keys())
             samples = {m: (b[m], n[m], directions.get(m, False)) for m in shared}
             found = await asyncio.to_thread(compare, samples, effect=effect)

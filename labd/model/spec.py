@@ -81,7 +81,9 @@ class MetricSpec(BaseModel):
         ),
         json_schema_extra={"maxLength": PERFHERDER_MAX_UNIT},
     )
-    higher_is_better: bool = False
+    higher_is_better: bool | None = Field(
+        None, description="Whether a higher value is better; unset: the scenario's (else no)."
+    )
 
 
 class NetworkSpec(BaseModel):

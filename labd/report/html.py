@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from labd.metric_specs import directions_of
 from labd.model import Iteration
 from labd.report import svg
 from labd.report.comparison import comparability, one_variant
@@ -16,6 +17,7 @@ from labd.report.tables import (
     comparison_rows,
     environment,
     evidence,
+    specs_of,
     units_of,
 )
 from labd.stats import compare, detect, diagnose, prediction_band, summarize, tukey_outliers
@@ -134,9 +136,7 @@ def summary_table(values: dict[str, list[float]], units: dict[str, str]) -> str:
 
 def _comparison(base: dict[str, Any], new: dict[str, Any], effect: float) -> str:
     b, n = measured(_its(base)), measured(_its(new))
-    directions = {
-        m["name"]: m.get("higher_is_better", False) for m in new["job"]["spec"]["metrics"]
-    }
+    directions = directions_of(specs_of(new))
     shared = sorted(b.keys() & n.keys())
     if not shared:
         return "<h2>Comparison</h2><p class='note'>The two jobs share no metric.</p>"

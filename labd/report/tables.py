@@ -10,21 +10,20 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from labd.metric_specs import metric_specs
+
 SEVERITY = {"regression": 0, "improvement": 1, "inconclusive": 2, "no change": 3}
 
 
 def units_of(results: Mapping[str, Any]) -> dict[str, str]:
-    """Each metric's unit, from the scenario's declared metrics (in the iterations'
-    fingerprints) overridden by the job spec's."""
-    units: dict[str, str] = {}
-    for it in results.get("iterations", [])[:1]:
-        for name, spec in (it.get("fingerprint") or {}).get("metrics", {}).items():
-            if isinstance(spec, dict) and spec.get("unit"):
-                units[name] = str(spec["unit"])
-    for metric in results["job"]["spec"].get("metrics", []):
-        if metric.get("unit"):
-            units[metric["name"]] = metric["unit"]
-    return units
+    """Each metric's unit (labd.metric_specs), where one is known."""
+    return {name: spec["unit"] for name, spec in specs_of(results).items() if spec["unit"]}
+
+
+def specs_of(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each metric's unit and direction in a job's results (as `results_view` gives them)."""
+    fingerprints = (it.get("fingerprint") or {} for it in results.get("iterations", []))
+    return metric_specs(results["job"]["spec"].get("metrics", []), fingerprints)
 
 
 def by_severity(rows: Iterable[Any]) -> list[Any]:

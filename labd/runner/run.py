@@ -265,11 +265,11 @@ async def _iteration(
 
 
 def _metric(scenario: Scenario, name: str) -> dict[str, Any]:
-    """The unit and direction of a reported metric: the scenario's, unless the job's
-    manifest gives them."""
+    """The unit and direction the scenario declares for a reported metric (readers put the
+    manifest's own [[metrics]] over them: labd.metric_specs)."""
     known = type(scenario).metric_spec(name)
     unit = known.unit if known else ""
-    higher = known.higher_is_better if known else False
+    higher = known.higher_is_better is True if known else False
     return {"unit": unit, "higher_is_better": higher}
 
 

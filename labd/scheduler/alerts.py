@@ -13,6 +13,7 @@ from typing import Any
 import structlog
 
 from labd.events import ChangeFound, EventBus, JobFinished, dispatch
+from labd.metric_specs import directions_of
 from labd.model import Job, JobState
 from labd.store import Store, measured_values
 from labd.tasks import TaskSet
@@ -78,9 +79,9 @@ class BaselineAnalyst:
         return same[-1] if same else None
 
     async def compare(self, baseline: Job, job: Job) -> list[ChangeFound]:
-        base = await measured_values(self.store, baseline)
-        new = await measured_values(self.store, job)
-        directions = {m.name: m.higher_is_better for m in job.spec.metrics}
+        base, _ = await measured_values(self.store, baseline)
+        new, specs = await measured_values(self.store, job)
+        directions = directions_of(specs)
         samples = {
             name: (base[name], new[name], directions.get(name, False))
             for name in sorted(base.keys() & new.keys())

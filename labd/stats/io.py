@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labd.metric_specs import directions_of, metric_specs
 from labd.stats.textfile import DataError, TextFile, first_text, lines, whole
 
 TIME_METRIC = re.compile(r"(_ms|_s|_us|_ns|_seconds|_time|time)$")
@@ -156,11 +157,17 @@ def samples_from_results(data: Any, name: str) -> Samples:
     attempt = _field(job, "attempts", int, f"{name}: job")
     metrics = _field(_field(job, "spec", dict, f"{name}: job"), "metrics", list, name, [])
     samples = Samples()
+    manifest = []
     for spec in metrics:
         metric = _field(spec, "name", str, f"{name}: a metric of the job")
-        direction = _field(spec, "higher_is_better", bool, f"{name}: metric {metric}", False)
-        samples.higher_is_better[metric] = direction
-    for number, it in enumerate(_field(data, "iterations", list, name)):
+        if spec.get("higher_is_better") is not None:  # null: the scenario's
+            _field(spec, "higher_is_better", bool, f"{name}: metric {metric}")
+        manifest.append(spec)
+    iterations = _field(data, "iterations", list, name)
+    fingerprints = [it.get("fingerprint") for it in iterations if isinstance(it, dict)]
+    declared = metric_specs(manifest, (f for f in fingerprints if isinstance(f, dict)))
+    samples.higher_is_better.update(directions_of(declared))
+    for number, it in enumerate(iterations):
         if not isinstance(it, dict):
             raise DataError(f"{name}: iteration {number}: not a labd result JSON (not an object)")
         if it.get("attempt") != attempt or it.get("warmup") or it.get("error"):

@@ -14,6 +14,7 @@ from collections import Counter, OrderedDict
 from typing import Any
 
 from labd.auth import redact_job
+from labd.metric_specs import directions_of, metric_specs
 from labd.model import Iteration, Job
 from labd.store.store import Store
 
@@ -42,9 +43,19 @@ def _reason_kind(flag: str) -> str:
     return flag.split(":")[0].split(" (")[0] if ":" in flag or " (" in flag else flag
 
 
-async def measured_values(store: Store, job: Job, variant: str = "") -> dict[str, list[float]]:
-    """`measured` for the job's last attempt."""
-    return measured(await store.iterations(job.id, attempt=job.attempts), variant)
+def job_metric_specs(job: Job, iterations: list[Iteration]) -> dict[str, dict[str, Any]]:
+    """Each metric's unit and direction (labd.metric_specs) as these iterations recorded the
+    scenario's, under the job's manifest."""
+    manifest = [m.model_dump() for m in job.spec.metrics]
+    return metric_specs(manifest, (it.fingerprint for it in iterations))
+
+
+async def measured_values(
+    store: Store, job: Job
+) -> tuple[dict[str, list[float]], dict[str, dict[str, Any]]]:
+    """`measured` for the job's last attempt, and its metrics' units and directions."""
+    iterations = await store.iterations(job.id, attempt=job.attempts)
+    return measured(iterations), job_metric_specs(job, iterations)
 
 
 async def summary_of(store: Store, job: Job) -> dict[str, dict[str, Any]]:
@@ -128,11 +139,7 @@ def compare_variants(job: Job, iterations: list[Iteration]) -> list[Any]:
     from labd.stats import compare
 
     base, new = measured(iterations, "base"), measured(iterations, "new")
-    directions = {
-        name: bool(spec.get("higher_is_better"))
-        for it in iterations
-        for name, spec in it.fingerprint.get("metrics", {}).items()
-    } | {m.name: m.higher_is_better for m in job.spec.metrics}
+    directions = directions_of(job_metric_specs(job, iterations))
     shared = sorted(base.keys() & new.keys())
     return compare({m: (base[m], new[m], directions.get(m, False)) for m in shared})
 
