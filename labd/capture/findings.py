@@ -41,7 +41,13 @@ class AnalysisOptions(BaseModel):
     ignore_white: bool = True
     checkerboard: Checkerboard | None = None
     tearing_colors: list[RGB] = Field(default_factory=list)
-    video_max_width: int = Field(960, ge=16)
+    video_max_width: int = Field(
+        960,
+        ge=16,
+        le=4096,
+        description="kept video scaled down to this width (the console cuts stills of videos "
+        "up to 4096 pixels a side)",
+    )
     time_zero_ms: float | None = Field(
         None,
         description="Measure times from this capture timestamp (e.g. when Enter was pressed) "

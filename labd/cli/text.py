@@ -5,39 +5,15 @@ why it is quarantined. Printed raw, an escape sequence in any of them recolours 
 retitles its window or clears the screen, and a bidi override reorders what is read. Every
 human-readable line the CLI prints passes such text through `shown` (or `markup` for rich),
 which writes control characters, bidi controls and lone surrogates as visible escapes
-(`\\x1b`, `\\u202e`); JSON output is left exact.
+(`\\x1b`, `\\u202e`); JSON output is left exact. `shown` lives in `labd.visible`, below every
+layer, because the web console escapes the same characters.
 """
 
 from __future__ import annotations
 
-import re
+from labd.visible import shown
 
-# C0 and C1 controls (ESC, BEL, CR, DEL, CSI ...), the bidi marks, embeddings, overrides and
-# isolates, the line and paragraph separators, and lone surrogates (unprintable: stdout's
-# encoder raises on them).
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-
-
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escaped(found: re.Match[str]) -> str:
-    char = found.group()
-    if char in _NAMED:
-        return _NAMED[char]
-    code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def shown(text: object, *, lines: bool = False) -> str:
-    """`text` (str() of anything else) with every unsafe character written as its escape;
-    with `lines`, newlines are kept (a multi-line error), the rest still escaped."""
-    value = text if isinstance(text, str) else str(text)
-    if lines:
-        return "\n".join(_UNSAFE.sub(_escaped, part) for part in value.split("\n"))
-    return _UNSAFE.sub(_escaped, value)
+__all__ = ["markup", "shown"]
 
 
 def markup(text: object, *, lines: bool = False) -> str:

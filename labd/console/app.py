@@ -106,6 +106,7 @@ def console_application(
         ]
     )
     app.on_shutdown.append(live.close_all)
+    app.on_shutdown.append(files.close)
     return app
 
 

@@ -1,15 +1,18 @@
 """A job's artefacts in the console: the same files, names and checks as the API's artefact
 routes (`labd.artefacts`: no link followed, nothing outside the job's folder, byte ranges so
 a player can seek), behind the console's sign-in instead of a bearer token; and filmstrip
-stills of the frames where visual progress changed, cut from the WebM on demand and kept in
-memory for the last few videos."""
+stills of the frames where visual progress changed, cut from the WebM on demand by a child
+process with bounded size, memory and time (`labd.console.stills`), and kept in memory for the
+last few videos."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import textwrap
 from collections import OrderedDict
+from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,11 +30,13 @@ from labd.artefacts import (
     open_artefact,
     path_problem,
 )
+from labd.console.stills import FILMSTRIP_WIDTH, StillsRefused, cut
 from labd.daemon.artefact_routes import OpenedFile
+from labd.tasks import TaskSet
 
-FILMSTRIP_WIDTH = 240
 FILMSTRIP_MOST = 24  # stills in one filmstrip: the changes, evenly thinned past this
 KEPT_FILMSTRIPS = 8
+CUTTERS = 2  # videos cut at once: one slow video (30 s at most) leaves the other slot free
 PAGE_FILES = 200  # files the job page lists; the rest are counted and left to the API
 EVIDENCE_KINDS = frozenset({"video", "heatmap", "progress"})
 Evidence = dict[str, Artefact]  # kind (video, heatmap, progress) -> file, of one iteration
@@ -64,15 +69,25 @@ class _Progress(BaseModel):
     frames: list[_Frame]
 
 
+Filmstrip = dict[int, bytes] | StillsRefused  # the stills, or why there are none
+_Key = tuple[str, str, float]  # job, video, the video's mtime
+
+
 class ArtefactFiles:
     """Lists and serves the artefacts a job keeps on this host."""
 
     def __init__(self, jobs_dir: Path) -> None:
         self.jobs_dir = jobs_dir
-        self._stills: OrderedDict[tuple[str, str, float], dict[int, bytes]] = OrderedDict()
-        # One filmstrip cut at a time: a page asks for all its stills at once, and the first
-        # request's cut serves the rest from memory.
-        self._cutting = asyncio.Lock()
+        self._stills: OrderedDict[_Key, Filmstrip] = OrderedDict()
+        # A page asks for all its stills at once: the first request starts the video's cut,
+        # the others wait for that same task. A refusal is kept like stills: not tried again.
+        self._cutting: dict[_Key, asyncio.Task[Filmstrip]] = {}
+        self._cutters = asyncio.Semaphore(CUTTERS)
+        self._tasks = TaskSet("console-stills")
+
+    async def close(self, _: web.Application | None = None) -> None:
+        """Stop the cuts under way (their children are killed)."""
+        await self._tasks.cancel_all()
 
     async def listing(self, job_id: str) -> ArtefactPage:
         """The first PAGE_FILES files (the job page's table), how many in all, and every
@@ -119,6 +134,11 @@ class ArtefactFiles:
             return web.Response(status=e.status, text=f"{e}\n")
         except ProgressError as e:
             return web.Response(status=422, text=f"{progress}: {e}; no frames\n")
+        if isinstance(stills, StillsRefused):
+            # An image, so that the page's <img> shows the reason where the still would be.
+            return web.Response(
+                status=422, body=refusal_image(str(stills)), content_type="image/svg+xml"
+            )
         if frame not in stills:
             return web.Response(status=404, text=f"frame {frame} is not in the filmstrip\n")
         return web.Response(body=stills[frame], content_type="image/jpeg")
@@ -129,23 +149,46 @@ class ArtefactFiles:
         fd, _ = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, name)
         return await asyncio.to_thread(_read_frames, fd)
 
-    async def _filmstrip(self, job_id: str, video: str, progress: str) -> dict[int, bytes]:
-        async with self._cutting:
-            return await self._cut(job_id, video, progress)
+    def refused(self, job_id: str, video: str) -> str:
+        """Why the video's filmstrip was refused, if it was ('' when not, or not yet cut)."""
+        found = [v for (j, name, _), v in self._stills.items() if (j, name) == (job_id, video)]
+        return str(found[-1]) if found and isinstance(found[-1], StillsRefused) else ""
 
-    async def _cut(self, job_id: str, video: str, progress: str) -> dict[int, bytes]:
+    async def _filmstrip(self, job_id: str, video: str, progress: str) -> Filmstrip:
         fd, info = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, video)
+        key = (job_id, video, info.st_mtime)
         try:
-            key = (job_id, video, info.st_mtime)
-            if (kept := self._stills.get(key)) is not None:
-                self._stills.move_to_end(key)
-                return kept
-            frames = await self.progress(job_id, progress)
-            wanted = {k for k, _, _ in changes(frames)}
-            # Read through the descriptor: the very file checked, whatever its path now.
-            stills = await asyncio.to_thread(cut_stills, Path(f"/proc/self/fd/{fd}"), wanted)
+            known = self._known(key)
+            if known is None:
+                wanted = {k for k, _, _ in changes(await self.progress(job_id, progress))}
+                known = self._known(key)  # another request may have started it meanwhile
+                if known is None:
+                    # Its own task: a browser that goes away must not cancel it for the others.
+                    known = self._tasks.spawn(f"{job_id}/{video}", self._cut(key, fd, wanted))
+                    self._cutting[key] = known
+                    fd = -1  # the task closes it
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        return await asyncio.shield(known) if isinstance(known, asyncio.Task) else known
+
+    def _known(self, key: _Key) -> Filmstrip | asyncio.Task[Filmstrip] | None:
+        """The kept stills (or refusal) of this video, else its cut under way, else None."""
+        if (kept := self._stills.get(key)) is not None:
+            self._stills.move_to_end(key)
+            return kept
+        return self._cutting.get(key)
+
+    async def _cut(self, key: _Key, fd: int, wanted: set[int]) -> Filmstrip:
+        try:
+            async with self._cutters:
+                # Read through the descriptor: the very file checked, whatever its path now.
+                stills: Filmstrip = await cut(fd, wanted)
+        except StillsRefused as e:
+            stills = e
         finally:
             os.close(fd)
+            del self._cutting[key]
         self._stills[key] = stills
         while len(self._stills) > KEPT_FILMSTRIPS:
             self._stills.popitem(last=False)
@@ -195,25 +238,15 @@ def changes(frames: list[dict[str, Any]]) -> list[tuple[int, float, float]]:
     return out
 
 
-def cut_stills(video: Path, wanted: set[int]) -> dict[int, bytes]:
-    """JPEG stills of the `wanted` frames of a video, read in one pass (a WebM does not seek
-    to an exact frame reliably)."""
-    import cv2
-
-    stills: dict[int, bytes] = {}
-    capture = cv2.VideoCapture(str(video))
-    try:
-        k = 0
-        while len(stills) < len(wanted):
-            ok, image = capture.read()
-            if not ok:
-                break
-            if k in wanted:
-                height, width = image.shape[:2]
-                size = (FILMSTRIP_WIDTH, max(1, round(height * FILMSTRIP_WIDTH / width)))
-                small = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
-                stills[k] = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, 80])[1].tobytes()
-            k += 1
-    finally:
-        capture.release()
-    return stills
+def refusal_image(why: str) -> bytes:
+    """A still-sized SVG that says why there are no stills."""
+    lines = textwrap.wrap(f"No stills: {why}.", 40)
+    text = "".join(
+        f"<text x='8' y='{18 + 14 * n}'>{escape(line)}</text>" for n, line in enumerate(lines)
+    )
+    height = 26 + 14 * len(lines)
+    return (
+        "<svg xmlns='http://www.w3.org/2000/svg' "
+        f"width='{FILMSTRIP_WIDTH}' height='{height}' font-family='sans-serif' font-size='11'>"
+        f"<rect width='100%' height='100%' fill='#f3e8e8'/>{text}</svg>"
+    ).encode()

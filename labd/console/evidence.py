@@ -87,7 +87,9 @@ async def _one(files: ArtefactFiles, job_id: str, found: dict[str, Artefact]) ->
         except (ArtefactError, ValueError, KeyError) as e:
             out.append(f"<p class='finding'>The progress file cannot be read: {escape(str(e))}</p>")
         else:
-            if video is not None:
+            if video is not None and (why := files.refused(job_id, video.name)):
+                out.append(f"<p class='finding'>No filmstrip: {escape(why)}.</p>")
+            elif video is not None:
                 out.append(_filmstrip(job_id, video.name, frames))
             out.append(
                 progress_curve(

@@ -28,7 +28,7 @@ from labd.report import (
 )
 from labd.store import compare_variants, measured
 
-ITERATIONS_SHOWN = 500
+ITERATIONS_SHOWN = 500  # iterations a chart draws, and rows a page of the values table holds
 
 
 class JobPage:
@@ -45,7 +45,8 @@ class JobPage:
             # Reading and summarising every iteration is a heavy query like the API's results.
             async with self.api.heavy.turn():
                 its = await self.api.store.iterations(job.id, attempt=job.attempts)
-                figures = await asyncio.to_thread(_figures, job, its)
+                offset = _offset(request.query.get("values", ""), len(its))
+                figures = await asyncio.to_thread(_figures, job, its, offset)
         except Busy:
             figures = "<p class='note'>The daemon is busy with other results; reload shortly.</p>"
         body = (
@@ -102,8 +103,19 @@ class JobPage:
         return facts
 
 
-def _figures(job: Job, its: list[Iteration]) -> str:
-    """The summary (or an A/B job's comparison) and each metric in iteration order."""
+def _offset(asked: str, total: int) -> int:
+    """The first row of the values table that ?values=N asks for, on a page boundary."""
+    try:
+        wanted = int(asked)
+    except ValueError:
+        return 0
+    return max(0, min(wanted, total - 1)) // ITERATIONS_SHOWN * ITERATIONS_SHOWN
+
+
+def _figures(job: Job, its: list[Iteration], offset: int = 0) -> str:
+    """The summary (or an A/B job's comparison), each metric in iteration order (the first
+    ITERATIONS_SHOWN iterations, said so when there are more) and the values of every
+    iteration, ITERATIONS_SHOWN a page from `offset`."""
     units = units_of(
         {
             "job": {"spec": job.spec.model_dump(mode="json")},
@@ -126,7 +138,8 @@ def _figures(job: Job, its: list[Iteration]) -> str:
             else "<p class='note'>No measured iteration with values yet.</p>"
         )
     names = sorted({name for it in its for name in it.values})
-    shown = [it for it in its if not it.error][:ITERATIONS_SHOWN]
+    measured_its = [it for it in its if not it.error]
+    shown = measured_its[:ITERATIONS_SHOWN]
     aside = [n for n, it in enumerate(shown) if it.set_aside]
     warmup = sum(1 for it in shown if it.warmup)
     for name in names:
@@ -141,18 +154,47 @@ def _figures(job: Job, its: list[Iteration]) -> str:
                 quantity=name,
             )
         )
+    if len(measured_its) > len(shown):
+        out.append(
+            f"<p class='note'>The charts draw the first {len(shown):,} of "
+            f"{len(measured_its):,} iterations; <code>labd report {escape(job.id)}</code> draws "
+            "every one.</p>"
+        )
     rows_html = [
         f"<tr><td>{it.index + 1}</td><td>{'warm-up' if it.warmup else escape(it.variant) or '-'}"
         f"</td><td>{escape(', '.join(f'{k}={v:.4g}' for k, v in sorted(it.values.items())))}"
         f"</td><td class='note'>{escape(it.error or '; '.join(it.flags))}</td></tr>"
-        for it in its[:ITERATIONS_SHOWN]
+        for it in its[offset : offset + ITERATIONS_SHOWN]
     ]
     out.append(
-        "<details><summary>Every iteration's values</summary>"
+        f"<details id='values'{' open' if offset else ''}><summary>Every iteration's values"
+        f"{f' ({len(its):,})' if len(its) > ITERATIONS_SHOWN else ''}</summary>"
+        + _pages(job.id, offset, len(its))
         + table(["#", "kind", "values", "error or flags"], rows_html, "No iteration yet.")
         + "</details>"
     )
     return "".join(out)
+
+
+def _pages(job_id: str, offset: int, total: int) -> str:
+    """Where the values table stands when it takes more than a page, and the way on."""
+    if total <= ITERATIONS_SHOWN:
+        return ""
+    end = min(offset + ITERATIONS_SHOWN, total)
+    links = [
+        f"<a href='?values={at}#values'>{label}</a>"
+        for at, label in (
+            (offset - ITERATIONS_SHOWN, f"previous {ITERATIONS_SHOWN:,}"),
+            (end, f"next {min(ITERATIONS_SHOWN, total - end):,}"),
+        )
+        if 0 <= at < total
+    ]
+    return (
+        f"<p class='note'>Iterations {offset + 1:,} to {end:,} of {total:,}: "
+        + " · ".join(links)
+        + f". All at once: <code>labd jobs results {escape(job_id)} --format csv</code> or "
+        f"<code>GET /api/v1/jobs/{escape(job_id)}/results</code>.</p>"
+    )
 
 
 def _set_aside(its: list[Iteration]) -> str:

@@ -1,6 +1,9 @@
 """The console's page frame and small HTML pieces. Pages are Python functions returning
 strings, every value from outside passed through `escape`: a few dozen lines of layout do
-not need a template engine."""
+not need a template engine. `html.escape` leaves control and bidi characters alone (a revision
+`safe\u202eexe.txt` would read reversed), so `page` writes every one left in the whole page,
+charts and tables of `labd.report` included, as a visible escape (`labd.visible.shown`, as the
+CLI does)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from html import escape
 from aiohttp import web
 
 from labd.daemon.guard import CALLER
+from labd.visible import shown
 
 NAV = (
     ("devices", "Devices"),
@@ -48,7 +52,8 @@ def page(
         f"<header><a class='brand' href='/console/'>labd</a><nav>{links}</nav>{who}</header>"
         f"<main><h1>{escape(title)}</h1>{body}</main></body></html>"
     )
-    return web.Response(text=html, content_type="text/html")
+    # The console's own markup holds no such character but the newline, which is kept.
+    return web.Response(text=shown(html, lines=True), content_type="text/html")
 
 
 def form(

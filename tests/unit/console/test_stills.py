@@ -4,6 +4,7 @@ malformed one is a clear 422 ("no frames"), never a 500 with a traceback."""
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,10 @@ async def test_a_malformed_progress_file_is_a_422_with_no_frames(
 
 
 async def test_a_well_formed_progress_file_still_reads(tmp_path: Path) -> None:
-    # The video here holds no frame: the answer is that frame 0 is not in the filmstrip.
+    # The progress file reads, so the video is what is judged: not a video, its stills are an
+    # image saying so (the page's <img> shows it), not the progress file's "no frames".
     response = await still(tmp_path, '{"frames":[{"t_ms":0,"progress":0.0,"extra":1}]}')
-    assert response.status == 404 and response.text == "frame 0 is not in the filmstrip\n"
+    assert response.status == 422 and response.content_type == "image/svg+xml"
+    assert isinstance(response.body, bytes)
+    said = " ".join(re.sub(rb"<[^>]+>", b" ", response.body).decode().split())
+    assert said == "No stills: the video could not be opened.", said
