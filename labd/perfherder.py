@@ -11,6 +11,7 @@ only when every subtest shares one unit and direction. An A/B job exports its ne
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from typing import Any
 
@@ -54,11 +55,12 @@ def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[st
             raise UsageError(
                 f"metric {name!r} has the unit {unit!r}, over Perfherder's {MAX_UNIT} characters"
             )
+        checked = [_within(name, v) for v in values]
         subtests.append(
             {
                 "name": name,
-                "value": _bounded(statistics.median(values)),
-                "replicates": [_bounded(v) for v in values],
+                "value": statistics.median(checked),  # within the replicates' range
+                "replicates": checked,
                 "unit": unit,
                 "lowerIsBetter": not specs.get(name, {}).get("higher_is_better", False),
             }
@@ -107,5 +109,16 @@ def _version(iterations: list[dict[str, Any]]) -> str:
     return ""
 
 
-def _bounded(value: float) -> float:
-    return max(-MAX_VALUE, min(MAX_VALUE, value))
+def _within(metric: str, value: Any) -> float:
+    """`value` as the schema takes it. Never clamped: a clamped 1e300 (or a NaN, which min()
+    turned into 1e12) would be a fabricated number that passes the schema."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"metric {metric!r}: {value!r} is not a number; Perfherder takes numbers")
+    if not math.isfinite(value):
+        raise UsageError(f"metric {metric!r}: {value} is not a finite number; nothing exported")
+    if not -MAX_VALUE <= value <= MAX_VALUE:
+        raise UsageError(
+            f"metric {metric!r}: {value:g} is outside Perfherder's range (magnitudes up to"
+            f" {MAX_VALUE:g}); nothing exported: give the metric another unit"
+        )
+    return value

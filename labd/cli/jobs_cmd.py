@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -17,6 +17,7 @@ from labd.config import Settings, load_config
 from labd.errors import EXIT_RUNTIME, LabdError, UsageError
 from labd.model import TERMINAL as TERMINAL_STATES
 from labd.model import load_manifest
+from labd.stats import json_text
 
 TERMINAL = {state.value for state in TERMINAL_STATES}
 
@@ -86,7 +87,7 @@ def _submit_over_mqtt(
         )
     events, result = outcome["events"], outcome["result"]
     if args.json:
-        print(json.dumps(outcome, indent=2))
+        print(json_text(outcome, indent=2))
     elif not args.wait:
         print(f"queued {shown(outcome['job_id'])}")
     else:
@@ -196,14 +197,17 @@ def _comparison_cells(s: dict[str, Any]) -> list[str]:
     return [change, f"[{_VERDICT_COLOURS.get(verdict, 'yellow')}]{markup(verdict)}[/]"]
 
 
-def _number(x: float) -> str:
-    """Four significant digits, without switching to exponents for large values."""
-    return f"{x:.0f}" if abs(x) >= 10_000 else f"{x:.4g}"
+def _number(x: float | None) -> str:
+    """Four significant digits, without switching to exponents below 1e16; a dash for a figure
+    that is not defined (null: a spread that overflowed, say)."""
+    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x):
+        return "-"
+    return f"{x:.0f}" if 10_000 <= abs(x) < 1e16 else f"{x:.4g}"
 
 
 def _print(args: argparse.Namespace, data: Any, human: Any) -> None:
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json_text(data, indent=2))  # an older daemon's NaN as null: strict JSON
     else:
         human()
 
@@ -298,7 +302,7 @@ def results(args: argparse.Namespace) -> int:
         data = _client(args).results(args.id)
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        print(json.dumps(data, indent=2))
+        print(json_text(data, indent=2))
     elif fmt == "csv":
         writer = csv.writer(sys.stdout)
         writer.writerow(["job_id", "attempt", "iteration", "warmup", "metric", "value", "error"])

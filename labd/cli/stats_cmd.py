@@ -214,8 +214,17 @@ def calibrate(args: argparse.Namespace) -> int:
 
 def _stored_history(args: argparse.Namespace) -> dict[str, tuple[list[str], list[float]]]:
     from labd.cli.client import Client
+    from labd.stats import refusal
 
     answer = Client.from_args(args).history(args.suite, args.test)
     if not answer["series"]:
         raise UsageError(f"no succeeded job of {args.suite}/{args.test} in the store")
+    for name, s in answer["series"].items():
+        # Stored before the runner refused such values (1e300): named, as a file's would be.
+        for build, job, value in zip(s["builds"], s["jobs"], s["values"], strict=True):
+            if reason := refusal(value):
+                raise UsageError(
+                    f"{shown(name)}: job {shown(job)} (build {shown(build)}): {reason}; this"
+                    " history cannot be analysed"
+                )
     return {name: (s["builds"], s["values"]) for name, s in answer["series"].items()}

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+
+from labd.stats import json_text
 
 RETRY_AFTER_S = 2
 
@@ -59,4 +60,5 @@ async def heavy_answer(
 
 
 def _encode(data: Any) -> bytes:
-    return json.dumps(data).encode()
+    """Strict JSON: a NaN or infinity (an older stored record's) as null (labd.stats.json_text)."""
+    return json_text(data).encode()

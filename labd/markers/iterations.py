@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from labd.markers.raptor import ENTRY, Launch, parse_launch, split_entry
+from labd.markers.raptor import ENTRY, Launch, duration_problem, parse_launch, split_entry
 
 LIFECYCLE = (
     "navigationLoaded",
@@ -87,9 +87,14 @@ class LaunchCollector:
             return None
         if kind == "measure":
             try:
-                it.metrics[PREFIX + name] = float(duration)
+                ms = float(duration)
             except ValueError:
                 it.problems.append(f"{name}: duration {duration!r} is not a number; left out")
+                return None
+            if problem := duration_problem(ms):
+                it.problems.append(f"{name}: duration {duration!r}: {problem}; left out")
+                return None
+            it.metrics[PREFIX + name] = ms
             return None
         elapsed = epoch - it.launch_epoch
         if not 0 <= elapsed <= self.max_span_ms:

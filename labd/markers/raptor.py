@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from labd.stats import refusal
+
 ENTRY = "Performance Entry: "
 DISPLAYED = "Displayed "
 FULLY_DRAWN = "Fully drawn "
@@ -74,9 +76,18 @@ def parse_mark(line: str, at: int) -> Mark | None:
         return None
     origin, kind, name, context, start, duration, epoch = raw
     try:
-        return Mark(origin, kind, name, context, float(start), float(duration), epoch)
+        start_ms, duration_ms = float(start), float(duration)
     except ValueError:
         return None
+    if refusal(start_ms) or duration_problem(duration_ms):
+        return None  # nan, inf, 1e400 or a negative duration: garbled, not a time
+    return Mark(origin, kind, name, context, start_ms, duration_ms, epoch)
+
+
+def duration_problem(ms: float) -> str | None:
+    """Why a mark's duration is no time (labd.stats.refusal, or below zero); None when it is
+    one."""
+    return refusal(ms) or ("below zero" if ms < 0 else None)
 
 
 RawEntry = tuple[str, str, str, str, str, str, int]  # Mark's fields, start and duration as text
@@ -120,5 +131,7 @@ def parse_launch(line: str) -> Launch | None:
         if match is None or not (match.group(1) or match.group(2)):
             return None
         ms = int(match.group(1) or 0) * 1000 + int(match.group(2) or 0)
+        if refusal(ms):  # "+1000...000s" of 400 digits: no float holds it
+            return None
         return Launch(kind, component, component.split("/", 1)[0], float(ms))
     return None

@@ -3,7 +3,6 @@ session, a last will), the broker credentials, the client id, and the bytes of a
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import socket
@@ -17,6 +16,7 @@ from paho.mqtt.properties import Properties
 
 from labd.config import MqttSettings
 from labd.mqtt.messages import Message
+from labd.stats import json_text
 
 
 def broker_client(
@@ -71,7 +71,9 @@ def encode(message: Message) -> bytes:
 
 
 def json_bytes(data: object) -> bytes:
-    return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode()
+    """Strict JSON: a NaN or infinity (an older stored record's) goes out as null, never as
+    the bare NaN strict parsers reject."""
+    return json_text(data, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 def broker_credentials(settings: MqttSettings) -> tuple[str, str]:

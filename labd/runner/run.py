@@ -27,6 +27,7 @@ from labd.runner.fingerprint import base_fingerprint, conditions_hash
 from labd.runner.network import test_network
 from labd.runner.variants import Slot, schedule
 from labd.sdk import Driver, RunContext, Scenario
+from labd.stats import refusal
 from labd.store import Store, outlasting
 
 log = structlog.get_logger("labd.runner")
@@ -238,6 +239,8 @@ async def _iteration(
         raise  # every further iteration would fail the same way
     except TestFailure as e:
         error = redact_text(str(e), secrets)  # may quote the program's stderr
+    values, refused = _taken(values, index)
+    error = error or redact_text(refused, secrets)
     finished = datetime.now(UTC)
     after = await _conditions(driver, device)
     flags = [redact_text(f, secrets) for f in [*ctx.flags, *judge(before, after, rules)]]
@@ -262,6 +265,21 @@ async def _iteration(
         flags=flags,
         set_aside=bool(flags) and not error and rules.set_aside_flagged,
     )
+
+
+def _taken(values: dict[str, float], index: int) -> tuple[dict[str, float], str]:
+    """The values labd takes (labd.stats.refusal), and the iteration's failure when the
+    scenario reported another: a NaN, an infinity, a boolean or 1e300 is no measurement, and
+    stored it would break the store's JSON, the statistics and the Perfherder export."""
+    taken, refused = {}, []
+    for name, value in values.items():
+        if (reason := refusal(value)) is None:
+            taken[name] = value
+        else:
+            refused.append(f"metric {name}: {reason}")
+    if not refused:
+        return values, ""
+    return taken, f"{'; '.join(refused)} (iteration {index})"
 
 
 def _metric(scenario: Scenario, name: str) -> dict[str, Any]:

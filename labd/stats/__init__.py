@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from labd.stats.alert import Alert
+    from labd.stats.bounds import refusal
     from labd.stats.calibration import Calibration, calibrate, enough_iterations
     from labd.stats.comparison import Comparison, compare
     from labd.stats.detection import DEFAULT_METHOD, METHODS, detect
@@ -25,12 +26,14 @@ if TYPE_CHECKING:
         read_samples,
         samples_from_results,
     )
+    from labd.stats.plain import json_text
     from labd.stats.summary import Summary, summarize
     from labd.stats.textfile import DataError
 
 # Each public name, by the module that defines it (imported on first use).
 _HOMES = {
     "Alert": "alert",
+    "refusal": "bounds",
     "Calibration": "calibration",
     "calibrate": "calibration",
     "enough_iterations": "calibration",
@@ -43,6 +46,7 @@ _HOMES = {
     "diagnose": "diagnostics",
     "tukey_outliers": "diagnostics",
     "prediction_band": "ets",
+    "json_text": "plain",
     "Samples": "io",
     "read_history": "io",
     "read_sample_file": "io",
@@ -77,10 +81,12 @@ __all__ = [
     "detect",
     "diagnose",
     "enough_iterations",
+    "json_text",
     "prediction_band",
     "read_history",
     "read_sample_file",
     "read_samples",
+    "refusal",
     "samples_from_results",
     "summarize",
     "tukey_outliers",

@@ -4,6 +4,7 @@ spread relative to a mean of 0, a ratio to 0) becomes null."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -21,3 +22,12 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_finite(v) for v in value]
     return value
+
+
+def json_text(data: Any, **options: Any) -> str:
+    """`data` as strict JSON text (json.dumps' `options`): any NaN or infinity in it, which
+    labd no longer stores but an older record or an undefined statistic may hold, as null."""
+    try:
+        return json.dumps(data, allow_nan=False, **options)
+    except ValueError:  # only when there is one: finite() copies the whole answer
+        return json.dumps(_finite(data), allow_nan=False, **options)

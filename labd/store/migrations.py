@@ -6,6 +6,7 @@ them take turns, and each re-reads the applied versions under the lock.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 
@@ -86,12 +87,46 @@ def _v5_scenario_lanes(conn: Connection) -> None:
         conn.execute(jobs.update().where(jobs.c.seq == seq).values(lane=key))
 
 
+def _v6_unstorable_values(conn: Connection) -> None:
+    """Iterations stored with a NaN or an infinity among their values: SQLite took the bare
+    `NaN` that no JSON reader accepts, its own JSON functions included (a test's history then
+    failed as if the database were away); PostgreSQL refused it. Each such value is left out
+    and its iteration set aside, the reason among its flags. The runner now fails an iteration
+    that reports one (labd.stats.refusal)."""
+    from labd.stats import json_text, refusal
+
+    if conn.dialect.name != "sqlite":
+        return
+    table = tables.iterations
+    broken = sa.text(
+        "SELECT job_id, attempt, idx, record FROM iterations WHERE NOT json_valid(record)"
+    )
+    for job_id, attempt, idx, text in conn.execute(broken).all():
+        try:
+            record = json.loads(text)  # Python's reader takes NaN and Infinity
+        except ValueError:
+            continue  # not a record labd wrote: not guessed at
+        values = record.get("values") or {}
+        refused = {name: why for name, v in values.items() if (why := refusal(v))}
+        record["values"] = {name: v for name, v in values.items() if name not in refused}
+        record["flags"] = [*record.get("flags", []), *(
+            f"metric {name}: {why}; left out (stored before labd refused such values)"
+            for name, why in refused.items()
+        )]  # fmt: skip
+        record["set_aside"] = record.get("set_aside", False) or bool(refused)
+        # Anything else not finite (a condition's reading) becomes null.
+        repaired = json.loads(json_text(record))
+        key = (table.c.job_id == job_id, table.c.attempt == attempt, table.c.idx == idx)
+        conn.execute(table.update().where(*key).values(record=repaired))
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "jobs, lanes, devices, iterations", _v1_initial),
     (2, "jobs.suite and jobs.test for histories", _v2_history_columns),
     (3, "outbox and per-job event sequence numbers", _v3_outbox),
     (4, "signed-message nonces, outbox rows set aside", _v4_auth_nonces),
     (5, "lanes by scenario; the device a retry avoids", _v5_scenario_lanes),
+    (6, "iteration values no JSON reader takes (NaN, infinities) set aside", _v6_unstorable_values),
 ]
 
 

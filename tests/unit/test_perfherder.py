@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +161,30 @@ def test_a_unit_over_perfherder_s_limit_is_refused_at_submit_and_never_cut_at_ex
     metrics = [m.model_dump() for m in stored.metrics]
     with pytest.raises(UsageError, match=f"over Perfherder's {limit} characters"):
         perfherder(results("a", [it(2, 0, 1)], metrics=metrics), PerfherderSettings())
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        (1e13, "1e+13 is outside Perfherder's range"),
+        (-1e300, "-1e+300 is outside Perfherder's range"),
+        (float("nan"), "nan is not a finite number"),
+        (float("inf"), "inf is not a finite number"),
+        (None, "None is not a number"),
+    ],
+)
+def test_a_value_outside_the_schema_s_range_is_refused_never_clamped(
+    value: float, named: str
+) -> None:
+    """A clamped value (1e300 as 1e12, a NaN as 1e12 through min()) is a fabricated number
+    that passes the schema: the export names the metric and the value instead."""
+    iterations = [it(2, 0, 100), it(2, 1, value)]  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=re.escape(f"metric 'load_ms': {named}")):
+        perfherder(results("a", iterations), PerfherderSettings())
+
+
+def test_values_at_the_schema_s_bounds_are_exported_as_they_are() -> None:
+    data = valid(perfherder(results("a", [it(2, 0, 1e12), it(2, 1, -1e12), it(2, 2, 5)]),
+                            PerfherderSettings()))  # fmt: skip
+    load = next(s for s in data["suites"][0]["subtests"] if s["name"] == "load_ms")
+    assert load["replicates"] == [1e12, -1e12, 5] and load["value"] == 5

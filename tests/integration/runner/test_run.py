@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -34,6 +35,7 @@ class Params(BaseModel):
     value: float = 100.0
     drift: float = 0.0  # added per iteration, whatever the variant
     timeouts: list[int] = []  # iterations that flag themselves as a time-out would
+    reports: list[dict[str, Any]] = []  # when given: what each iteration reports, as it is
 
 
 class Steady(Scenario):
@@ -49,6 +51,8 @@ class Steady(Scenario):
         assert isinstance(p, Params)
         if index in p.timeouts:
             self.ctx.flags.append("timed out after 1 s (the run was killed)")
+        if p.reports:
+            return p.reports[index % len(p.reports)]
         noise = (index % 3) * 0.1  # a little spread, the same for both variants
         return {"time_ms": p.value + p.drift * index + noise}
 
@@ -215,3 +219,31 @@ async def test_the_fingerprint_holds_the_build_and_a_stable_conditions_hash(
     assert differences(a, b) == [
         'stabilisation: {"governor": "performance"} -> {"governor": "powersave"}'
     ]
+
+
+async def test_a_value_that_is_no_finite_number_fails_its_iteration_and_is_never_stored(
+    store: Store, tmp_path: Path
+) -> None:
+    """NaN, infinities, 1e300 and booleans are no measurements: each fails its iteration as
+    the scenario's test failure, naming metric, value and iteration; the rest is stored."""
+    reports = [{"time_ms": math.nan, "rss_kib": 4.0}, {"time_ms": math.inf},
+               {"time_ms": -math.inf}, {"time_ms": 1e300}, {"time_ms": True}, {"time_ms": 5.0}]
+    _, outcome, results = await run(store, tmp_path, RigDriver(), params={"reports": reports})
+    assert outcome.state is JobState.FAILED
+    assert outcome.error == (
+        "5 of 6 measured iterations failed; first: metric time_ms: nan is not a finite number"
+        " (iteration 0)"
+    )
+    assert [it["error"] for it in results["iterations"]] == [
+        "metric time_ms: nan is not a finite number (iteration 0)",
+        "metric time_ms: inf is not a finite number (iteration 1)",
+        "metric time_ms: -inf is not a finite number (iteration 2)",
+        "metric time_ms: 1e+300 is out of range: magnitudes from 1e-100 to 1e+100 (or 0)"
+        " (iteration 3)",
+        "metric time_ms: True is not a number (iteration 4)",
+        "",
+    ]
+    values = [it["values"] for it in results["iterations"]]
+    assert values == [{"rss_kib": 4.0}, {}, {}, {}, {}, {"time_ms": 5.0}]
+    assert results["summary"]["time_ms"]["n"] == 1
+    json.dumps(results, allow_nan=False)  # nothing stored that strict JSON cannot hold

@@ -80,3 +80,30 @@ def test_an_ab_jobs_table_shows_both_variants_and_the_verdict(
         ["only_new", "base", *["-"] * 8, "", ""],  # reported by new only: nothing compared
         ["", "new", "8", "7", "7", "1.069", "15.3%", "6", "8", "8", "-", "-"],
     ]  # fmt: skip
+
+
+def test_a_summary_whose_spread_overflowed_shows_dashes_not_a_crash(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values of 1e300 stored before the runner refused them overflow the spread to null:
+    `labd jobs results` raised TypeError (abs of None) instead of printing the table."""
+    spec = TestSpec.model_validate(
+        {"suite": "s", "test": "t", "scenario": "script", "iterations": 3, "warmup": 0}
+    )
+    now = datetime.now(UTC)
+    job = Job(id="j1", spec=spec, state=JobState.SUCCEEDED, attempts=1, device_id="d1",
+              submitted_at=now)  # fmt: skip
+    iterations = [
+        Iteration(job_id="j1", attempt=1, index=i, warmup=False, values={"x_ms": value},
+                  started_at=now, finished_at=now, device_id="d1")
+        for i, value in enumerate([1e300, 2e300, -1e300])
+    ]  # fmt: skip
+    with pytest.warns(RuntimeWarning):  # numpy's overflow, the cause of the nulls
+        summary = summaries(job, iterations)
+    results = {"job": redact_job(job.model_dump(mode="json")), "summary": summary}
+    monkeypatch.setenv("COLUMNS", "200")  # every figure whole
+    _print_results(json.loads(json.dumps(results)))
+    row = next(line for line in capsys.readouterr().out.splitlines() if "x_ms" in line)
+    assert [cell.strip() for cell in row.split("│")[1:-1]] == [
+        "x_ms", "3", "6.667e+299", "1e+300", "-", "-", "-1e+300", "2e+300", "1.9e+300"
+    ]  # fmt: skip

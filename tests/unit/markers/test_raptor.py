@@ -128,3 +128,34 @@ def test_a_wrapped_buffer_loses_the_launch() -> None:
     done, collector = collect(lines)
     assert len(done) == 1 and done[0]["launch_epoch"] == 20_000
     assert collector.orphans == 4
+
+
+@pytest.mark.parametrize(
+    ("duration", "problem"),
+    [
+        ("nan", "nan is not a finite number"),
+        ("inf", "inf is not a finite number"),
+        ("-inf", "-inf is not a finite number"),
+        ("1e400", "inf is not a finite number"),  # too large for a float
+        ("1e300", "1e+300 is out of range: magnitudes from 1e-100 to 1e+100 (or 0)"),
+        ("-5", "below zero"),
+    ],
+)
+def test_a_duration_that_is_no_time_is_a_garbled_line_left_out_with_its_reason(
+    duration: str, problem: str
+) -> None:
+    line = f"I/PerformanceTiming( 6118): Performance Entry: clock.gaiamobile.org|measure|db|1|{duration}|1100"
+    assert parse_line(line) is None
+    lines = brief_iteration(1000, noise=False)
+    lines.insert(2, line)
+    done, _ = collect(lines)
+    assert "coldlaunch.db" not in done[0]["metrics"]
+    assert done[0]["problems"] == [f"db: duration {duration!r}: {problem}; left out"]
+    assert done[0]["metrics"]["coldlaunch.fullyLoaded"] == 802.0  # the rest is measured
+
+
+def test_a_start_or_a_launch_time_no_float_holds_is_a_garbled_line() -> None:
+    start = "I/PerformanceTiming( 6118): Performance Entry: clock.gaiamobile.org|mark|x|nan|0|1100"
+    huge = "I/ActivityManager(  873): Displayed com.a/.Main: +" + "9" * 400 + "s"
+    assert parse_line(start) is None and parse_line(huge) is None
+    assert collect([huge], app="com.a")[0] == []
