@@ -74,6 +74,10 @@ class FakeDevice:
         """A device that computes its answers (output, exit status); None: `outputs`."""
         return None
 
+    def send(self, conn: socket.socket, answer: str) -> None:
+        """How a persistent shell's answer reaches the socket (a device may send it in pieces)."""
+        conn.sendall(answer.encode())
+
     def stream(self, command: str, conn: socket.socket) -> bool:
         """A command whose output streams or is binary (screenrecord, screencap): written to
         `conn` here; False when this device has no such command."""
@@ -98,6 +102,9 @@ class AdbStandIn:
         self.devices: dict[str, FakeDevice] = {}
         self.trackers: list[socket.socket] = []
         self.forwards: dict[str, tuple[str, str, socket.socket]] = {}  # local -> serial, remote
+        # A broken server: every request answered with these bytes instead (b"": never
+        # answered, the connection held open, as a hung adb server does).
+        self.garbled: bytes | None = None
         stand_in = self
 
         class Session(socketserver.BaseRequestHandler):
@@ -143,6 +150,10 @@ class AdbStandIn:
         while True:
             request = _request(conn)
             if request is None:
+                return
+            if self.garbled is not None:
+                conn.sendall(self.garbled)
+                _wait_closed(conn)
                 return
             if request == "host:version":
                 conn.sendall(b"OKAY" + _block(b"0029"))  # 41
@@ -286,7 +297,7 @@ class AdbStandIn:
                 if device.serial not in self.devices:  # unplugged mid-command
                     conn.close()
                     return
-                conn.sendall(device.run(line.decode()).encode())
+                device.send(conn, device.run(line.decode()))
 
     def _logcat(self, conn: socket.socket, device: FakeDevice) -> None:
         device.logcat_readers.append(conn.getpeername()[1])

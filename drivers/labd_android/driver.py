@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
 from typing import Any, ClassVar
@@ -11,12 +10,14 @@ import adbutils
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.sdk import Device, Driver, InfrastructureError, MarkerStream, TouchInput
+from labd.sdk import Device, Driver, MarkerStream, TouchInput
+from labd_android.adb import ADB_ERRORS, Client, Threads, failure
 from labd_android.gestures import Gestures
 from labd_android.health import CPUFREQ, Health, cpufreq, parse
 from labd_android.input import AndroidInput
 from labd_android.launch import AppLaunch
 from labd_android.logcat import Logcat
+from labd_android.names import serial_problem
 from labd_android.pageload import PhonePageLoad
 from labd_android.screen import AndroidScreen
 from labd_android.shell import PersistentShell, run
@@ -62,8 +63,11 @@ class AndroidDriver(Driver[AndroidOptions]):
 
     def __init__(self, options: AndroidOptions, host: str) -> None:
         super().__init__(options, host)
-        self.client = adbutils.AdbClient(host=options.adb_host, port=options.adb_port)
+        self.client = Client(host=options.adb_host, port=options.adb_port)
+        self.server = f"adb server {options.adb_host}:{options.adb_port}"
+        self.threads = Threads()
         self.known: dict[str, Device] = {}
+        self.refused: set[str] = set()  # listed serials labd cannot use: warned about once
         self.warned = False
 
     def adb_device(self, serial: str) -> adbutils.AdbDevice:
@@ -73,7 +77,7 @@ class AndroidDriver(Driver[AndroidOptions]):
         """Devices adb sees now (called periodically: plugging and unplugging show up)."""
         if not self.options.enabled:
             return []
-        return await asyncio.to_thread(self._discover)
+        return await self.threads.call("discover", self._discover)
 
     def _server_answers(self) -> bool:
         try:
@@ -93,16 +97,14 @@ class AndroidDriver(Driver[AndroidOptions]):
             return []
         self.warned = False
         for address in self.options.connect:
-            with contextlib.suppress(adbutils.AdbError, OSError):  # the next round tries again
+            with contextlib.suppress(*ADB_ERRORS):  # the next round tries again
                 self.client.connect(address, timeout=3)
         try:
             serials = [d.serial for d in self.client.device_list() if d.serial]
-        except (adbutils.AdbError, OSError) as e:
-            raise InfrastructureError(
-                f"adb server {self.options.adb_host}:{self.options.adb_port}: {e}"
-            ) from e
+        except ADB_ERRORS as e:
+            raise failure(self.server, e) from e
         devices = []
-        for serial in serials:
+        for serial in self._usable(serials):
             if serial not in self.known:
                 props = self._props(serial)
                 self.known[serial] = Device(
@@ -122,6 +124,19 @@ class AndroidDriver(Driver[AndroidOptions]):
             devices.append(self.known[serial])
         return devices
 
+    def _usable(self, serials: list[str]) -> list[str]:
+        """The serials labd can name devices by; one it cannot is skipped (the others are
+        still discovered), with a warning while it stays listed."""
+        self.refused &= set(serials)
+        usable = []
+        for serial in serials:
+            if (problem := serial_problem(serial)) is None:
+                usable.append(serial)
+            elif serial not in self.refused:
+                log.warning("device skipped", server=self.server, problem=problem)
+                self.refused.add(serial)
+        return usable
+
     def _props(self, serial: str) -> dict[str, str]:
         device = self.adb_device(serial)
         names = (
@@ -133,14 +148,14 @@ class AndroidDriver(Driver[AndroidOptions]):
         return {name: run(device, ["getprop", name]).strip() for name in names}
 
     async def health(self, device: Device) -> str | None:
-        return await asyncio.to_thread(self._health, device.id)
+        return await self.threads.call(("health", device.id), self._health, device.id)
 
     def _health(self, serial: str) -> str | None:
         adb = self.adb_device(serial)
         try:
             state = adb.get_state()
-        except (adbutils.AdbError, OSError) as e:
-            return f"adb: {e}"
+        except ADB_ERRORS as e:
+            return str(failure(f"{self.server}: device {serial}", e))
         if state != "device":
             return f"adb state {state!r}"
         health = self.state(serial)
@@ -157,7 +172,7 @@ class AndroidDriver(Driver[AndroidOptions]):
         return parse(*texts)
 
     async def conditions(self, device: Device) -> dict[str, Any]:
-        return await asyncio.to_thread(self._conditions, device.id)
+        return await self.threads.call(("conditions", device.id), self._conditions, device.id)
 
     def _conditions(self, serial: str) -> dict[str, Any]:
         """Thermal status, battery temperature, CPU frequencies and governors."""
@@ -190,8 +205,12 @@ class AndroidDriver(Driver[AndroidOptions]):
     async def expose_port(self, device: Device, host: str, port: int) -> str:
         """`adb reverse`: the device reaches the host's server on its own loopback."""
         adb = self.adb_device(device.id)
+        spec = f"tcp:{port}"
         try:
-            await asyncio.to_thread(adb.reverse, f"tcp:{port}", f"tcp:{port}")
-        except (adbutils.AdbError, OSError) as e:
-            raise InfrastructureError(f"device {device.id}: adb reverse tcp:{port}: {e}") from e
+            await self.threads.call(("reverse", device.id, port), adb.reverse, spec, spec)
+        except ADB_ERRORS as e:
+            raise failure(f"device {device.id}: adb reverse {spec}", e) from e
         return f"127.0.0.1:{port}"
+
+    async def close(self) -> None:
+        self.threads.close()

@@ -29,7 +29,7 @@ from labd.sdk import (
     take_latencies,
 )
 from labd_android.gesture_steps import GestureStep, refused_steps
-from labd_android.launch import PACKAGE
+from labd_android.names import Component, Package
 from labd_android.screen import AndroidScreen
 from labd_android.sync import (
     BROWSERS,
@@ -50,12 +50,12 @@ MOTION = ("unique_fps", "frame_time_p50_ms", "frame_time_p90_ms", "frame_time_p9
 class GestureParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    activity: str = Field("", description="The app to open, package/activity (or url).")
+    activity: Component = Field("", description="The app to open, package/activity (or url).")
     url: str = Field("", description="A page to open in the browser (or activity).")
     browser: str = Field(
         "chromium", description="chromium or firefox: whose Android app shows pages."
     )
-    package: str = Field("", description="The browser's package, if not the usual one.")
+    package: Package = Field("", description="The browser's package, if not the usual one.")
     steps: list[GestureStep] = Field(min_length=1, description="The gesture script.")
     open_timeout_s: float = Field(30, gt=0, le=600, description="Longest wait for the target.")
     settle_ms: float = Field(
@@ -71,10 +71,6 @@ class GestureParams(BaseModel):
     def _one_target(self) -> GestureParams:
         if bool(self.activity) == bool(self.url):
             raise ValueError("give exactly one of activity (package/activity) and url")
-        if self.activity and (
-            "/" not in self.activity or not PACKAGE.match(self.activity.split("/")[0])
-        ):
-            raise ValueError(f"activity {self.activity!r}: expected package/activity")
         if self.url and (not self.url.startswith(("http://", "https://")) or " " in self.url):
             raise ValueError(f"url {self.url!r}: expected an http(s) URL")
         if not self.package and self.browser not in BROWSERS:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from labd.markers import Iteration, LaunchCollector
 from labd.sdk import InfrastructureError, MarkerStream, MetricSpec, Scenario, TestFailure
 from labd_android.health import parse
+from labd_android.names import Activity, Package
 from labd_android.shell import PersistentShell
 
 # Rooted devices only: the vendor's thermal daemon off, every core at its top frequency.
@@ -24,15 +25,14 @@ LOCK_CLOCKS = (
 # After a native app's "Displayed" line, how long its "Fully drawn" line may take to come
 # (apps that call reportFullyDrawn do so once their content is in).
 FULLY_DRAWN_WAIT_S = 5.0
-PACKAGE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+$")
 
 
 class LaunchParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    package: str = Field(description="The app, e.g. org.mozilla.fenix.")
-    activity: str = Field(
-        "", description="Launcher activity; empty: resolved by the launcher intent."
+    package: Package = Field(min_length=1, description="The app, e.g. org.mozilla.fenix.")
+    activity: Activity = Field(
+        "", description="Launcher activity (.Main); empty: resolved by the launcher intent."
     )
     app: str = Field("", description="Marker context (a Raptor origin); empty: the package.")
     drop_caches: bool = Field(False, description="Drop the page cache before each launch (root).")
@@ -58,12 +58,6 @@ class AppLaunch(Scenario[LaunchParams]):
         if name in ("coldlaunch.rss", "coldlaunch.pss", "coldlaunch.uss"):
             return MetricSpec(name=name, unit="MB")
         return MetricSpec(name=name, unit="ms")
-
-    @classmethod
-    def check(cls, params: LaunchParams) -> list[str]:
-        if not PACKAGE.match(params.package):
-            return [f"params.package: {params.package!r} is not an Android package name"]
-        return []
 
     def _run(self, *argv: str) -> str:
         output, status = self.shell.run(list(argv))

@@ -30,7 +30,7 @@ from labd.sdk import (
     keep_latencies,
     take_latencies,
 )
-from labd_android.launch import PACKAGE
+from labd_android.names import Package
 from labd_android.screen import AndroidScreen
 from labd_android.sync import (
     BROWSERS,
@@ -55,7 +55,7 @@ class PhonePageLoadParams(BaseModel):
 
     url: str = Field(min_length=1, description="The page (served by the job's replay server).")
     browser: str = Field("chromium", description="chromium (Chrome) or firefox")
-    package: str = Field("", description="The browser's package, if not the usual one.")
+    package: Package = Field("", description="The browser's package, if not the usual one.")
     quiet_ms: float = Field(1000, ge=100, le=60_000, description="Still this long: loaded.")
     load_timeout_s: float = Field(60, gt=0, le=170, description="Longest page load.")
     fps: float = Field(60, gt=0, le=120, description="The capture's nominal frame rate.")
@@ -70,13 +70,6 @@ class PhonePageLoadParams(BaseModel):
         if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
             raise ValueError(f"{url!r} is not an http(s) URL")
         return url
-
-    @field_validator("package")
-    @classmethod
-    def _package(cls, package: str) -> str:
-        if package and not PACKAGE.match(package):
-            raise ValueError(f"{package!r} is not an Android package name")
-        return package
 
     @property
     def browser_package(self) -> str:

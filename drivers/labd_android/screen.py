@@ -23,6 +23,7 @@ import numpy as np
 
 from labd.capture import CaptureError, H264Decoder
 from labd.sdk import FrameSource, Image, InfrastructureError, TestFailure
+from labd_android.adb import ADB_ERRORS, Client, failure
 from labd_android.shell import PersistentShell
 
 VIEW = "android.intent.action.VIEW"
@@ -54,13 +55,16 @@ class ScreenRecordStream(H264Decoder):
         width, height = spec.size
         argv = ["screenrecord", "--output-format=h264", f"--size={width}x{height}",
                 f"--time-limit={spec.time_limit_s}", "-"]  # fmt: skip
-        device = adbutils.AdbClient(host=spec.adb_host, port=spec.adb_port).device(spec.serial)
+        device = Client(host=spec.adb_host, port=spec.adb_port).device(spec.serial)
         try:
             self.connection = device.open_transport()
             self.connection.send_command("exec:" + shlex.join(argv))
             self.connection.check_okay()
-        except (adbutils.AdbError, OSError, EOFError) as e:
-            raise CaptureError(f"device {spec.serial}: screenrecord: {e}") from e
+        except ADB_ERRORS as e:
+            raise CaptureError(str(failure(f"device {spec.serial}: screenrecord", e))) from e
+        # A still screen sends nothing for as long as it stays still: the stream ends with the
+        # recording's time limit, the device, or `close`.
+        self.connection.conn.settimeout(None)
         super().__init__(subprocess.PIPE, spec.size)
         self.feeder = threading.Thread(target=self._feed, name="screenrecord", daemon=True)
         self.feeder.start()
@@ -115,8 +119,8 @@ class AndroidScreen:
             connection.send_command("exec:screencap -p")
             connection.check_okay()
             png = connection.read_until_close(encoding=None)
-        except (adbutils.AdbError, OSError, EOFError) as e:
-            raise InfrastructureError(f"device {self.device.serial}: screencap: {e}") from e
+        except ADB_ERRORS as e:
+            raise failure(f"device {self.device.serial}: screencap", e) from e
         image = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
         if image is None:
             raise InfrastructureError(f"device {self.device.serial}: screencap gave no image")
@@ -143,18 +147,18 @@ class AndroidScreen:
         """The phone's 127.0.0.1:`port` reaches the host's."""
         try:
             self.device.reverse(f"tcp:{port}", f"tcp:{port}")
-        except (adbutils.AdbError, OSError) as e:
-            raise InfrastructureError(f"device {self.device.serial}: adb reverse: {e}") from e
+        except ADB_ERRORS as e:
+            raise failure(f"device {self.device.serial}: adb reverse", e) from e
 
     def forward(self, remote: str) -> int:
         """A host port reaching the phone's `remote` (e.g. localabstract:chrome_devtools_remote)."""
         try:
             return int(self.device.forward_port(remote))
-        except (adbutils.AdbError, OSError) as e:
-            raise InfrastructureError(f"device {self.device.serial}: adb forward: {e}") from e
+        except ADB_ERRORS as e:
+            raise failure(f"device {self.device.serial}: adb forward", e) from e
 
     def remove_forward(self, port: int) -> None:
-        with contextlib.suppress(adbutils.AdbError, OSError):
+        with contextlib.suppress(*ADB_ERRORS):
             self.device.forward_remove(f"tcp:{port}", raise_non_found=False)
 
     def close(self) -> None:

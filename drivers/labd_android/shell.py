@@ -11,6 +11,7 @@ per command.
 from __future__ import annotations
 
 import itertools
+import re
 import shlex
 import socket
 import threading
@@ -20,20 +21,23 @@ from collections.abc import Sequence
 import adbutils
 
 from labd.sdk import InfrastructureError
+from labd_android.adb import ADB_ERRORS, failure
+from labd_android.names import shown
+
+STATUS = re.compile(rb"\s*(\d{1,3})\s*")  # what `echo $?` prints
 
 
 def command_line(argv: Sequence[str]) -> str:
     return shlex.join(argv)
 
 
-def run(device: adbutils.AdbDevice, argv: Sequence[str], timeout: float = 60.0) -> str:
-    """One command over a fresh adb shell connection; its output."""
+def run(device: adbutils.AdbDevice, argv: Sequence[str], timeout: float | None = None) -> str:
+    """One command over a fresh adb shell connection; its output. Without `timeout`, the
+    device answers within ADB_TIMEOUT_S, as for any request of the driver's own."""
     try:
         output = device.shell(command_line(argv), timeout=timeout)
-    except (adbutils.AdbError, OSError, EOFError) as e:
-        raise InfrastructureError(
-            f"device {device.serial}: {' '.join(argv[:2])}: {e or type(e).__name__}"
-        ) from e
+    except ADB_ERRORS as e:
+        raise failure(f"device {device.serial}: {' '.join(argv[:2])}", e, timeout) from e
     return str(output)
 
 
@@ -50,10 +54,8 @@ class PersistentShell:
             connection = self.device.open_transport()
             connection.send_command("exec:sh")
             connection.check_okay()
-        except (adbutils.AdbError, OSError, EOFError) as e:
-            raise InfrastructureError(
-                f"device {self.device.serial}: cannot open a shell ({e})"
-            ) from e
+        except ADB_ERRORS as e:
+            raise failure(f"device {self.device.serial}: cannot open a shell", e) from e
         connection.conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return connection
 
@@ -82,7 +84,9 @@ class PersistentShell:
         connection.conn.settimeout(timeout)
         marker = sentinel.encode()
         deadline = time.monotonic() + timeout
-        while marker not in self.pending:
+        # The answer is complete once the sentinel's line is: its status may come in a
+        # chunk of its own.
+        while (at := self.pending.find(marker)) < 0 or self.pending.find(b"\n", at) < 0:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no answer in {timeout:.0f} s")
             chunk = connection.conn.recv(65536)
@@ -91,7 +95,13 @@ class PersistentShell:
             self.pending += chunk
         output, _, rest = self.pending.partition(marker)
         status, _, self.pending = rest.partition(b"\n")
-        return output.decode("utf-8", "replace"), int(status or b"0")
+        if (number := STATUS.fullmatch(status)) is None:
+            self.close()  # what else it sent is no answer to the next command either
+            raise InfrastructureError(
+                f"device {self.device.serial}: {shown(line)}: the shell answered "
+                f"{shown(sentinel.encode() + status)}, not an exit status"
+            )
+        return output.decode("utf-8", "replace"), int(number.group(1))
 
     def close(self) -> None:
         if self.connection is not None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 
 from labd.capture import (
     AnalysisOptions,
@@ -38,6 +39,8 @@ STREAMING_FRAMES = 5
 # the encoder compressed its first one.
 HOLD_S = 0.3
 BROWSERS = {"chromium": "com.android.chrome", "firefox": "org.mozilla.firefox"}
+
+log = structlog.get_logger("labd.android")
 
 
 def shows(frame: np.ndarray, rgb: tuple[int, int, int]) -> bool:
@@ -106,7 +109,10 @@ class PhoneSync:
 
     async def stop(self) -> None:
         if self.proxy:
-            await asyncio.to_thread(self.screen.set_proxy, "")
+            try:
+                await asyncio.to_thread(self.screen.set_proxy, "")
+            except InfrastructureError as e:  # the device went away: the job's outcome says so
+                log.warning("the phone's HTTP proxy is still set", proxy=self.proxy, error=str(e))
             self.proxy = ""
         if self.pages is not None:
             await self.pages.stop()
