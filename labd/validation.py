@@ -38,6 +38,9 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+SHOWN_MAX = 80  # characters of a refused value an error quotes
+
+
 def describe_errors(
     error: ValidationError,
     model: type[BaseModel],
@@ -61,8 +64,10 @@ def _describe(
     reason = err["msg"][:1].lower() + err["msg"][1:]
     value = err.get("input")
     if isinstance(value, str | int | float | bool) and not _may_hold_secrets(loc):
-        shown = redact_text(value) if isinstance(value, str) else value  # a password in a URL
-        reason += f", got {shown!r}"
+        shown = repr(redact_text(value) if isinstance(value, str) else value)  # URL passwords
+        if len(shown) > SHOWN_MAX:  # a 5,000-character value is not repeated whole
+            shown = f"{shown[:SHOWN_MAX]}... ({len(shown):,} characters)"
+        reason += f", got {shown}"
     return f"{source}: {key}: {reason}"
 
 

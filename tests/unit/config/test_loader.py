@@ -50,6 +50,14 @@ def test_wrong_type_names_file_key_and_value(tmp_path: Path) -> None:
     ]
 
 
+def test_a_huge_wrong_value_is_quoted_in_part(tmp_path: Path) -> None:
+    path = tmp_path / "labd.toml"
+    path.write_text(f'[http]\nport = "{"9" * 5000}x"\n')
+    (problem,) = problems_of(path)
+    assert problem.startswith("labd.toml: http.port: ")
+    assert problem.endswith("... (5,003 characters)") and len(problem) < 250
+
+
 def test_a_file_over_the_size_limit_is_refused_in_one_line(tmp_path: Path) -> None:
     # It was read whole: `labd config check /dev/zero` took all the memory there was.
     from labd.config.loader import CONFIG_LIMIT
