@@ -66,7 +66,9 @@ def compare(args: argparse.Namespace) -> int:
             f"no metric in common: base has {sorted(base.values)}, new has {sorted(new.values)}"
         )
     direction = {
-        m: args.higher_is_better or base.higher_is_better.get(m, new.higher_is_better.get(m, False))
+        # The new job's, as every comparison reads it; where the base's differs, the context
+        # printed below says so.
+        m: args.higher_is_better or new.higher_is_better.get(m, base.higher_is_better.get(m, False))
         for m in shared
     }
     results = run_compare(

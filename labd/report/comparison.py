@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from labd.errors import UsageError
+from labd.metric_specs import directions_of
 from labd.model import Iteration
+from labd.report.tables import specs_of
 from labd.runner import differences
 from labd.store import set_aside
 
@@ -37,4 +39,18 @@ def comparability(base: dict[str, Any] | None, new: dict[str, Any] | None) -> di
         if measured_ones:
             prints[side] = measured_ones[0].fingerprint
     differ = differences(prints["base"], prints["new"]) if len(prints) == 2 else []
+    if base is not None and new is not None:
+        differ += _directions_differ(base, new)
     return {"set_aside": aside, "conditions_differ": differ}
+
+
+def _directions_differ(base: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Metrics the two jobs read in opposite directions: every comparison takes the new
+    job's (labd.metric_specs), and says so."""
+    words = {True: "higher is better", False: "lower is better"}
+    b, n = directions_of(specs_of(base)), directions_of(specs_of(new))
+    return [
+        f"direction of {name}: {words[b[name]]} -> {words[n[name]]} (the new job's is used)"
+        for name in sorted(b.keys() & n.keys())
+        if b[name] != n[name]
+    ]

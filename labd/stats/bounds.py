@@ -30,6 +30,9 @@ def refusal(value: object) -> str | None:
 
 
 def _quoted(value: object, limit: int = 40) -> str:
-    """A value as a refusal quotes it: one of 100,000 digits is not repeated whole."""
+    """A value as a refusal quotes it: one of 100,000 digits is not repeated whole (and
+    Python will not even write an integer of over 4,300)."""
+    if isinstance(value, int) and value.bit_length() > 4 * limit:
+        return f"an integer of about {round(value.bit_length() * math.log10(2)):,} digits"
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"

@@ -72,3 +72,27 @@ def test_the_manifest_saying_lower_is_better_is_taken_at_its_word(tmp_path: Path
     assert compare_verdict(tmp_path, base, new) == "improvement"
     (subtest,) = perfherder(new, PerfherderSettings())["suites"][0]["subtests"]
     assert subtest["lowerIsBetter"] is True and subtest["unit"] == "fps"
+
+
+def test_jobs_that_disagree_are_read_by_the_new_jobs_direction_and_said_to_differ(
+    tmp_path: Path,
+) -> None:
+    """`labd compare` took the base's direction and the report the new's: each order of the
+    same two jobs was a regression to one and an improvement to the other."""
+    higher, _ = pair([])
+    lower, _ = pair([{"name": "time_ms", "higher_is_better": False}])
+    lower["iterations"] = [{**it, "values": {"time_ms": it["values"]["time_ms"] - 30}}
+                           for it in lower["iterations"]]  # fmt: skip
+    # higher (90) -> lower (60), read lower-is-better: better; and back, higher-is-better: better
+    for base, new in ((higher, lower), (lower, higher)):
+        assert compare_verdict(tmp_path, base, new) == "improvement"
+        html = render(base, new)
+        comparison = html[html.index("<h2>Comparison") :]
+        assert "improvement" in comparison and "regression" not in comparison
+    as_json = subprocess.run(
+        [sys.executable, "-m", "labd", "compare", "base.json", "new.json", "--json"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert json.loads(as_json.stdout)["conditions_differ"] == [
+        "direction of time_ms: lower is better -> higher is better (the new job's is used)"
+    ]

@@ -36,6 +36,7 @@ class Params(BaseModel):
     drift: float = 0.0  # added per iteration, whatever the variant
     timeouts: list[int] = []  # iterations that flag themselves as a time-out would
     reports: list[dict[str, Any]] = []  # when given: what each iteration reports, as it is
+    huge_integer_at: int = -1  # that iteration reports 10**5000 (no JSON spec can hold it)
 
 
 class Steady(Scenario):
@@ -51,6 +52,8 @@ class Steady(Scenario):
         assert isinstance(p, Params)
         if index in p.timeouts:
             self.ctx.flags.append("timed out after 1 s (the run was killed)")
+        if index == p.huge_integer_at:
+            return {"time_ms": 10**5000}  # type: ignore[dict-item]
         if p.reports:
             return p.reports[index % len(p.reports)]
         noise = (index % 3) * 0.1  # a little spread, the same for both variants
@@ -227,11 +230,13 @@ async def test_a_value_that_is_no_finite_number_fails_its_iteration_and_is_never
     """NaN, infinities, 1e300 and booleans are no measurements: each fails its iteration as
     the scenario's test failure, naming metric, value and iteration; the rest is stored."""
     reports = [{"time_ms": math.nan, "rss_kib": 4.0}, {"time_ms": math.inf},
-               {"time_ms": -math.inf}, {"time_ms": 1e300}, {"time_ms": True}, {"time_ms": 5.0}]
-    _, outcome, results = await run(store, tmp_path, RigDriver(), params={"reports": reports})
+               {"time_ms": -math.inf}, {"time_ms": 1e300}, {"time_ms": True},
+               {"time_ms": 0.0}, {"time_ms": 5.0}]  # fmt: skip
+    params = {"reports": reports, "huge_integer_at": 5}
+    _, outcome, results = await run(store, tmp_path, RigDriver(), params=params, iterations=7)
     assert outcome.state is JobState.FAILED
     assert outcome.error == (
-        "5 of 6 measured iterations failed; first: metric time_ms: nan is not a finite number"
+        "6 of 7 measured iterations failed; first: metric time_ms: nan is not a finite number"
         " (iteration 0)"
     )
     assert [it["error"] for it in results["iterations"]] == [
@@ -241,9 +246,12 @@ async def test_a_value_that_is_no_finite_number_fails_its_iteration_and_is_never
         "metric time_ms: 1e+300 is out of range: magnitudes from 1e-100 to 1e+100 (or 0)"
         " (iteration 3)",
         "metric time_ms: True is not a number (iteration 4)",
+        # Python will not write it (4,300 digits at most): it was a driver bug, retried
+        "metric time_ms: an integer of about 5,000 digits is out of range: magnitudes from 1e-100"
+        " to 1e+100 (or 0) (iteration 5)",
         "",
     ]
     values = [it["values"] for it in results["iterations"]]
-    assert values == [{"rss_kib": 4.0}, {}, {}, {}, {}, {"time_ms": 5.0}]
+    assert values == [{"rss_kib": 4.0}, {}, {}, {}, {}, {}, {"time_ms": 5.0}]
     assert results["summary"]["time_ms"]["n"] == 1
     json.dumps(results, allow_nan=False)  # nothing stored that strict JSON cannot hold
