@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 from pathlib import Path
 
@@ -33,6 +34,13 @@ def _check_port(port: int) -> None:
         raise UsageError(f"--port: must be from 0 to 65535 (0 picks a free port), got {port}")
 
 
+def _mebibytes(option: str, value: float) -> int:
+    """A size limit given in MiB, as bytes: finite and positive."""
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{option}: must be a finite number above 0, got {value}")
+    return int(value * 2**20)
+
+
 def _network(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The shaping options checked as a manifest's [network] table is: one line per problem,
     naming the option."""
@@ -41,6 +49,14 @@ def _network(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from labd.model import NetworkSpec
 
     values = {name: getattr(args, name) for name in SHAPING_OPTIONS}
+    infinite = [name for name, v in values.items() if v is not None and not math.isfinite(v)]
+    if infinite:
+        raise UsageError(
+            "\n".join(
+                f"{SHAPING_OPTIONS[name]}: must be a finite number, got {values[name]}"
+                for name in infinite
+            )
+        )
     try:
         return NetworkSpec(archive="(command line)", **values)  # the path: load() checks it
     except ValidationError as e:
@@ -61,7 +77,8 @@ def record(args: argparse.Namespace) -> int:
     if not out.parent.is_dir():
         raise UsageError(f"{out}: no such directory {out.parent}")
     upstream_ca = Path(args.upstream_ca) if args.upstream_ca else None
-    asyncio.run(record(out, args.host, args.port, _authority(args.ca), upstream_ca))
+    max_body = _mebibytes("--max-body-mb", args.max_body_mb)
+    asyncio.run(record(out, args.host, args.port, _authority(args.ca), upstream_ca, max_body))
     return 0
 
 
@@ -69,12 +86,18 @@ def serve(args: argparse.Namespace) -> int:
     from labd.replay import Profile, Shaper, load, profile, serve
 
     _check_port(args.port)
+    max_bytes = _mebibytes("--max-archive-mb", args.max_archive_mb)
     network = _network(args)
     custom = any(v is not None for v in (network.latency_ms, network.down_kbps, network.up_kbps))
-    if args.profile and custom:
+    if args.profile is not None and custom:
         raise UsageError("give --profile or --latency-ms/--down-kbps/--up-kbps, not both")
-    if args.profile or not custom:
-        chosen = profile(args.profile or "none")
+    if args.profile is not None:
+        try:
+            chosen = profile(args.profile)
+        except UsageError as e:
+            raise UsageError(f"--profile: {e}") from None
+    elif not custom:
+        chosen = profile("none")
     else:
         chosen = Profile(
             latency_ms=network.latency_ms or 0,
@@ -85,7 +108,7 @@ def serve(args: argparse.Namespace) -> int:
         chosen = chosen.model_copy(
             update={"jitter_ms": network.jitter_ms or 0.0, "loss": network.loss or 0.0}
         )
-    archive = load(Path(args.archive), int(args.max_archive_mb * 2**20), args.ignore_param or ())
+    archive = load(Path(args.archive), max_bytes, args.ignore_param or ())
     for problem in archive.skipped:
         print(f"labd replay: skipped {shown(problem)}", file=sys.stderr)
     summary = asyncio.run(

@@ -171,6 +171,13 @@ def add_replay_commands(nouns: Any) -> None:
     record.add_argument("--host", default="127.0.0.1", help="address to listen on")
     record.add_argument("--ca", metavar="DIR", help="the replay CA (labd replay ca) for HTTPS")
     record.add_argument("--upstream-ca", metavar="PEM", help="trust this CA for origins too")
+    record.add_argument(
+        "--max-body-mb",
+        type=float,
+        default=64,
+        help="refuse (502) and do not record a response whose body, decoded, is larger "
+        "(default 64)",
+    )
     record.set_defaults(handler=lazy("labd.cli.replay_cmd:record"))
 
     serve = verbs.add_parser("serve", help="serve an archive from memory, shaped")
@@ -195,7 +202,9 @@ def add_replay_commands(nouns: Any) -> None:
         help="query parameter not matched (repeatable)",
     )
     serve.add_argument("--ca", metavar="DIR", help="the replay CA (labd replay ca) for HTTPS")
-    serve.add_argument("--max-archive-mb", type=float, default=256, help="refuse larger archives")
+    serve.add_argument(
+        "--max-archive-mb", type=float, default=256, help="refuse larger archives (default 256)"
+    )
     serve.set_defaults(handler=lazy("labd.cli.replay_cmd:serve"))
 
     ca = verbs.add_parser("ca", help="write a new CA certificate for HTTPS replay")

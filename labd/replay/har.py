@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from labd.replay.errors import ArchiveError
+from labd.validation import MAX_DEPTH, too_deep
 
 Key = tuple[str, str, str, str, str]
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -35,6 +36,8 @@ DROPPED_HEADERS = {
 # character but tab (CR, LF or NUL would split or end the header: aiohttp refuses to send it).
 TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Text JSON would escape six bytes to one (NUL is \u0000): such a body is kept as base64.
+ESCAPED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def authority(scheme: str, host: str, port: int | None) -> str:
@@ -108,6 +111,10 @@ def load(path: Path, max_bytes: int, ignore_params: Iterable[str] = ()) -> Archi
         ) from e
     except UnicodeDecodeError as e:
         raise ArchiveError(f"{path}: not JSON text ({e.reason} at byte {e.start})") from e
+    except RecursionError:
+        document = None  # nested deeper than the parser's stack: refused just below
+    if document is None or too_deep(document):
+        raise ArchiveError(f"{path}: arrays and objects nested more than {MAX_DEPTH} deep")
     return parse(document, str(path), ignore_params)
 
 
@@ -122,8 +129,8 @@ def parse(document: Any, source: str, ignore_params: Iterable[str] = ()) -> Arch
         problems: list[str] = []
         try:
             key, response = _entry(entry, archive.ignore_params, problems)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            archive.skipped.append(f"entries[{i}]: {_reason(e)}")
+        except ValueError as e:
+            archive.skipped.append(f"entries[{i}]: {e}")
             continue
         archive.skipped.extend(f"entries[{i}]: {problem}" for problem in problems)
         archive.responses.setdefault(key, response)  # the first recording wins
@@ -132,44 +139,61 @@ def parse(document: Any, source: str, ignore_params: Iterable[str] = ()) -> Arch
     return archive
 
 
-def _reason(error: Exception) -> str:
-    if isinstance(error, KeyError):
-        return f"missing {error.args[0]!r}"
-    return str(error)
+def _object(parent: dict[str, Any], key: str, path: str) -> dict[str, Any]:
+    """parent[key], which must be a JSON object; the error names `path`."""
+    if key not in parent:
+        raise ValueError(f"missing {path!r}")
+    if not isinstance(value := parent[key], dict):
+        raise ValueError(f"{path}: expected an object, got {_json_type(value)}")
+    return value
 
 
-def _entry(
-    entry: dict[str, Any], ignore_params: frozenset[str], problems: list[str]
-) -> tuple[Key, Response]:
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    return "null" if value is None else names.get(type(value), "a number")
+
+
+def _entry(entry: Any, ignore_params: frozenset[str], problems: list[str]) -> tuple[Key, Response]:
     """The entry's key and response; what of it cannot be sent (a header, the status text) is
-    left out and described in `problems`."""
-    request = entry["request"]
-    response = entry["response"]
-    url = request["url"]
+    left out and described in `problems`. ValueError names the field that cannot be used."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"expected an object, got {_json_type(entry)}")
+    request = _object(entry, "request", "request")
+    response = _object(entry, "response", "response")
+    url = request.get("url")
     if not isinstance(url, str) or not urlsplit(url).hostname:
         raise ValueError(f"request.url {url!r} is not an absolute URL")
-    status = int(response["status"])
-    if not 100 <= status <= 599:
-        raise ValueError(f"response.status {status} is not an HTTP status")
+    status = response.get("status")
+    if isinstance(status, str) and status.isascii() and status.isdigit():
+        status = int(status)
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+        raise ValueError(f"response.status {status!r} is not an HTTP status code")
+    if status < 200:
+        raise ValueError(f"response.status {status}: an interim (1xx) response, not an answer")
     content = response.get("content") or {}
+    if not isinstance(content, dict):
+        raise ValueError(f"response.content: expected an object, got {_json_type(content)}")
     text = content.get("text")
     if text is None:
         body = b""  # HAR exports often leave bodies out (redirects, 304s, or by choice)
+    elif not isinstance(text, str):
+        raise ValueError(f"response.content.text: expected a string, got {_json_type(text)}")
     elif content.get("encoding") == "base64":
         try:
             body = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError) as e:
             raise ValueError(f"response.content.text: bad base64 ({e})") from None
     else:
-        body = str(text).encode("utf-8")
+        body = text.encode("utf-8")
     headers = _headers(response.get("headers") or [], problems)
     reason = str(response.get("statusText") or "")
     if BAD_VALUE.search(reason):
         problems.append(f"response.statusText {reason!r}: holds a control character; not sent")
         reason = ""
-    return request_key(str(request["method"]), url, ignore_params), Response(
-        status, reason, headers, body
-    )
+    method = request.get("method")
+    if not isinstance(method, str) or not TOKEN.fullmatch(method):
+        raise ValueError(f"request.method {method!r} is not an HTTP method")
+    return request_key(method, url, ignore_params), Response(status, reason, headers, body)
 
 
 def _headers(listed: Any, problems: list[str]) -> tuple[tuple[str, str], ...]:
@@ -179,6 +203,8 @@ def _headers(listed: Any, problems: list[str]) -> tuple[tuple[str, str], ...]:
         raise ValueError("response.headers: expected a list")
     kept = []
     for j, header in enumerate(listed):
+        if not isinstance(header, dict) or not {"name", "value"} <= header.keys():
+            raise ValueError(f"response.headers[{j}]: expected an object with name and value")
         name, value = str(header["name"]), str(header["value"])
         if name.lower() in DROPPED_HEADERS or name.startswith(":"):
             continue
@@ -205,13 +231,18 @@ def har_entry(
     started: str,
     time_ms: float,
 ) -> dict[str, Any]:
-    """One HAR 1.2 entry; bodies that are not UTF-8 text are stored as base64."""
+    """One HAR 1.2 entry; bodies that are not UTF-8 text, or hold control characters JSON
+    would escape six bytes to one, are stored as base64."""
     headers = list(headers)
     mime = next((v for k, v in headers if k.lower() == "content-type"), "")
     content: dict[str, Any] = {"size": len(body), "mimeType": mime}
     try:
-        content["text"] = body.decode("utf-8")
+        text: str | None = body.decode("utf-8")
     except UnicodeDecodeError:
+        text = None
+    if text is not None and not ESCAPED.search(text):
+        content["text"] = text
+    else:
         content["text"] = base64.b64encode(body).decode("ascii")
         content["encoding"] = "base64"
     query = parse_qsl(urlsplit(url).query, keep_blank_values=True)

@@ -4,18 +4,29 @@ a forward proxy's absolute-form), CONNECT tunnels for HTTPS through the proxy, a
 
 Each accepted socket is peeked at, not read: a TLS ClientHello starts TLS with the certificate
 the client's SNI asks for; "CONNECT " gets a tunnel; anything else goes to aiohttp's HTTP
-server as it is. A client that sends nothing is dropped after `idle_timeout`.
+server as it is.
+
+A flood cannot take the port away: a client has `timeout` seconds to send its first bytes, and
+as long for each request's headers (from connecting, or from the answer before); open
+connections are capped below the file descriptor limit (new ones wait in the listen queue
+meanwhile); and an accept that fails (EMFILE, ENFILE, ENOBUFS) is retried after a backoff.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import resource
 import socket
+import ssl
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
 from aiohttp import web
 
+from labd.errors import UsageError
 from labd.replay.certs import Authority
 from labd.tasks import TaskSet
 
@@ -23,24 +34,52 @@ log = structlog.get_logger("labd.replay")
 
 CONNECT = b"CONNECT "
 MAX_CONNECT_HEAD = 16 * 1024
+TIMEOUT_S = 30.0
+RESERVED_FDS = 64  # for the archive, logs, certificates, the event loop's own
+BACKOFF_S = (0.05, 2.0)  # an accept that failed is retried after this, doubling
+
+
+def connection_limit(fds_per_connection: int = 1) -> int:
+    """How many clients may be connected at once: what RLIMIT_NOFILE leaves after a reserve,
+    shared by the descriptors each one needs (two when recording: the client's and the
+    origin's)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 2**20
+    return max(1, (soft - RESERVED_FDS) // fds_per_connection)
 
 
 class Listener:
     def __init__(
         self,
-        server: web.Server,
+        handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]],
         host: str,
         port: int,
         authority: Authority | None = None,
-        idle_timeout: float = 30.0,
+        timeout: float = TIMEOUT_S,
+        max_connections: int | None = None,
+        **server_options: Any,
     ) -> None:
-        self.server = server
+        """Listen on host:port (a UsageError naming --host or --port when that cannot be);
+        `handler` answers each request (aiohttp's low-level server calls it)."""
+        # aiohttp's keep-alive timer runs from the connection's start or the answer before
+        # until a whole request has arrived: the time-out for a request's headers.
+        self.server = web.Server(
+            handler, access_log=None, keepalive_timeout=timeout, **server_options
+        )
         self.authority = authority
-        self.idle_timeout = idle_timeout
-        self.sock = socket.create_server((host, port), backlog=1024, reuse_port=False)
+        self.timeout = timeout
+        self.max_connections = max_connections or connection_limit()
+        try:
+            self.sock = socket.create_server((host, port), backlog=1024, reuse_port=False)
+        except OSError as e:
+            option = "--port" if e.errno == errno.EADDRINUSE else "--host"
+            raise UsageError(f"{option}: cannot listen on {host}:{port}: {e.strerror or e}") from e
         self.sock.setblocking(False)
         self.port: int = self.sock.getsockname()[1]
+        self.open: set[socket.socket] = set()  # accepted; closed ones pruned at the cap
         self.tasks = TaskSet("replay")  # the accept loop and each connection's set-up
+        self.warned = -60.0  # when the last warning was logged (monotonic): never yet
 
     async def start(self) -> None:
         self.tasks.spawn("accept", self._accept())
@@ -52,15 +91,42 @@ class Listener:
 
     async def _accept(self) -> None:
         loop = asyncio.get_running_loop()
+        backoff = BACKOFF_S[0]
         while True:
-            conn, _ = await loop.sock_accept(self.sock)
+            if not self._room():  # closed connections are noticed at the next count
+                self._warn("connection limit reached; new clients wait", limit=len(self.open))
+                await asyncio.sleep(BACKOFF_S[0])
+                continue
+            try:
+                conn, _ = await loop.sock_accept(self.sock)
+            except OSError as e:  # out of descriptors or buffers: wait for some to be freed
+                self._warn(
+                    "accept failed; retrying", error=e.strerror or str(e), open=len(self.open)
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_S[1])
+                continue
+            backoff = BACKOFF_S[0]
+            self.open.add(conn)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.tasks.spawn("connection", self._dispatch(conn))
+
+    def _warn(self, event: str, **fields: Any) -> None:
+        """At most one line a minute: a flood would otherwise write one per client."""
+        if (now := time.monotonic()) - self.warned >= 60:
+            self.warned = now
+            log.warning(event, **fields)
+
+    def _room(self) -> bool:
+        """Whether one more client fits; counting what is still open only when near the cap."""
+        if len(self.open) >= self.max_connections:
+            self.open = {conn for conn in self.open if conn.fileno() != -1}
+        return len(self.open) < self.max_connections
 
     async def _dispatch(self, conn: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         try:
-            first = await asyncio.wait_for(_peek(conn, len(CONNECT)), self.idle_timeout)
+            first = await asyncio.wait_for(_peek(conn, len(CONNECT)), self.timeout)
             if not first:
                 conn.close()
             elif first[0] == 0x16:  # a TLS handshake record
@@ -71,7 +137,7 @@ class Listener:
                     self.server,
                     conn,
                     ssl=self.authority.sni_context(),
-                    ssl_handshake_timeout=self.idle_timeout,
+                    ssl_handshake_timeout=self.timeout,
                 )
             elif first.startswith(CONNECT):
                 await loop.connect_accepted_socket(lambda: Tunnel(self), conn)
@@ -109,9 +175,7 @@ class Tunnel(asyncio.Protocol):
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
-        self.timer = asyncio.get_running_loop().call_later(
-            self.listener.idle_timeout, transport.close
-        )
+        self.timer = asyncio.get_running_loop().call_later(self.listener.timeout, transport.close)
 
     def data_received(self, data: bytes) -> None:
         assert self.transport is not None
@@ -124,17 +188,24 @@ class Tunnel(asyncio.Protocol):
         if self.timer is not None:
             self.timer.cancel()
         self.transport.pause_reading()
-        line = bytes(self.buffer[: self.buffer.find(b"\r\n")]).decode("latin-1")
+        # UTF-8 for a host in Unicode (IDNA-encoded below); other bytes fail that encoding
+        line = bytes(self.buffer[: self.buffer.find(b"\r\n")]).decode("utf-8", "surrogateescape")
         parts = line.split()
         if len(parts) != 3 or ":" not in parts[1]:
             self._refuse(400, "Bad Request")
             return
-        host = parts[1].rsplit(":", 1)[0].strip("[]")
         if self.listener.authority is None:
             self._refuse(501, "HTTPS needs a CA: labd replay serve --ca DIR")
             return
+        host = parts[1].rsplit(":", 1)[0].strip("[]")
+        try:  # a name the certificate cannot hold (empty, not IDNA) is refused before the 200
+            context = self.listener.authority.context(host.encode("idna").decode("ascii"))
+        except ValueError as e:  # UnicodeError included
+            log.info("connect_refused", host=ascii(host), error=str(e))
+            self._refuse(400, "Bad Request")
+            return
         # Held by the listener's task set: an unreferenced task can be collected mid-handshake.
-        self.listener.tasks.spawn("tunnel", self._upgrade(host))
+        self.listener.tasks.spawn("tunnel", self._upgrade(host, context))
 
     def _refuse(self, status: int, reason: str) -> None:
         assert self.transport is not None
@@ -143,8 +214,8 @@ class Tunnel(asyncio.Protocol):
         )
         self.transport.close()
 
-    async def _upgrade(self, host: str) -> None:
-        assert self.transport is not None and self.listener.authority is not None
+    async def _upgrade(self, host: str, context: ssl.SSLContext) -> None:
+        assert self.transport is not None
         loop = asyncio.get_running_loop()
         self.transport.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
         protocol = self.listener.server()
@@ -152,12 +223,12 @@ class Tunnel(asyncio.Protocol):
             tls = await loop.start_tls(
                 self.transport,
                 protocol,
-                self.listener.authority.context(host),
+                context,
                 server_side=True,
-                ssl_handshake_timeout=self.listener.idle_timeout,
+                ssl_handshake_timeout=self.listener.timeout,
             )
-        except (OSError, ConnectionError, TimeoutError) as e:
-            log.info("tls_handshake_failed", host=host, error=str(e))
+        except Exception as e:  # whatever went wrong, this tunnel ends and the others go on
+            log.info("tunnel_failed", host=host, error=f"{type(e).__name__}: {e}")
             self.transport.close()
             return
         if tls is None:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from labd.errors import InfrastructureError
+from labd.errors import EXIT_USAGE, CannotStart, InfrastructureError
 from labd.replay.shaping import PROFILES, Profile
 
 PR_SET_PDEATHSIG = 1  # prctl(2) option
@@ -67,7 +67,8 @@ class ReplayProcess:
         return int(self.ready["listening"])
 
     async def start(self, ready_within: float = 60.0) -> dict[str, Any]:
-        """Start and wait until it listens; its own error message when it cannot."""
+        """Start and wait until it listens; its own error message when it cannot: CannotStart
+        for what the job gave it (an archive that does not load), else InfrastructureError."""
         self.process = await asyncio.create_subprocess_exec(
             *self.command,
             stdout=asyncio.subprocess.PIPE,
@@ -85,10 +86,10 @@ class ReplayProcess:
             ) from None
         if not line:
             error = (await self.process.stderr.read()).decode(errors="replace").strip()
-            await self.process.wait()
-            raise InfrastructureError(
-                f"replay server failed: {error.splitlines()[-1] if error else 'no output'}"
-            )
+            reason = error.splitlines()[-1] if error else "no output"
+            if await self.process.wait() == EXIT_USAGE:  # the job's archive: not the device's fault
+                raise CannotStart(f"replay server: {reason}")
+            raise InfrastructureError(f"replay server failed: {reason}")
         self.ready = json.loads(line)
         return self.ready
 
@@ -104,7 +105,9 @@ class ReplayProcess:
             self.process.kill()
             await self.process.wait()
             return {}
-        lines = [line for line in rest.decode().splitlines() if line.startswith("{")]
+        lines = [
+            line for line in rest.decode(errors="replace").splitlines() if line.startswith("{")
+        ]
         return json.loads(lines[-1]) if lines else {}
 
 

@@ -1,16 +1,25 @@
 """Record: a forward proxy (plain HTTP, and CONNECT for HTTPS through the replay CA) that
-fetches each request from its origin and keeps it as a HAR 1.2 entry, bodies included."""
+fetches each request from its origin and keeps it as a HAR 1.2 entry, bodies included.
+
+What an origin can cost is bounded: a body is read decoded (gzip and the like) up to
+`max_body` bytes and refused past it; a body that ends early is not recorded; a client that
+leaves cancels its request to the origin. A request for the recorder's own address is
+refused rather than sent round in a loop."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import ipaddress
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
 
 import structlog
 from aiohttp import ClientError, ClientSession, web
+from yarl import URL
 
 from labd import __version__
 from labd.replay.har import DROPPED_HEADERS, har_document, har_entry
@@ -19,15 +28,26 @@ from labd.replay.replaying import request_url
 log = structlog.get_logger("labd.replay")
 
 
+class TooLarge(Exception):
+    """The origin's body is over the recorder's limit."""
+
+
 class RecordHandler:
-    def __init__(self, session: ClientSession, out: Path) -> None:
+    def __init__(self, session: ClientSession, out: Path, max_body: int) -> None:
         self.session = session
         self.out = out
+        self.max_body = max_body
         self.entries: list[dict[str, Any]] = []
         self.failed = 0
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         url = request_url(request)
+        if await _is_itself(request, URL(url)):
+            return web.Response(
+                status=400,
+                text=f"labd replay record: {url} is this recorder itself; "
+                "set it as the browser's proxy and ask for the site\n",
+            )
         body = await request.read()
         headers = [
             (k, v)
@@ -40,16 +60,17 @@ class RecordHandler:
             async with self.session.request(
                 request.method, url, headers=headers, data=body or None, allow_redirects=False
             ) as upstream:
-                payload = await upstream.read()  # decoded: HAR keeps bodies uncompressed
+                payload = await self._read(upstream.content)  # decoded, as HAR keeps them
                 status, reason = upstream.status, upstream.reason or ""
                 reply_headers = [
                     (k, v) for k, v in upstream.headers.items() if k.lower() not in DROPPED_HEADERS
                 ]
-        except (ClientError, TimeoutError, OSError) as e:
+        except (ClientError, TimeoutError, OSError, TooLarge) as e:
             self.failed += 1
-            log.warning("record_upstream_failed", url=url, error=str(e) or type(e).__name__)
+            why = str(e) or type(e).__name__
+            log.warning("record_upstream_failed", url=url, error=why)
             return web.Response(
-                status=502, text=f"labd replay record: {url}: {e or type(e).__name__}\n"
+                status=502, text=f"labd replay record: {url}: {why}; not recorded\n"
             )
         elapsed = (time.perf_counter() - began) * 1000
         self.entries.append(
@@ -70,9 +91,51 @@ class RecordHandler:
             status=status, reason=reason or None, headers=reply_headers, body=payload
         )
 
+    async def _read(self, content: Any) -> bytes:
+        """The whole body, decoded, or TooLarge as soon as it passes the limit; a body cut short
+        raises ClientPayloadError from aiohttp."""
+        chunks, size = [], 0
+        async for chunk in content.iter_any():
+            size += len(chunk)
+            if size > self.max_body:
+                raise TooLarge(
+                    f"the body is over the limit of {self.max_body / 2**20:g} MiB "
+                    "(labd replay record --max-body-mb)"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     def write(self) -> Path:
         """The archive, replaced atomically so a reader never sees half of it."""
         partial = self.out.with_name(self.out.name + ".partial")
         partial.write_text(json.dumps(har_document(self.entries, __version__), indent=1))
         partial.replace(self.out)
         return self.out
+
+
+async def _is_itself(request: web.BaseRequest, url: URL) -> bool:
+    """Whether `url` names this recorder: the port the client reached it on, on an address of
+    this machine (loopback, the listening one, any local one)."""
+    here = request.transport.get_extra_info("sockname") if request.transport else None
+    if not here or url.host is None or url.port != here[1]:
+        return False
+    loop = asyncio.get_running_loop()
+    try:
+        found = await asyncio.wait_for(
+            loop.getaddrinfo(url.host, url.port, type=socket.SOCK_STREAM), 5
+        )
+    except (OSError, TimeoutError):
+        return False  # unknown here: the origin request fails on its own
+    return any(_local(info[0], str(info[4][0])) for info in found)
+
+
+def _local(family: int, address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if ip.is_loopback or ip.is_unspecified:
+        return True
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((address, 0))  # only an address of this machine can be bound
+        except OSError:
+            return False
+    return True

@@ -7,6 +7,7 @@ every reason instead of failing on a device later.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -29,6 +30,11 @@ from labd.validation import describe_errors, did_you_mean
 log = structlog.get_logger("labd.scheduler")
 
 DEVICES_MAX_AGE_S = 5.0
+
+
+# Submits checking archives at once (a CI burst of network jobs) load them one after another,
+# so the check's memory is that of one archive, not of one per submit thread.
+_ONE_ARCHIVE_AT_A_TIME = threading.Lock()
 
 
 class JobService:
@@ -136,17 +142,24 @@ class JobService:
         path, problem = archive_path(spec.network, self.replay)
         if problem:
             problems.append(f"{source}: {problem}")
-        elif isinstance(url := spec.params.get("url"), str) and url.startswith("http"):
-            problems += self._url_in_archive(url, path, spec.network.ignore_params, source)
+        else:
+            url = spec.params.get("url")
+            page = url if isinstance(url, str) and url.startswith("http") else None
+            problems += self._archive_problems(path, spec.network.ignore_params, page, source)
         return problems
 
-    def _url_in_archive(self, url: str, path: Any, ignore: list[str], source: str) -> list[str]:
-        """A page the archive lacks would be a 404 from the replay server: say so now."""
+    def _archive_problems(
+        self, path: Any, ignore: list[str], url: str | None, source: str
+    ) -> list[str]:
+        """The archive is loaded as the replay server will load it (within
+        replay.max_archive_mb): one that cannot be served, or that lacks the page (a 404 from
+        the replay server), is refused now rather than failing every attempt."""
         try:
-            archive = load(path, int(self.replay.max_archive_mb * 2**20), ignore)
+            with _ONE_ARCHIVE_AT_A_TIME:  # each load holds a few times the archive's size
+                archive = load(path, int(self.replay.max_archive_mb * 2**20), ignore)
         except UsageError as e:
             return [f"{source}: network.archive: {e}"]
-        if archive.find("GET", url) is None:
+        if url is not None and archive.find("GET", url) is None:
             return [f"{source}: params.url: {url} is not in the archive {path.name}"]
         return []
 

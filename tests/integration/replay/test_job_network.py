@@ -130,3 +130,30 @@ async def test_the_job_reaches_its_pages_through_the_shaped_replay_server(
     for fast_ms, shaped_ms in zip(fetched["fast"], fetched["slow"], strict=True):
         assert shaped_ms >= 500 and fast_ms < shaped_ms - 250
     assert all(shaped.values["wall_time_ms"] >= 500 for shaped in slow)  # its run holds it
+
+
+async def test_an_archive_that_cannot_be_served_is_refused_at_submit(
+    store: Store, archives: Path
+) -> None:
+    """A truncated or 100,000-deep archive passed submit, then failed every attempt as an
+    infrastructure failure (the device quarantined after three); with params.url the deep one
+    was an HTTP 500 (RecursionError)."""
+    (archives / "cut.har").write_text('{"log": {"entries": [')
+    (archives / "deep.har").write_text("[" * 100_000 + "]" * 100_000)
+    jobs = JobService(
+        store,
+        {"host": HostDriver(HostOptions(), "h1")},
+        EventBus(),
+        replay=ReplaySettings(archive_dir=str(archives)),
+        policy=policy_for_tests(),
+    )
+    for name, says in (
+        ("cut.har", r"not JSON .*truncated\?"),
+        ("deep.har", "arrays and objects nested more than 64"),
+    ):
+        for url in (None, "http://site.test/"):
+            job = spec(archive=name)
+            if url:
+                job["params"]["url"] = url
+            with pytest.raises(InvalidSpec, match=rf"job.toml: network.archive: .*{name}: {says}"):
+                await jobs.submit(job, "job.toml", submitter="t")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import signal
 import ssl
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from subprocess import PIPE
 
@@ -103,3 +104,164 @@ async def test_record_then_replay(origins: tuple[int, int, Path], tmp_path: Path
     finally:
         summary = await server.stop()
     assert summary["served"] == 3 and summary["missed"] == 0
+
+
+class Origin:
+    """A raw origin on loopback: /hang never answers, /endless streams for ever, /bomb is
+    gzip of 8 MiB of zeros (8 KiB on the wire), /short promises more than it sends, anything
+    else is a small page. It counts the connections open to it."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.bomb = gzip.compress(b"\0" * 8 * 2**20)
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self.serve, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.open += 1
+        try:
+            path = (await reader.readuntil(b"\r\n\r\n")).split()[1]
+            if path == b"/hang":
+                await reader.read()  # until the recorder gives up on it
+            elif path == b"/endless":
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n")
+                while True:
+                    writer.write(b"z" * 65536)
+                    await writer.drain()
+            elif path == b"/bomb":
+                head = (
+                    f"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {len(self.bomb)}"
+                )
+                writer.write(head.encode() + b"\r\n\r\n" + self.bomb)
+            elif path == b"/short":
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nonly a bit")
+            else:
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self.open -= 1
+            writer.close()
+
+
+@pytest.fixture
+async def origin() -> AsyncIterator[tuple[Origin, int]]:
+    server = Origin()
+    port = await server.start()
+    yield server, port
+    server.server.close()
+
+
+Recorder = Callable[..., Awaitable[tuple[asyncio.subprocess.Process, int]]]
+
+
+@pytest.fixture
+async def recording() -> AsyncIterator[Recorder]:
+    """Starts `labd replay record OUT OPTIONS...`: (the process, its port); killed after the
+    test if it still runs."""
+    started = []
+
+    async def start(out: Path, *options: str) -> tuple[asyncio.subprocess.Process, int]:
+        command = [sys.executable, "-m", "labd", "replay", "record", str(out), "--port", "0"]
+        recorder = await asyncio.create_subprocess_exec(
+            *command, *options, stdout=PIPE, stderr=PIPE
+        )
+        started.append(recorder)
+        assert recorder.stdout is not None
+        return recorder, json.loads(await recorder.stdout.readline())["listening"]
+
+    yield start
+    for recorder in started:
+        if recorder.returncode is None:
+            recorder.kill()
+            await recorder.wait()
+
+
+async def recorded(recorder: asyncio.subprocess.Process, out: Path) -> list[str]:
+    recorder.send_signal(signal.SIGINT)
+    await asyncio.wait_for(recorder.communicate(), 30)
+    return [e["request"]["url"] for e in json.loads(out.read_text())["log"]["entries"]]
+
+
+async def test_a_request_for_the_recorder_itself_is_refused(
+    recording: Recorder, tmp_path: Path
+) -> None:
+    """It went round through itself until the 64 upstream slots were full; then everyone hung."""
+    out = tmp_path / "site.har"
+    recorder, port = await recording(out)
+    proxy = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
+        for url in (f"http://127.0.0.1:{port}/", f"http://localhost:{port}/x"):
+            async with http.get(url, proxy=proxy) as r:
+                assert r.status == 400 and "is this recorder itself" in await r.text()
+        async with http.get(f"http://127.0.0.1:{port}/", headers={"Host": f"[::1]:{port}"}) as r:
+            assert r.status == 400  # origin-form, asking for itself by another name
+    assert await recorded(recorder, out) == []
+
+
+async def test_a_hanging_origin_holds_neither_the_others_nor_its_slots(
+    origin: tuple[Origin, int], recording: Recorder, tmp_path: Path
+) -> None:
+    """70 requests to an origin that never answers used to take all 64 shared upstream slots,
+    every other origin waiting behind them, and to keep them after the clients had left."""
+    server, port = origin
+    out = tmp_path / "site.har"
+    recorder, recorder_port = await recording(out)
+    proxy = f"http://127.0.0.1:{recorder_port}"
+    async with aiohttp.ClientSession() as http:
+        hanging = [
+            asyncio.ensure_future(http.get(f"http://127.0.0.1:{port}/hang", proxy=proxy))
+            for _ in range(70)
+        ]
+        await asyncio.sleep(1)
+        assert server.open == 16  # one origin's share
+        other = f"http://localhost:{port}/page"  # another origin: same server, another name
+        async with http.get(other, proxy=proxy, timeout=aiohttp.ClientTimeout(total=3)) as r:
+            assert r.status == 200
+        for request in hanging:
+            request.cancel()  # the clients leave...
+        await asyncio.gather(*hanging, return_exceptions=True)
+        for _ in range(20):
+            await asyncio.sleep(0.1)
+            if server.open == 0:
+                break
+        assert server.open == 0  # ...and so do their requests to the origin
+        page = f"http://127.0.0.1:{port}/page"
+        async with http.get(page, proxy=proxy, timeout=aiohttp.ClientTimeout(total=3)) as r:
+            assert r.status == 200
+    assert sorted(await recorded(recorder, out)) == [f"http://127.0.0.1:{port}/page", other]
+
+
+async def test_bodies_over_the_limit_or_cut_short_are_refused_and_not_recorded(
+    origin: tuple[Origin, int], recording: Recorder, tmp_path: Path
+) -> None:
+    """An endless body grew the recorder to 7 GB and was recorded when the origin died; 200 KB
+    of gzip became a 200 MB entry."""
+    _, port = origin
+    out = tmp_path / "site.har"
+    recorder, recorder_port = await recording(out, "--max-body-mb", "1")
+    proxy = f"http://127.0.0.1:{recorder_port}"
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+        for path, says in (
+            ("/endless", "over the limit of 1 MiB"),
+            ("/bomb", "over the limit of 1 MiB"),
+            ("/short", "not recorded"),
+        ):
+            url = f"http://127.0.0.1:{port}{path}"
+            async with http.get(url, proxy=proxy) as r:
+                text = await r.text()
+                assert r.status == 502 and url in text and says in text, text
+        async with http.get(f"http://127.0.0.1:{port}/page", proxy=proxy) as r:
+            assert r.status == 200
+        peak_kib = int(
+            next(
+                line.split()[1]
+                for line in Path(f"/proc/{recorder.pid}/status").read_text().splitlines()
+                if line.startswith("VmHWM:")
+            )
+        )
+    assert peak_kib < 200 * 1024  # Python, aiohttp and a body at the limit, not the stream
+    assert await recorded(recorder, out) == [f"http://127.0.0.1:{port}/page"]

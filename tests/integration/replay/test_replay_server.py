@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from labd.errors import InfrastructureError
+from labd.errors import CannotStart
 from labd.replay.certs import CA_CERT, write_ca
 from labd.replay.har import har_document, har_entry
 from labd.replay.process import ReplayProcess
@@ -145,11 +145,18 @@ async def test_hostile_clients_do_not_stop_the_others(plain: ReplayProcess) -> N
         w.close()
 
 
-async def test_a_broken_archive_fails_at_start_with_the_reason(tmp_path: Path) -> None:
+async def test_a_broken_archive_fails_the_job_not_the_device(tmp_path: Path) -> None:
+    """A truncated or 100,000-deep archive is the job's own failure (CannotStart), named; the
+    deep one was a RecursionError reported as an infrastructure failure, which quarantined
+    the device after three attempts."""
     broken = tmp_path / "broken.har"
     broken.write_text('{"log": {"entries": [')
-    with pytest.raises(InfrastructureError, match=r"broken.har: not JSON .* truncated\?"):
+    with pytest.raises(CannotStart, match=r"broken.har: not JSON .* truncated\?"):
         await started(broken, PROFILES["none"])
+    deep = tmp_path / "deep.har"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CannotStart, match=r"deep.har: arrays and objects nested more than 64"):
+        await started(deep, PROFILES["none"])
 
 
 async def test_headers_http_cannot_carry_are_skipped_and_the_rest_served(tmp_path: Path) -> None:
@@ -176,3 +183,24 @@ async def test_headers_http_cannot_carry_are_skipped_and_the_rest_served(tmp_pat
     finally:
         summary = await server.stop()
     assert summary["served"] == 2 and summary["client_errors"] == 0
+
+
+async def test_connect_to_a_host_no_certificate_can_name_is_refused(
+    plain: ReplayProcess, ca: Path
+) -> None:
+    """An empty or non-IDNA host was answered "200 Connection Established", then the
+    certificate raised ValueError and the client hung; a Unicode name is IDNA-encoded."""
+    for host in (b"", b"a" * 64 + b".test", b"\xff.test"):
+        reader, writer = await asyncio.open_connection("127.0.0.1", plain.port)
+        writer.write(b"CONNECT " + host + b":443 HTTP/1.1\r\n\r\n")
+        assert (await asyncio.wait_for(reader.readline(), 2)).split()[1] == b"400", host
+        writer.close()
+    reader, writer = await asyncio.open_connection("127.0.0.1", plain.port)
+    writer.write("CONNECT bücher.test:443 HTTP/1.1\r\n\r\n".encode())
+    assert (await asyncio.wait_for(reader.readline(), 2)).split()[1] == b"200"
+    await reader.readline()
+    trust = ssl.create_default_context(cafile=str(ca / CA_CERT))
+    await asyncio.wait_for(writer.start_tls(trust, server_hostname="xn--bcher-kva.test"), 5)
+    writer.write(b"GET / HTTP/1.1\r\nHost: xn--bcher-kva.test\r\nConnection: close\r\n\r\n")
+    assert (await asyncio.wait_for(reader.readline(), 2)).split()[1] == b"404"  # a miss, served
+    writer.close()

@@ -9,8 +9,6 @@ import socket
 import tracemalloc
 from pathlib import Path
 
-from aiohttp import web
-
 from labd.replay.har import har_document, har_entry, load
 from labd.replay.listener import Listener
 from labd.replay.replaying import ReplayHandler
@@ -27,7 +25,7 @@ async def _serve_slow_readers(tmp_path: Path, profile: Profile) -> tuple[int, li
     path = tmp_path / "big.har"
     path.write_text(json.dumps(har_document([entry], "test")))
     handler = ReplayHandler(load(path, 2**30), Shaper(profile))
-    listener = Listener(web.Server(handler, access_log=None), "127.0.0.1", 0)
+    listener = Listener(handler, "127.0.0.1", 0)
     await listener.start()
     tracemalloc.start()
     try:

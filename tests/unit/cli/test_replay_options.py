@@ -5,6 +5,7 @@ server started with values a manifest refuses (`--loss nan`, `--jitter-ms 1e300`
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -25,19 +26,26 @@ def har(tmp_path: Path) -> Path:
     ("option", "value", "says"),
     [
         ("--latency-ms", "-1", "greater than or equal to 0"),
-        ("--latency-ms", "nan", "less than or equal to 10000"),
-        ("--latency-ms", "inf", "less than or equal to 10000"),
+        ("--latency-ms", "nan", "must be a finite number, got nan"),
+        ("--latency-ms", "inf", "must be a finite number, got inf"),
         ("--latency-ms", "1e308", "less than or equal to 10000"),
         ("--down-kbps", "-5", "greater than or equal to 0"),
-        ("--down-kbps", "nan", "greater than or equal to 0"),
-        ("--up-kbps", "inf", "finite number"),
-        ("--down-kbps", "inf", "finite number"),
-        ("--down-kbps", "-inf", "greater than or equal to 0"),
+        ("--down-kbps", "nan", "must be a finite number"),
+        ("--up-kbps", "nan", "must be a finite number"),
+        ("--up-kbps", "inf", "must be a finite number"),
+        ("--down-kbps", "-inf", "must be a finite number"),
         ("--loss", "1.5", "less than 1"),
-        ("--loss", "nan", "less than 1"),
+        ("--loss", "nan", "must be a finite number"),
         ("--loss", "-0.1", "greater than or equal to 0"),
-        ("--jitter-ms", "nan", "less than or equal to 10000"),
+        ("--jitter-ms", "nan", "must be a finite number"),
         ("--jitter-ms", "1e300", "less than or equal to 10000"),
+        # These were a ValueError or OverflowError (exit 3), or accepted (-1).
+        ("--max-archive-mb", "nan", "must be a finite number above 0, got nan"),
+        ("--max-archive-mb", "inf", "must be a finite number above 0, got inf"),
+        ("--max-archive-mb", "-1", "must be a finite number above 0, got -1"),
+        ("--max-archive-mb", "0", "must be a finite number above 0"),
+        ("--profile", "", "network profile '': unknown"),  # was silently no profile
+        ("--host", "999.1.1.1", "cannot listen on 999.1.1.1:0"),  # was "unexpected error"
         ("--port", "99999", "must be from 0 to 65535"),
         ("--port", "-1", "must be from 0 to 65535"),
     ],
@@ -45,11 +53,31 @@ def har(tmp_path: Path) -> Path:
 def test_a_bad_option_is_one_line_naming_it_exit_2(
     har: Path, option: str, value: str, says: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["replay", "serve", str(har), f"{option}={value}"]) == 2
+    assert cli.main(["replay", "serve", str(har), "--port=0", f"{option}={value}"]) == 2
     captured = capsys.readouterr()
     (line,) = captured.err.strip().splitlines()
     assert line.startswith(f"{option}: ") and says in line, line
     assert captured.out == ""  # no start line: the server never started
+
+
+def test_a_port_in_use_is_a_usage_error_naming_it(
+    har: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was "unexpected error: OSError", exit 3."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        for command in (["serve", str(har)], ["record", str(har.with_name("out.har"))]):
+            assert cli.main(["replay", *command, "--port", str(port)]) == 2
+            (line,) = capsys.readouterr().err.strip().splitlines()
+            assert line.startswith(f"--port: cannot listen on 127.0.0.1:{port}: "), line
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_record_checks_its_body_limit(
+    tmp_path: Path, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["replay", "record", str(tmp_path / "out.har"), f"--max-body-mb={value}"]) == 2
+    assert capsys.readouterr().err.startswith("--max-body-mb: must be a finite number above 0")
 
 
 def test_record_checks_its_port_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,3 +104,14 @@ def test_the_manifest_refuses_what_the_options_refuse(key: str) -> None:
 def test_a_stored_spec_with_an_infinite_bandwidth_stays_readable() -> None:
     stored = {"archive": "site.har", "down_kbps": float("inf")}
     assert NetworkSpec.model_validate(stored, context={"stored": True}).down_kbps == float("inf")
+
+
+def test_an_archive_nested_too_deep_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It crashed with RecursionError (exit 3, a crash log)."""
+    deep = tmp_path / "deep.har"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert cli.main(["replay", "serve", str(deep), "--port=0"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"{deep}: arrays and objects nested more than 64 deep"

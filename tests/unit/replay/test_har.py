@@ -209,3 +209,82 @@ def test_profiles_are_named_with_their_values() -> None:
     assert not PROFILES["none"].shaped
     with pytest.raises(UsageError, match="network profile '5g': unknown; known: none, 2g"):
         profile("5g")
+
+
+def test_interim_statuses_are_skipped_with_the_reason() -> None:
+    """A recorded 100, 101 (a WebSocket upgrade) or 199 was served as the answer: clients hung."""
+    har = archive_of(
+        entry("http://e.test/"),
+        *(entry(f"http://e.test/{status}", status=status) for status in (100, 101, 199)),
+    )
+    archive = parse(har, "x")
+    assert len(archive) == 1
+    assert archive.skipped == [
+        f"entries[{i}]: response.status {status}: an interim (1xx) response, not an answer"
+        for i, status in ((1, 100), (2, 101), (3, 199))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("broken", "says"),
+    [
+        (7, "expected an object, got a number"),
+        ({"request": [], "response": {}}, "request: expected an object, got an array"),
+        (
+            {"request": {"url": "http://e.test/"}, "response": "x"},
+            "response: expected an object, got a string",
+        ),
+        (
+            {"request": {"method": "GET", "url": "http://e.test/"}, "response": {"status": "abc"}},
+            "response.status 'abc' is not an HTTP status code",
+        ),
+        (
+            {"request": {"method": "GET", "url": "http://e.test/"}, "response": {"status": True}},
+            "response.status True is not an HTTP status code",
+        ),
+        (
+            {"request": {"method": 3, "url": "http://e.test/"}, "response": {"status": 200}},
+            "request.method 3 is not an HTTP method",
+        ),
+        (
+            {
+                "request": {"method": "GET", "url": "http://e.test/"},
+                "response": {"status": 200, "content": {"text": {"a": 1}}},
+            },
+            "response.content.text: expected a string, got an object",
+        ),
+        (
+            {
+                "request": {"method": "GET", "url": "http://e.test/"},
+                "response": {"status": 200, "headers": ["Content-Type: text/html"]},
+            },
+            "response.headers[0]: expected an object with name and value",
+        ),
+    ],
+)
+def test_a_skipped_entry_names_the_field_and_what_was_expected(broken: Any, says: str) -> None:
+    """They said "invalid literal for int()", "'int' object is not subscriptable", "string
+    indices must be integers"."""
+    har = archive_of(entry("http://e.test/"))
+    har["log"]["entries"].append(broken)
+    assert parse(har, "x").skipped == [f"entries[1]: {says}"]
+
+
+@pytest.mark.parametrize("depth", [65, 100_000])
+def test_deep_nesting_is_refused_before_anything_recursive(tmp_path: Path, depth: int) -> None:
+    """100,000 levels raised RecursionError from the JSON parser (a crash of `labd replay
+    serve`, an HTTP 500 at submit); 65 is past the limit labd keeps for all JSON it takes in."""
+    deep = tmp_path / "deep.har"
+    deep.write_text('{"log": {"entries": ' + "[" * depth + "]" * depth + "}}")
+    with pytest.raises(ArchiveError, match=r"deep.har: arrays and objects nested more than 64"):
+        load(deep, 64 * MiB)
+
+
+def test_bodies_with_control_characters_are_stored_as_base64() -> None:
+    """JSON writes NUL as \\u0000: 40 KB of gzip (200 MB of zeros) made a 1.2 GB archive."""
+    body = b"\0" * 1000
+    recorded = har_entry("GET", "http://e.test/", [], b"", 200, "OK", [], body, WHEN, 1)
+    content = recorded["response"]["content"]
+    assert content["encoding"] == "base64" and len(json.dumps(content["text"])) < 1400
+    found = parse(archive_of(recorded), "x").find("GET", "http://e.test/")
+    assert found is not None and found.body == body
