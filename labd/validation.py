@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from labd.redact import is_secret_name, redact_text
+from labd.visible import quoted
 
 # Arrays and objects inside one another that an MQTT payload or an API request body may hold
 # (a spec's params.env is 4 deep). Checked right after parsing, before anything recursive
@@ -64,10 +65,8 @@ def _describe(
     reason = err["msg"][:1].lower() + err["msg"][1:]
     value = err.get("input")
     if isinstance(value, str | int | float | bool) and not _may_hold_secrets(loc):
-        shown = repr(redact_text(value) if isinstance(value, str) else value)  # URL passwords
-        if len(shown) > SHOWN_MAX:  # a 5,000-character value is not repeated whole
-            shown = f"{shown[:SHOWN_MAX]}... ({len(shown):,} characters)"
-        reason += f", got {shown}"
+        shown = redact_text(value) if isinstance(value, str) else value  # a password in a URL
+        reason += f", got {quoted(shown, SHOWN_MAX)}"
     return f"{source}: {key}: {reason}"
 
 

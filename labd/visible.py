@@ -6,10 +6,12 @@ screen; in a terminal or a web page alike, a bidi override reorders what is read
 `safe\\u202eexe.txt` reads as `safetxt.exe`). `shown` writes control characters, bidi
 controls and lone surrogates as visible escapes (`\\x1b`, `\\u202e`). The CLI passes every
 human-readable line through it (`labd.cli.text`), the console every page (`labd.console`).
+`quoted` is how an error message quotes a value it refuses: never repeated whole.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 # C0 and C1 controls (ESC, BEL, CR, DEL, CSI ...), the bidi marks, embeddings, overrides and
@@ -38,3 +40,13 @@ def shown(text: object, *, lines: bool = False) -> str:
     if lines:
         return "\n".join(_UNSAFE.sub(_escaped, part) for part in value.split("\n"))
     return _UNSAFE.sub(_escaped, value)
+
+
+def quoted(value: object, limit: int = 40) -> str:
+    """`value` as an error message quotes it (its repr), cut past `limit` characters with its
+    length: one of 100,000 digits is not repeated whole, and an integer too long for Python
+    to write (over 4,300 digits) is described instead."""
+    if isinstance(value, int) and value.bit_length() > 13_000:
+        return f"an integer of about {round(value.bit_length() * math.log10(2)):,} digits"
+    text = value if isinstance(value, str) else repr(value)
+    return repr(value) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"

@@ -22,6 +22,7 @@ from typing import Any
 
 from labd.metric_specs import directions_of, metric_specs
 from labd.stats.textfile import DataError, TextFile, first_text, lines, whole
+from labd.visible import quoted
 
 TIME_METRIC = re.compile(r"(_ms|_s|_us|_ns|_seconds|_time|time)$")
 # Metrics of a sample file and series of a history file. Talos and Raptor results hold tens to
@@ -50,30 +51,24 @@ def out_of_range(value: float) -> bool:
     return not math.isfinite(value) or abs(value) > LARGEST or 0 < abs(value) < SMALLEST
 
 
-def _shown(value: Any, limit: int = 40) -> str:
-    """A value as an error message quotes it: one of 100,000 digits is not repeated whole."""
-    text = value if isinstance(value, str) else repr(value)
-    return repr(value) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
-
-
 def _number(text: str, where: str, metric: str = "") -> float:
     try:
         value: float | None = float(text)
     except ValueError:
         value = None
     if value is None or "_" in text:  # float() reads "1_100" as 1100: no CSV cell means that
-        raise DataError(f"{where}: not a number: {_shown(text)}")
+        raise DataError(f"{where}: not a number: {quoted(text)}")
     if text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
-        raise DataError(f"{where}: not a finite number: {_shown(text)}")
+        raise DataError(f"{where}: not a finite number: {quoted(text)}")
     if out_of_range(value):
         # A numeral too large for a float (1e400) is out of range too, not "not finite".
-        shown = f"{value:g}" if math.isfinite(value) else _shown(text)
+        shown = f"{value:g}" if math.isfinite(value) else quoted(text)
         raise DataError(
             f"{where}: {shown} is out of range: magnitudes from {SMALLEST:g} to {LARGEST:g}"
             " (or 0); give the values in another unit"
         )
     if value < 0 and TIME_METRIC.search(metric):
-        raise DataError(f"{where}: negative duration {value:g} for {_shown(metric)}")
+        raise DataError(f"{where}: negative duration {value:g} for {quoted(metric)}")
     return value
 
 
@@ -134,7 +129,7 @@ def _one_more(known: dict[str, Any], kind: str, where: str, name: str) -> None:
     most = MOST_METRICS if kind == "metrics" else MOST_SERIES
     if len(known) >= most:
         raise DataError(
-            f"{where}: more than {most:,} {kind} ({_shown(name)} is one more): at most"
+            f"{where}: more than {most:,} {kind} ({quoted(name)} is one more): at most"
             f" {most:,} are read at once"
         )
 
@@ -177,7 +172,7 @@ def samples_from_results(data: Any, name: str) -> Samples:
         where = f"{name}: iteration {it.get('index')}"
         for metric, value in _field(it, "values", dict, where, {}).items():
             if isinstance(value, bool) or not isinstance(value, int | float | str):
-                raise DataError(f"{where}: {metric}: not a number: {_shown(value)}")
+                raise DataError(f"{where}: {metric}: not a number: {quoted(value)}")
             if metric not in samples.values:
                 _one_more(samples.values, "metrics", where, metric)
             samples.values.setdefault(metric, []).append(_number(str(value), where, metric))
