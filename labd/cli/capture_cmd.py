@@ -118,8 +118,12 @@ def capture(args: argparse.Namespace) -> int:
     else:
         import adbutils
 
-        device = adbutils.adb.device(serial=args.adb)
-        width, height = device.window_size()
+        from labd.cli.adb import adb_device, adb_failure
+
+        try:
+            width, height = adb_device(args.adb).window_size()
+        except (adbutils.AdbError, OSError) as e:
+            raise adb_failure(args.adb, e) from e
         spec = SourceSpec("h264", args.adb, size=(width, height), fps=args.fps,
                           command=tuple(_adb_command(args.adb, (width, height))))  # fmt: skip
     recorder = Recorder(spec, Path(args.output), seconds=args.seconds)

@@ -2,8 +2,8 @@
 
 From a device the log is read as it arrives (whatever the socket holds, never a fixed block),
 so each iteration prints the moment its fullyLoaded line comes; Ctrl-C prints the iteration
-still open and the summary of what was found so far. The adb server is the one adb itself
-would use: $ANDROID_ADB_SERVER_HOST and $ANDROID_ADB_SERVER_PORT, else 127.0.0.1:5037.
+still open and the summary of what was found so far. The phone is reached as `labd.cli.adb`
+says.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from labd.cli.adb import adb_device, adb_failure
 from labd.cli.text import shown
-from labd.errors import InfrastructureError, UsageError
+from labd.errors import UsageError
 
 LOGCAT = ("logcat", "-v", "threadtime")
 POLL_S = 0.2  # how soon a Ctrl-C ends a quiet log
@@ -94,10 +95,9 @@ def _device_lines(serial: str, stopped: Callable[[], bool]) -> Iterable[str]:
     import adbutils
 
     try:
-        device = adbutils.adb.device(serial=serial)
-        stream = device.shell(shlex.join(LOGCAT), stream=True)
+        stream = adb_device(serial).shell(shlex.join(LOGCAT), stream=True)
     except (adbutils.AdbError, OSError) as e:
-        raise InfrastructureError(f"device {serial}: {e}") from e
+        raise adb_failure(serial, e) from e
     pending = b""
     stream.conn.settimeout(POLL_S)
     try:

@@ -167,9 +167,9 @@ class MqttBridge:
                 # labd's session at the broker instead of arriving to be refused.
                 await self._until_store_answers()
                 async with self._client_for() as client:
-                    # Connected for /readyz and the metric once the broker is seen delivering.
+                    # Connected for /readyz, the metric and the log once the broker is seen
+                    # delivering (`_delivering`).
                     self._client = client
-                    log.info("mqtt connected", broker=self.address, protocol=self.protocol.name)
                     await self._session(client)
             except aiomqtt.MqttCodeError as e:
                 if e.rc == UNSUPPORTED_PROTOCOL and self.protocol == aiomqtt.ProtocolVersion.V5:
@@ -299,6 +299,7 @@ class MqttBridge:
             async with asyncio.timeout(ECHO_WITHIN_S):
                 await self._echoed.wait()
             self.connected = True
+            log.info("mqtt connected", broker=self.address, protocol=self.protocol.name)
         except TimeoutError:
             raise BrokerRefuses(
                 f"the broker did not deliver labd's own status on "

@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from subprocess import PIPE
 
 import pytest
 
@@ -96,3 +98,32 @@ def test_an_unknown_serial_is_named(adb: AdbStandIn) -> None:
     )  # fmt: skip
     assert done.returncode != 0
     assert "no-such-phone" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_silent_adb_server_ends_markers_and_capture_with_its_name(
+    adb: AdbStandIn, tmp_path: Path
+) -> None:
+    """An adb server that takes the connection and never answers hung both commands for good
+    (adbutils' default client has no time-out); they now end in ADB_TIMEOUT_S naming it."""
+    adb.garbled = b""  # accepts, never answers
+    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(adb.port)}
+    video = str(tmp_path / "v.mp4")
+    commands = (
+        ["markers", "--serial", "emulator-5554"],
+        ["capture", "--adb", "emulator-5554", "-o", video],
+    )
+    began = time.monotonic()
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "labd", *argv], env=env, text=True, stdout=PIPE, stderr=PIPE
+        )
+        for argv in commands
+    ]
+    outputs = [run.communicate(timeout=60) for run in runs]  # side by side: 10 s, not 20
+    assert time.monotonic() - began < 40
+    for run, (_, stderr) in zip(runs, outputs, strict=True):
+        assert run.returncode == 3, stderr
+        assert stderr == (
+            f"labd: device emulator-5554: the adb server at 127.0.0.1:{adb.port} "
+            "did not answer within 10 s\n"
+        )
