@@ -26,7 +26,7 @@ from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
 from labd.daemon.statedir import lock_state_dir, prepare_state_dir
 from labd.daemon.systemd import SystemdNotifier
-from labd.errors import ConfigError, LabdError
+from labd.errors import EXIT_OK, EXIT_RUNTIME, ConfigError, LabdError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
 from labd.metrics import AccessMetrics, ArtefactCollector, DaemonMetrics, LabMetrics
@@ -117,6 +117,7 @@ class Daemon:
         self.notifier = SystemdNotifier()
         self.tasks = TaskSet("daemon")
         self._stop_reason: asyncio.Future[str] | None = None
+        self._exit_code = EXIT_OK  # EXIT_RUNTIME when a fault, not a signal, stopped it
         self._bridge: MqttBridge | None = None
         self._state_lock: int | None = None  # labd.pid, held while this daemon runs
         # Plugins are loaded before anything starts, so a bad [drivers] section stops us early.
@@ -186,7 +187,7 @@ class Daemon:
                 loop.remove_signal_handler(sig)
             self.notifier.close()
         log.info("labd stopped")
-        return 0
+        return self._exit_code
 
     async def _components(self) -> AsyncIterator[Component]:
         """The components in start order; each is built once the ones before it run."""
@@ -351,6 +352,7 @@ class Daemon:
         """Another daemon took this host's name while the database was away: two daemons
         under one name take each other's leases, so this one stops."""
         log.error("another labd took this host's name; stopping", error=why)
+        self._exit_code = EXIT_RUNTIME  # a failed unit: systemd restarts it, to retry the name
         self.request_stop("host name taken")
 
     def _disk_full(self, error: Exception) -> str:

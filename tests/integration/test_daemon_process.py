@@ -138,6 +138,17 @@ def test_a_second_daemon_on_the_same_state_directory_stops_before_touching_anyth
     assert restarted.stop() == 0
 
 
+def twin_config(tmp_path: Path, name: str, postgres_url: str) -> Path:
+    """A daemon named 'twin' on the shared database, its state in tmp_path/name."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(
+        f'[daemon]\nlab = "twins"\nhost = "twin"\nstate_dir = "{tmp_path / name}"\n'
+        f'shutdown_grace = 3\n[store]\nurl = "{postgres_url}"\n[http]\nport = 0\n'
+        'api_port = 0\n[log]\nformat = "json"\n[mqtt]\nenabled = false\n'
+    )
+    return path
+
+
 def test_two_hosts_under_one_name_on_a_shared_database_are_refused(
     start_labd: Any, tmp_path: Path, postgres_url: str
 ) -> None:
@@ -145,13 +156,7 @@ def test_two_hosts_under_one_name_on_a_shared_database_are_refused(
     own and cost it an attempt: the second now stops before it opens its devices."""
 
     def config(name: str) -> Path:
-        path = tmp_path / f"{name}.toml"
-        path.write_text(
-            f'[daemon]\nlab = "twins"\nhost = "twin"\nstate_dir = "{tmp_path / name}"\n'
-            f'shutdown_grace = 3\n[store]\nurl = "{postgres_url}"\n[http]\nport = 0\n'
-            'api_port = 0\n[log]\nformat = "json"\n[mqtt]\nenabled = false\n'
-        )
-        return path
+        return twin_config(tmp_path, name, postgres_url)
 
     first: LabdProcess = start_labd(config("a"))
     # A database restart ends every session, and the lock with it (a tester's duplicate then
@@ -175,3 +180,38 @@ def test_two_hosts_under_one_name_on_a_shared_database_are_refused(
     assert first.get("/readyz")[0] == 200
     assert first.stop() == 0
     assert start_labd(config("b")).stop() == 0  # the name is free once its holder stopped
+
+
+def test_a_host_whose_name_was_taken_while_the_database_was_away_stops_as_failed(
+    start_labd: Any, tmp_path: Path, postgres_url: str
+) -> None:
+    """A database restart ends the name's lock; should another labd take the name before this
+    one takes it back, this one stops, and with a failure's exit status (it said 0, so a
+    supervisor saw a clean stop and systemd's Restart=on-failure never tried again)."""
+    import asyncio
+
+    import asyncpg
+
+    from labd.store.hostname import host_key
+
+    first: LabdProcess = start_labd(twin_config(tmp_path, "a", postgres_url))
+    database = postgres_url.rsplit("/", 1)[1]
+
+    async def restart_and_take_the_name() -> None:
+        # The restart, as the daemon sees it (its sessions end), and a twin in the gap: labd
+        # tries to take its name back every 2 s.
+        twin = await asyncpg.connect(host="localhost", user="postgres", database=database)
+        await twin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = $1 AND pid <> pg_backend_pid()",
+            database,
+        )
+        await twin.execute("SELECT pg_advisory_lock($1)", host_key("twin"))
+        try:
+            await asyncio.to_thread(first.proc.wait, 30)
+        finally:
+            await twin.close()
+
+    asyncio.run(restart_and_take_the_name())
+    assert first.wait_for_log("another labd took this host's name; stopping")
+    assert first.stop() == 3
