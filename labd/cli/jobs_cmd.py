@@ -262,6 +262,8 @@ def show(args: argparse.Namespace) -> int:
         print(f"progress   {job['iterations_done']}/{job['iterations_total']} iterations")
         if job.get("waiting"):
             print(f"waiting    {shown(job['waiting'])}")
+            if job.get("queue_deadline"):  # not started by then: it times out
+                print(f"deadline   {shown(job['queue_deadline'])}")
         if job["error"]:
             print(f"error      {shown(job['error'], lines=True)}")
 

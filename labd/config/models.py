@@ -222,7 +222,16 @@ class SchedulerSettings(Section):
     )
     retry_backoff_max_s: float = Field(600, ge=0, le=86400, description="Longest retry delay.")
     reap_interval_s: float = Field(
-        5, gt=0, le=600, description="How often expired leases are looked for."
+        5, gt=0, le=600, description="How often expired leases and queue deadlines are looked for."
+    )
+    queue_timeout_s: float = Field(
+        86400,
+        gt=0,
+        le=30 * 24 * 3600,
+        description=(
+            "A job still waiting for a device this long after its submission times out, saying "
+            "what it waited for (a job's own queue_timeout_s overrides it)."
+        ),
     )
     min_free_mb: int = Field(
         100,

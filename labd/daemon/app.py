@@ -220,6 +220,7 @@ class Daemon:
             perfherder=settings.perfherder,
             policy=self.policy,
             limiter=self.limiter,
+            queue_timeout_s=settings.scheduler.queue_timeout_s,
         )
         self.scheduler = Scheduler(
             store.store,

@@ -29,7 +29,9 @@ TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, J
 # Every legal move. Leased/running go back to queued when a lease expires or an
 # infrastructure failure is retried; cancellation is legal from every live state.
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {
-    JobState.QUEUED: frozenset({JobState.LEASED, JobState.CANCELLED, JobState.FAILED}),
+    JobState.QUEUED: frozenset(
+        {JobState.LEASED, JobState.CANCELLED, JobState.FAILED, JobState.TIMED_OUT}
+    ),
     JobState.LEASED: frozenset(
         {JobState.RUNNING, JobState.QUEUED, JobState.CANCELLED, JobState.FAILED}
     ),
@@ -65,5 +67,6 @@ class Job(BaseModel):
     lease_owner: str = ""
     cancel_requested: bool = False
     submitted_at: datetime
+    queue_deadline: datetime | None = None  # not started by then: it times out
     started_at: datetime | None = None
     finished_at: datetime | None = None

@@ -192,6 +192,13 @@ class TestSpec(BaseModel):
     device: DeviceSelector = Field(default_factory=DeviceSelector)
     priority: int = Field(0, strict=True, ge=-100, le=100, description="Higher runs first.")
     timeout_s: float = Field(3600, gt=0, le=7 * 24 * 3600, description="Whole-job time-out.")
+    queue_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        le=30 * 24 * 3600,
+        description="How long after its submission the job may still wait for a device: a job "
+        "not started by then times out. Unset: the lab's scheduler.queue_timeout_s.",
+    )
     max_attempts: int = Field(
         3, strict=True, ge=1, le=20, description="Tries on infrastructure failures."
     )

@@ -204,11 +204,20 @@ class Scheduler:
                 failures.failed(e)
 
     async def reap(self) -> None:
-        """Take back jobs whose lease expired (their daemon died or hung)."""
+        """Take back jobs whose lease expired (their daemon died or hung), and time out the
+        jobs still queued past their deadline."""
         # The store publishes each job's JobRequeued or JobFinished (the requeued wake us).
         for job in await self.store.expire_leases(why=self._unsettled):
             self._unsettled.pop(job.id, None)
             log.warning("lease expired", job_id=job.id, state=job.state.value, error=job.error)
+        reasons = {}
+        for job in await self.store.overdue_jobs():
+            assert job.queue_deadline is not None  # overdue: it has one
+            waited = (job.queue_deadline - job.submitted_at).total_seconds()
+            why = await self.jobs.why_waiting(job)
+            reasons[job.id] = f"not started within its queue_timeout_s ({waited:g} s): {why}"
+        for job in await self.store.time_out_queued(reasons):
+            log.warning("job timed out in the queue", job_id=job.id, error=job.error)
 
     # One job ----------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from labd.auth import Principal, RateLimiter
-from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
+from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings, SchedulerSettings
 from labd.errors import AuthError, InvalidSpec, UsageError
 from labd.events import EventBus, JobRejected
 from labd.model import Device, DeviceState, Job, Policy, TestSpec, id_problem, parse_spec
@@ -50,8 +50,10 @@ class JobService:
         perfherder: PerfherderSettings | None = None,
         policy: Policy | None = None,
         limiter: RateLimiter | None = None,
+        queue_timeout_s: float = SchedulerSettings().queue_timeout_s,
     ) -> None:
         self.store = store
+        self.queue_timeout_s = queue_timeout_s  # a spec's own queue_timeout_s overrides it
         self.policy = policy or Policy()
         self.limiter = limiter or RateLimiter()
         self.drivers = drivers
@@ -96,8 +98,9 @@ class JobService:
             rejected = JobRejected(job_id=job_id, source=source, problems=[str(e)], reason=e.reason)
             self.bus.publish(rejected)
             raise
+        waits = spec.queue_timeout_s or self.queue_timeout_s
         job, created = await self.store.submit_job(
-            job_id, spec, submitter or "anonymous", nonce=nonce
+            job_id, spec, submitter or "anonymous", nonce=nonce, queue_timeout_s=waits
         )
         if created:
             log.info(

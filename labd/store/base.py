@@ -85,6 +85,7 @@ def row_to_job(row: Any) -> Job:
         lease_owner=row.lease_owner,
         cancel_requested=row.cancel_requested,
         submitted_at=_ts(row.submitted_at) or datetime.now(UTC),
+        queue_deadline=_ts(row.queue_deadline),
         started_at=_ts(row.started_at),
         finished_at=_ts(row.finished_at),
     )

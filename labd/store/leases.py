@@ -318,6 +318,41 @@ class Leases(JobQueue):
         self.announce(await self.write(expire))
         return [job for job_id in moved if (job := await self.get_job(job_id))]
 
+    async def overdue_jobs(self, now: float | None = None) -> list[Job]:
+        """Queued jobs past their queue deadline."""
+        now = time.time() if now is None else now
+        query = sa.select(jobs).where(
+            jobs.c.state == JobState.QUEUED.value, jobs.c.queue_deadline < now
+        )
+        rows = await self.read(lambda conn: conn.execute(query).all())
+        return [row_to_job(row) for row in rows]
+
+    async def time_out_queued(
+        self, reasons: Mapping[str, str], now: float | None = None
+    ) -> list[Job]:
+        """Time out each job of `reasons` (job id: why) that is still queued past its
+        deadline; one started meanwhile is left alone. Returns the jobs timed out."""
+        now = time.time() if now is None else now
+
+        def time_out(conn: sa.Connection) -> list[JobEvent]:
+            events: list[JobEvent] = []
+            for job_id, reason in reasons.items():
+                row = conn.execute(
+                    jobs.update()
+                    .where(jobs.c.id == job_id, jobs.c.state == JobState.QUEUED.value)
+                    .where(jobs.c.queue_deadline < now)
+                    .values(state=JobState.TIMED_OUT.value, finished_at=now, error=reason)
+                    .returning(*MOVED)
+                ).first()
+                if row is not None:
+                    events.append(_finished(row, JobState.TIMED_OUT.value, reason))
+                    append_job_event(conn, self.host, events[-1])
+            return events
+
+        events = await self.write(time_out)
+        self.announce(events)
+        return [job for event in events if (job := await self.get_job(event.job_id))]
+
 
 # What a moved job's event is made of (the row's values after the move).
 MOVED = (jobs.c.id, jobs.c.suite, jobs.c.test, jobs.c.device_id, jobs.c.attempts)

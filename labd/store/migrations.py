@@ -120,6 +120,16 @@ def _v6_unstorable_values(conn: Connection) -> None:
         conn.execute(table.update().where(*key).values(record=repaired))
 
 
+def _v7_queue_deadlines(conn: Connection) -> None:
+    """jobs.queue_deadline: a job still queued then times out (a job for a device that left the
+    lab waited for ever). Jobs already submitted keep none: their submitters were promised
+    none."""
+    if "queue_deadline" not in {c["name"] for c in sa.inspect(conn).get_columns("jobs")}:
+        conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN queue_deadline FLOAT"))
+    index = next(i for i in tables.jobs.indexes if i.name == "ix_jobs_queue_deadline")
+    index.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "jobs, lanes, devices, iterations", _v1_initial),
     (2, "jobs.suite and jobs.test for histories", _v2_history_columns),
@@ -127,6 +137,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (4, "signed-message nonces, outbox rows set aside", _v4_auth_nonces),
     (5, "lanes by scenario; the device a retry avoids", _v5_scenario_lanes),
     (6, "iteration values no JSON reader takes (NaN, infinities) set aside", _v6_unstorable_values),
+    (7, "queue deadlines", _v7_queue_deadlines),
 ]
 
 

@@ -38,12 +38,15 @@ class JobQueue(Nonces):
         submitter: str,
         now: float | None = None,
         nonce: tuple[str, str, float] | None = None,
+        queue_timeout_s: float | None = None,
     ) -> tuple[Job, bool]:
         """Persist a queued job; returns (job, created). Submitting the same id and spec again
         returns the existing job; the same id with another spec raises JobConflict. `nonce`
         (principal, nonce, expiry) of a signed request is recorded in the same transaction
-        (NonceSeen when this host has it already): a replay costs no second commit to find."""
+        (NonceSeen when this host has it already): a replay costs no second commit to find.
+        A job not started `queue_timeout_s` after `now` times out (None: it waits for ever)."""
         now = time.time() if now is None else now
+        deadline = None if queue_timeout_s is None else now + queue_timeout_s
         digest, lane = spec_hash(spec), lane_key(spec.device, spec.scenario)
         queued = JobQueued(
             job_id=job_id,
@@ -69,6 +72,7 @@ class JobQueue(Nonces):
             "max_attempts": spec.max_attempts,
             "event_seq": 1,
             "submitted_at": now,
+            "queue_deadline": deadline,
             "rank_submitter": submitter,
             "rank_lane": lane,
             "rank_priority": spec.priority,
@@ -108,6 +112,7 @@ class JobQueue(Nonces):
             state=JobState.QUEUED,
             submitter=submitter,
             submitted_at=datetime.fromtimestamp(now, UTC),
+            queue_deadline=None if deadline is None else datetime.fromtimestamp(deadline, UTC),
         )
         return job, True
 

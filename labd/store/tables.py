@@ -41,6 +41,8 @@ jobs = sa.Table(
     sa.Column("lease_token", sa.String(32), nullable=False, default=""),
     sa.Column("lease_expires", sa.Float, nullable=False, default=0.0),
     sa.Column("not_before", sa.Float, nullable=False, default=0.0),
+    # A queued job not started by then times out (NULL: submitted before v7, no deadline).
+    sa.Column("queue_deadline", sa.Float),  # since v7
     # The device whose infrastructure failed the last attempt: a retry prefers another.
     sa.Column("avoid_device", sa.String(128), nullable=False, server_default=""),  # since v5
     sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
@@ -68,6 +70,7 @@ sa.Index(
     jobs.c.fair_rank,
     jobs.c.seq,
 )
+sa.Index("ix_jobs_queue_deadline", jobs.c.state, jobs.c.queue_deadline)
 sa.Index("ix_jobs_history", jobs.c.suite, jobs.c.test, jobs.c.state, jobs.c.seq)
 sa.Index("ix_jobs_submitter", jobs.c.submitter, jobs.c.state, jobs.c.lane, jobs.c.fair_rank)
 

@@ -355,3 +355,35 @@ async def test_a_job_slower_than_its_baseline_raises_an_alert(store: Store, tmp_
         await analyst.stop(1)
         await lab.scheduler.stop(1)
         await lab.pool.stop(1)
+
+
+async def test_a_job_for_a_device_that_left_times_out_in_the_queue_saying_why(lab: Lab) -> None:
+    """A job whose only device vanished waited in the queue for ever (its timeout_s counts
+    from its start): it now times out at its queue deadline, naming what it waited for."""
+    await lab.pool.set_admin("d1", AdminState.DRAINING)  # leases nothing until it leaves
+    await lab.submit("stranded", spec={"queue_timeout_s": 0.5})
+    await lab.submit("patient")  # the lab's queue_timeout_s: a day
+    lab.driver.ids.remove("d1")
+    await lab.pool.discover()
+    job = await lab.wait_state("stranded", JobState.TIMED_OUT, within=10)
+    assert job.error == (
+        "not started within its queue_timeout_s (0.5 s): waiting for one of 1 matching "
+        "device(s): d1 offline: vanished"
+    )
+    assert job.finished_at is not None and job.started_at is None
+    patient = await lab.store.get_job("patient")
+    assert patient is not None and patient.state is JobState.QUEUED
+    assert (patient.queue_deadline - patient.submitted_at).total_seconds() == 86400  # type: ignore[operator]
+    await asyncio.sleep(0.05)
+    finished = [e for e in lab.events if e.kind == "job_finished"]
+    assert [(e.job_id, e.state) for e in finished] == [("stranded", "timed_out")]  # type: ignore[attr-defined]
+
+
+async def test_a_job_started_before_its_queue_deadline_is_not_timed_out(lab: Lab) -> None:
+    await lab.submit("prompt", spec={"queue_timeout_s": 1}, sleep_s=0.4)  # 1.6 s in all
+    await lab.wait_state("prompt", JobState.RUNNING)
+    await asyncio.sleep(1.2)  # past the deadline while running; reaped every 0.2 s
+    job = await lab.wait_state("prompt", JobState.SUCCEEDED)
+    # And the store's guard: a deadline passed while leased is not a queue time-out.
+    assert await lab.store.time_out_queued({"prompt": "late"}) == []
+    assert job.error == ""

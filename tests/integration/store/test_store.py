@@ -199,6 +199,27 @@ async def test_migration_v2_adds_history_columns_to_a_v1_database(store: Store) 
         await reopened.close()
 
 
+async def test_migration_v7_gives_new_jobs_a_queue_deadline_and_old_ones_none(
+    store: Store,
+) -> None:
+    """Jobs queued before v7 were promised no queue deadline: they keep none."""
+    import sqlalchemy as sa
+
+    await store.submit_job("old", spec(), "ci", now=1000.0)
+    async with store.engine.begin() as conn:  # turn the database back into a v6 one
+        await conn.execute(sa.text("DROP INDEX ix_jobs_queue_deadline"))
+        await conn.execute(sa.text("ALTER TABLE jobs DROP COLUMN queue_deadline"))
+        await conn.execute(sa.text("DELETE FROM schema_migrations WHERE version = 7"))
+    reopened = await Store.open(store.engine.url.render_as_string(hide_password=False))
+    try:
+        await reopened.submit_job("new", spec(), "ci", now=1000.0, queue_timeout_s=60)
+        assert [j.id for j in await reopened.overdue_jobs(now=1061.0)] == ["new"]
+        old = await reopened.get_job("old")
+        assert old is not None and old.queue_deadline is None
+    finally:
+        await reopened.close()
+
+
 async def test_every_job_change_queues_one_numbered_event_in_its_transaction(
     store: Store,
 ) -> None:
