@@ -43,7 +43,11 @@ class CommandParams(BaseModel):
     command: list[str] = Field(
         min_length=1, description="Program and arguments, as a list; no shell is involved."
     )
-    cwd: str = Field("", description="Working directory; empty: a fresh directory per job.")
+    cwd: str = Field(
+        "",
+        description="Working directory, an absolute path the job's account can enter; empty: "
+        "a fresh directory per job.",
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     cpu: int | None = Field(None, ge=0, description="Pin the program to this CPU.")
     disable_aslr: bool = Field(False, description="Run the program without ASLR.")
@@ -79,8 +83,8 @@ class CommandScenario(Scenario[CommandParams]):
             problems.append("params.tmpfs: cannot be combined with params.cwd")
         if params.tmpfs and not os.access(TMPFS_ROOT, os.W_OK):
             problems.append(f"params.tmpfs: {TMPFS_ROOT} is not writable here")
-        if params.cwd and "\0" not in params.cwd and not Path(params.cwd).is_dir():
-            problems.append(f"params.cwd: {params.cwd!r} is not a directory")
+        if params.cwd and not Path(params.cwd).is_absolute():
+            problems.append(f"params.cwd: {params.cwd!r} is not an absolute path")
         if params.iteration_timeout_s > MAX_ITERATION_TIMEOUT_S:
             # threading.Timer cannot wait that long (OverflowError in its thread): the
             # iteration would silently have no time-out at all.
@@ -93,6 +97,13 @@ class CommandScenario(Scenario[CommandParams]):
     @classmethod
     def policy_problems(cls, params: CommandParams, policy: Policy) -> list[str]:
         problems = policy.env_problems(params.env)
+        # Whether the job's own account can enter it is known when it runs, as that account:
+        # labd (root) looking now would answer for itself, and tell a submitter what exists
+        # where it may not look (/root/.ssh). Run as labd's own account, the answer is the job's.
+        cwd = Path(params.cwd)
+        unseen = policy.run_as is not None or not cwd.is_absolute() or "\0" in params.cwd
+        if not unseen and not cwd.is_dir():
+            problems.append(f"cwd: {params.cwd!r} is not a directory")
         try:
             policy.program(params.command[0])
         except ProgramNotFound as e:
@@ -111,7 +122,8 @@ class CommandScenario(Scenario[CommandParams]):
             self.workdir = Path(tempfile.mkdtemp(prefix="labd-", dir=TMPFS_ROOT))
         else:
             self.workdir = Path(self.params.cwd) if self.params.cwd else self.ctx.workdir
-            self.workdir.mkdir(parents=True, exist_ok=True)
+            if not self.params.cwd:  # a submitter's directory is never made, by root least
+                self.workdir.mkdir(parents=True, exist_ok=True)
         if run_as is not None and (self.params.tmpfs or not self.params.cwd):
             run_as.give(self.workdir)  # labd made it for the program
         self.tuning = tune() if self.params.host_tuning else None
@@ -150,6 +162,7 @@ class CommandScenario(Scenario[CommandParams]):
                 cpus=None if self.params.cpu is None else {self.params.cpu},
                 disable_aslr=self.params.disable_aslr,
                 run_as=self.ctx.policy.run_as,
+                submitted_cwd=bool(self.params.cwd),
                 timeout_s=self.params.iteration_timeout_s,
                 stderr=stderr,
             )

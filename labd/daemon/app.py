@@ -404,6 +404,14 @@ def _policy(settings: Settings, source: str) -> Policy:
     """The job policy of this host, its programs resolved now (ConfigError when unusable)."""
     p = settings.policy
     policy = p.host_policy(source)
+    if policy.run_as is None and settings.auth.principals:
+        log.warning(
+            "jobs run as labd's own account: a job can read its state directory (credentials "
+            "included) and use its API as the local admin; run labd as root (as the systemd "
+            "unit does) so that jobs run as policy.run_as",
+            uid=os.geteuid(),
+            principals=sorted(settings.auth.principals),
+        )
     if policy.missing:
         log.warning(
             "policy.programs lists programs this host does not have",

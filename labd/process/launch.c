@@ -6,7 +6,7 @@
  * and reports what wait4 says about the program alone.
  *
  * Usage: labd-launch --result-fd N [--cpus 0,2] [--no-aslr] [--user UID:GID[:G1,G2...]]
- *                    [--timeout-ms MS] -- PROGRAM [ARG...]
+ *                    [--cwd DIR] [--timeout-ms MS] -- PROGRAM [ARG...]
  * One line goes to fd N:
  *   ok <wait status> <wall ns> <user us> <system us> <max rss KiB> <timed out 0|1> <strays>
  *   error <stage> <errno> <message>
@@ -18,7 +18,8 @@
  * that detach (setsid, double fork) stay below it; once the program's own figures are taken,
  * every descendant still running gets SIGTERM, then SIGKILL after a short grace, and is
  * reaped. <strays> is how many there were.
- * Asked to drop to a user, it refuses to exec the program as root.
+ * Asked to drop to a user, it refuses to exec the program as root, and enters --cwd only after
+ * the drop: the program's account must be able to reach it, not labd's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -173,12 +174,14 @@ int main(int argc, char **argv) {
     int result_fd = -1, no_aslr = 0, drop = 0, ngroups = 0, ncpus = 0;
     long cpus[1024], groups_l[MAX_GROUPS], timeout_ms = 0;
     uid_t uid = 0; gid_t gid = 0; gid_t groups[MAX_GROUPS];
+    const char *cwd = NULL;
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--")) { i++; break; }
         if (!strcmp(argv[i], "--result-fd") && i + 1 < argc) result_fd = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-aslr")) no_aslr = 1;
         else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) timeout_ms = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) cwd = argv[++i];
         else if (!strcmp(argv[i], "--cpus") && i + 1 < argc) {
             ncpus = parse_ints(argv[++i], cpus, 1024);
             if (ncpus <= 0) { fprintf(stderr, "labd-launch: bad --cpus\n"); return 126; }
@@ -262,6 +265,7 @@ int main(int argc, char **argv) {
             }
             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         }
+        if (cwd && chdir(cwd) < 0) child_fail(errpipe[1], "cwd");
         /* After the drop: a change of credentials clears the parent-death signal. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != launcher) _exit(127);

@@ -146,6 +146,9 @@ def main(argv: list[str]) -> int:
             else:
                 raise PermissionError(1, "could become root again")
             libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        if "cwd" in opts:  # after the drop: the program's account must reach it, not labd's
+            stage = "cwd"
+            os.chdir(opts["cwd"])
         stage = "exec"
         start = time.monotonic_ns()
         pid = os.posix_spawnp(

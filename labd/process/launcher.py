@@ -143,6 +143,7 @@ class Launch:
         cpus: Collection[int] | None = None,
         disable_aslr: bool = False,
         run_as: RunAs | None = None,
+        submitted_cwd: bool = False,
         timeout_s: float | None = None,
         stdout: IO[bytes] | int = subprocess.DEVNULL,
         stderr: IO[bytes] | int = subprocess.DEVNULL,
@@ -155,10 +156,12 @@ class Launch:
             options.append("--no-aslr")
         if run_as is not None:
             options += ["--user", run_as.argument()]
+        if submitted_cwd:  # the submitter's: entered after the drop, as the program's account
+            options += ["--cwd", str(cwd)]
         if timeout_s is not None:
             options += ["--timeout-ms", str(max(1, round(timeout_s * 1000)))]
         self._prefix, self._options, self.argv = list(prefix), options, argv
-        self._timeout_s = timeout_s
+        self._timeout_s, self._submitted_cwd = timeout_s, submitted_cwd
         self.cwd, self.env, self.stdout, self.stderr = cwd, dict(env), stdout, stderr
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
@@ -176,7 +179,9 @@ class Launch:
                 try:
                     self._proc = subprocess.Popen(
                         [*command, *self.argv],
-                        cwd=self.cwd,
+                        # labd's own directory for the job is entered by labd, as a grant: the
+                        # program's account may not cross labd's private folders above it.
+                        cwd="/" if self._submitted_cwd else self.cwd,
                         env=self.env,
                         stdin=subprocess.DEVNULL,
                         stdout=self.stdout,
@@ -241,6 +246,11 @@ class Launch:
         if kind == "error":
             stage, _, detail = rest.partition(" ")
             message = detail.partition(" ")[2] or detail
+            if stage == "cwd":
+                account = "the job's account" if "--user" in self._options else "labd"
+                raise TestFailure(
+                    f"cannot enter the working directory {str(self.cwd)!r} as {account}: {message}"
+                )
             what = {"exec": "cannot start", "user": "cannot run as the configured user"}
             raise TestFailure(f"{what.get(stage, stage)} {self.argv[0]!r}: {message}")
         if self._stopping:

@@ -115,12 +115,17 @@ async def sleeping(duration: str) -> bytes:
 
 
 def test_submit_time_checks_name_what_is_wrong() -> None:
-    params = CommandParams(command=["no-such-program-xyz"], cpu=999, tmpfs=True, cwd="/nope")
+    params = CommandParams(command=["no-such-program-xyz"], cpu=999, tmpfs=True, cwd="nope")
     assert CommandScenario.check(params) == [
         "params.command: program 'no-such-program-xyz' not found on this host",
         f"params.cpu: CPU 999 is not one of {sorted(os.sched_getaffinity(0))}",
         "params.tmpfs: cannot be combined with params.cwd",
-        "params.cwd: '/nope' is not a directory",
+        "params.cwd: 'nope' is not an absolute path",
+    ]
+    # Run as labd's own account, a missing directory is the job's to know at submit.
+    missing = CommandParams(command=["python3"], cwd="/nope")
+    assert CommandScenario.policy_problems(missing, policy_for_tests()) == [
+        "params.cwd: '/nope' is not a directory"
     ]
 
 

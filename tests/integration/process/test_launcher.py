@@ -8,6 +8,7 @@ import os
 import pwd
 import shutil
 import statistics
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,47 @@ async def test_the_program_runs_as_the_given_user_never_root(
     assert who == f"{nobody.uid} {nobody.uid} {nobody.gid} {sorted(nobody.groups)}"
     assert ctx.fingerprint["run_as"].startswith("nobody (uid")
     await s.teardown()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another user needs root")
+async def test_a_submitted_working_directory_is_entered_as_the_jobs_account(
+    tmp_path: Path, launcher_kind: str
+) -> None:
+    """labd (root) entered params.cwd before the drop to run_as: a job worked in another
+    job's artefact folder, or listed /root/.cargo, and the submit-time check told anyone
+    which of root's directories exist. The launcher now enters it as the job's account, and
+    submit says nothing of a directory the job cannot see."""
+    nobody = _nobody()
+    policy = policy_for_tests(run_as=nobody)
+    private = tmp_path / "private"  # below pytest's tmp_path: root's alone
+    private.mkdir()
+    for cwd in (str(private), "/no/such/dir"):
+        params = CommandParams(command=["python3", "-c", "pass"], cwd=cwd)
+        assert CommandScenario.policy_problems(params, policy) == []  # no oracle
+
+    async def run_in(cwd: Path) -> CommandScenario:
+        ctx = RunContext("job", 1, DEVICE, tmp_path / "work", policy=policy)
+        plant = "import os; open('planted', 'w').write(os.getcwd())"
+        s = CommandScenario(CommandParams(command=["python3", "-c", plant], cwd=str(cwd)), ctx)
+        await s.setup()
+        return s
+
+    s = await run_in(private)
+    with pytest.raises(TestFailure) as refused:
+        await s.run_iteration(0)
+    assert str(refused.value) == (
+        f"cannot enter the working directory {str(private)!r} as the job's account: "
+        "Permission denied"
+    )
+    assert list(private.iterdir()) == []
+    shared = Path(tempfile.mkdtemp(prefix="labd-shared-"))  # one the account may enter
+    try:
+        shared.chmod(0o777)
+        s = await run_in(shared)
+        await s.run_iteration(0)
+        assert (shared / "planted").read_text() == str(shared)
+    finally:
+        shutil.rmtree(shared)
 
 
 def test_root_is_refused_as_the_user_to_run_as() -> None:
