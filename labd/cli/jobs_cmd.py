@@ -16,7 +16,7 @@ from labd.cli.text import markup, shown
 from labd.config import Settings, load_config
 from labd.errors import EXIT_RUNTIME, LabdError, UsageError
 from labd.model import TERMINAL as TERMINAL_STATES
-from labd.model import load_manifest
+from labd.model import TestSpec, load_manifest
 from labd.stats import json_text
 
 TERMINAL = {state.value for state in TERMINAL_STATES}
@@ -32,10 +32,10 @@ def submit(args: argparse.Namespace) -> int:
     spec = load_manifest(path)
     settings = load_config(args.config).settings
     if args.via == "mqtt" or (args.via == "auto" and settings.mqtt.enabled):
-        return _submit_over_mqtt(args, settings, spec.model_dump(mode="json"), path.name)
+        return _submit_over_mqtt(args, settings, spec, path.name)
     client = _client(args, wait=args.connect_wait)
     # No submitter: the daemon takes it from the credential (the account, or the token).
-    body = {"spec": spec.model_dump(mode="json"), "id": args.id or "", "source": path.name}
+    body = {"spec": wire_spec(spec), "id": args.id or "", "source": path.name}
     answer = client.call("POST", "/jobs", body)
     job = answer["job"]
     if answer.get("created") is False:
@@ -49,8 +49,15 @@ def submit(args: argparse.Namespace) -> int:
     return 0 if job["state"] == "succeeded" else EXIT_RUNTIME
 
 
+def wire_spec(spec: TestSpec) -> dict[str, Any]:
+    """The spec as the manifest wrote it, checked here but without the defaults: a daemon of
+    another version fills in its own (sent whole, a key new to this CLI was refused by an
+    older daemon as one the user's file held)."""
+    return spec.model_dump(mode="json", exclude_unset=True)
+
+
 def _submit_over_mqtt(
-    args: argparse.Namespace, settings: Settings, spec: dict[str, Any], source: str
+    args: argparse.Namespace, settings: Settings, spec: TestSpec, source: str
 ) -> int:
     import asyncio
 
@@ -58,7 +65,7 @@ def _submit_over_mqtt(
 
     from labd.cli import mqtt_client
 
-    total = spec["warmup"] + spec["iterations"]
+    total = spec.warmup + spec.iterations
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -77,7 +84,7 @@ def _submit_over_mqtt(
         outcome = asyncio.run(
             mqtt_client.submit_and_follow(
                 settings,
-                spec,
+                wire_spec(spec),
                 args.id or "",
                 source,
                 args.wait,
@@ -94,7 +101,7 @@ def _submit_over_mqtt(
         leased = [e for e in events if e["kind"] == "leased"]
         finished = events[-1]
         job = {
-            "spec": spec,
+            "spec": spec.model_dump(mode="json"),
             "state": finished["state"],
             "error": finished["data"].get("error", ""),
             "device_id": leased[-1]["data"]["device_id"] if leased else "",
