@@ -49,7 +49,9 @@ async def main(spec: dict, creds: dict, broker: str = "127.0.0.1", lab: str = "d
         int(port or 1883),
         username=creds["broker_username"],
         password=creds["broker_password"],
-        identifier=job_id,
+        # Random, never the job id: job ids are public (jobs/+/events) and a client that
+        # connects with our id takes over our session and disconnects us.
+        identifier=f"{creds['principal']}-{secrets.token_hex(12)}",
     ) as client:
         await client.subscribe(f"{prefix}/jobs/{job_id}/events", qos=1)
         await client.subscribe(replies, qos=1)

@@ -14,18 +14,33 @@ from labd.auth.credentials import (
 from labd.auth.limits import RateLimiter
 from labd.auth.passwords import check_password, hash_password
 from labd.auth.principals import (
+    KEY_ID_PATTERN,
     Action,
     Principal,
     Principals,
     Role,
     from_settings,
+    key_id_problem,
     token_digest,
 )
 from labd.auth.redaction import redact_job, redact_params, redact_spec, spec_secrets
-from labd.auth.signing import Signed, sign, verify
+from labd.auth.signing import (
+    NONCE_MAX,
+    NONCE_MIN,
+    PRINCIPAL_MAX,
+    SIGNATURE_MAX,
+    Signed,
+    sign,
+    verify,
+)
 
 __all__ = [
+    "KEY_ID_PATTERN",
     "LOCAL_FILE",
+    "NONCE_MAX",
+    "NONCE_MIN",
+    "PRINCIPAL_MAX",
+    "SIGNATURE_MAX",
     "Action",
     "Audit",
     "Credentials",
@@ -40,6 +55,7 @@ __all__ = [
     "find_credentials",
     "from_settings",
     "hash_password",
+    "key_id_problem",
     "mosquitto_acl",
     "new_credentials",
     "permits",

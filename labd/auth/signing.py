@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import math
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,11 +30,16 @@ from typing import Any
 import rfc8785
 
 from labd.auth.canonical import canonical
-from labd.auth.principals import Principal, Principals
+from labd.auth.principals import KEY_ID_PATTERN, Principal, Principals
 from labd.errors import AuthError
 
 SCHEME = b"labd-mqtt-v1"
 NONCE_BYTES = 16
+# The auth member's limits, here and in the message model (labd.mqtt.messages.Signature): a
+# nonce verify() let through is one the ledger can record (its column holds 64).
+PRINCIPAL_MAX = 128
+NONCE_MIN, NONCE_MAX = 8, 64
+SIGNATURE_MAX = 128
 
 
 @dataclass(frozen=True)
@@ -99,14 +105,17 @@ def verify(
     name, key_id = auth.get("principal"), auth.get("key_id")
     sent, nonce, signature = auth.get("time"), auth.get("nonce"), auth.get("signature")
     shapes = (
-        (name, str, "principal"),
-        (key_id, str, "key_id"),
-        (nonce, str, "nonce"),
-        (signature, str, "signature"),
+        (name, "principal", 1, PRINCIPAL_MAX),
+        (key_id, "key_id", 1, 64),
+        (nonce, "nonce", NONCE_MIN, NONCE_MAX),
+        (signature, "signature", 1, SIGNATURE_MAX),
     )
-    for value, kind, field in shapes:
-        if not isinstance(value, kind) or not value or len(value) > 128:
-            raise AuthError("malformed", f"auth.{field} is missing or not a short string")
+    for value, field, shortest, longest in shapes:
+        if not isinstance(value, str) or not shortest <= len(value) <= longest:
+            raise AuthError(
+                "malformed",
+                f"auth.{field} is missing or not a string of {shortest} to {longest} characters",
+            )
     if isinstance(sent, bool) or not isinstance(sent, int | float):
         raise AuthError("malformed", "auth.time is missing or not a number (Unix seconds)")
     try:
@@ -117,6 +126,8 @@ def verify(
         raise AuthError("malformed", "auth.time is out of range (Unix seconds)")
     assert isinstance(name, str) and isinstance(key_id, str)
     assert isinstance(nonce, str) and isinstance(signature, str)
+    if not re.fullmatch(KEY_ID_PATTERN, key_id):
+        raise AuthError("malformed", f"auth.key_id is not {KEY_ID_PATTERN}")
     principal = principals.get(name)
     if principal is None:
         raise AuthError("unknown_principal", f"principal {name!r} is not admitted by this lab")

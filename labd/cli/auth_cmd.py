@@ -15,6 +15,7 @@ from labd.auth import (
     find_credentials,
     from_settings,
     hash_password,
+    key_id_problem,
     mosquitto_acl,
     new_credentials,
     read_credentials,
@@ -58,6 +59,8 @@ def add(args: argparse.Namespace) -> int:
         raise UsageError(problem)
     if args.name == LOCAL_PRINCIPAL:
         raise UsageError(f"{LOCAL_PRINCIPAL!r} is the local admin's name; choose another")
+    if problem := key_id_problem(args.key_id):  # `labd run` would refuse the block printed
+        raise UsageError(f"--key-id: {problem}")
     creds = new_credentials(args.name, args.key_id)
     out = Path(args.out or f"{args.name}.credentials.toml")
     _write_private(out, creds.to_toml(), args.force)
@@ -72,6 +75,8 @@ def rotate(args: argparse.Namespace) -> int:
     principal = settings.auth.principals.get(args.name)
     if principal is None:
         raise UsageError(f"no principal {args.name!r} in the configuration")
+    if problem := key_id_problem(args.key_id):
+        raise UsageError(f"--key-id: {problem}")
     if args.key_id in principal.secret_keys:
         raise UsageError(f"principal {args.name!r} already has a key {args.key_id!r}")
     creds = new_credentials(args.name, args.key_id)

@@ -34,7 +34,7 @@ from labd.events import (
     deserialise,
 )
 from labd.model import Job
-from labd.mqtt.client import broker_client, broker_credentials, encode, json_bytes
+from labd.mqtt.client import broker_client, broker_credentials, encode, json_bytes, publish
 from labd.mqtt.inbound import Inbound
 from labd.mqtt.messages import (
     HostStatus,
@@ -54,8 +54,8 @@ UNSUPPORTED_PROTOCOL = 132  # CONNACK reason code of a broker that speaks MQTT 3
 COMPONENT = "mqtt"
 HEALTHY_SESSION_S = 10.0  # a session that ran this long failed afresh: backoff starts over
 # What the client library or the row itself raises for a row that can never be published (a
-# wildcard in its topic, a body missing its fields). Anything else (the broker gone, the
-# database away for a moment) ends the session and the row is tried again after it.
+# wildcard or a control character in its topic, a body missing its fields). Anything else (the
+# broker gone, the database away for a moment) ends the session and the row is tried again.
 UNPUBLISHABLE = (ValueError, TypeError, KeyError, UnicodeError)
 DRAIN_BATCH = 100
 # labd's own status must come back from the broker this fast, or it refuses labd's publishes.
@@ -285,7 +285,7 @@ class MqttBridge:
         if reply.correlation is not None and self.protocol == aiomqtt.ProtocolVersion.V5:
             properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
             properties.CorrelationData = reply.correlation
-        await client.publish(reply.topic, encode(reply.message), 1, properties=properties)
+        await publish(client, reply.topic, encode(reply.message), properties=properties)
 
     # Out --------------------------------------------------------------------------------------
 
@@ -386,12 +386,12 @@ class MqttBridge:
     async def _deliver_written_as_message(self, client: aiomqtt.Client, row: OutboxRow) -> None:
         """A row an older labd queued as the message itself (before typed events)."""
         if row.stream == "alert":
-            await client.publish(self.topics.alerts, json_bytes(row.body), 1)
+            await publish(client, self.topics.alerts, json_bytes(row.body))
             return
         body = row.body
-        await client.publish(self.topics.job_events(row.key), json_bytes(body), 1)
+        await publish(client, self.topics.job_events(row.key), json_bytes(body))
         state = JobStateMessage(job_id=row.key, state=body["state"], seq=row.seq, time=body["time"])
-        await client.publish(self.topics.job_state(row.key), encode(state), 1, True)
+        await publish(client, self.topics.job_state(row.key), encode(state), True)
         if body["kind"] == "finished":
             await self._publish_result(client, row.key)
 
@@ -410,7 +410,7 @@ class MqttBridge:
             **await self._links(job),
         )
         topic = self.topics.results(job.spec.suite, job.spec.test)
-        await client.publish(topic, encode(result), 1)
+        await publish(client, topic, encode(result))
 
     async def _links(self, job: Job) -> dict[str, Any]:
         """The job's artefact URLs (a bounded number, and how many more); a listing that fails
@@ -453,4 +453,4 @@ class MqttBridge:
     async def _publish(self, client: aiomqtt.Client, event: Event, key: str, seq: int = 0) -> None:
         """Publish what the outbound table makes of `event` (queued under `key`)."""
         for out in publications(event, key, seq, self.host, self.topics):
-            await client.publish(out.topic, encode(out.message), 1, out.retain)
+            await publish(client, out.topic, encode(out.message), out.retain)

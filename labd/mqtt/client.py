@@ -16,6 +16,7 @@ from paho.mqtt.properties import Properties
 
 from labd.config import MqttSettings
 from labd.mqtt.messages import Message
+from labd.mqtt.topics import topic_problem
 from labd.stats import json_text
 
 
@@ -62,6 +63,21 @@ def broker_client(
         clean_session=False if protocol == aiomqtt.ProtocolVersion.V311 else None,
         clean_start=False if protocol == aiomqtt.ProtocolVersion.V5 else 3,
     )
+
+
+async def publish(
+    client: aiomqtt.Client,
+    topic: str,
+    payload: bytes,
+    retain: bool = False,
+    properties: Properties | None = None,
+) -> None:
+    """Publish with QoS 1; ValueError, and nothing sent, when the topic cannot be valid: the
+    client library lets a NUL or a non-character through, and Mosquitto answers such a
+    publish by dropping labd's connection."""
+    if problem := topic_problem(topic):
+        raise ValueError(f"not published: topic {ascii(topic)[:200]} {problem}")
+    await client.publish(topic, payload, 1, retain, properties=properties)
 
 
 def encode(message: Message) -> bytes:

@@ -56,7 +56,7 @@ from labd.mqtt.requests import (
     shown,
     target_of,
 )
-from labd.mqtt.topics import Topics
+from labd.mqtt.topics import Topics, topic_problem
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.store import JobConflict, NonceSeen, StoreError, results_page, storage_problem
@@ -106,6 +106,7 @@ class Inbound:
         """The replies to one message (never raises for bad input)."""
         route = self.route_for(topic)
         claimed = correlation_claimed = ""
+        signed: Signed | None = None
         incoming: Incoming | None = None
         try:
             if route is None:
@@ -133,8 +134,8 @@ class Inbound:
             incoming = Incoming(
                 topic, request, signed, self._response_topic(response_topic, signed), correlation
             )
-            # A submission records its nonce in the job's own transaction, which refuses a
-            # replay there (no extra round trip to the database on CI's path).
+            # A submission's nonce is checked by the job service (before its rate limit) and
+            # recorded in the job's own transaction; a refusal's, by _spend.
             submission = route.model is SubmitRequest
             if not submission and await self.jobs.store.nonce_seen(*self._nonce(signed)[:2]):
                 raise replayed(topic)
@@ -150,6 +151,8 @@ class Inbound:
             )
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         except Refused as refused:
+            if signed is not None and refused.reason not in ("replayed", "unavailable"):
+                refused = await self._spend(topic, signed, refused)
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         action = route.action.value
         self.audit.allowed("mqtt", claimed, action, target_of(topic, self.topics), "broker")
@@ -198,10 +201,22 @@ class Inbound:
         expires = signed.time + self.auth.max_age_s + self.auth.clock_skew_s
         return signed.principal.name, signed.nonce, expires
 
+    async def _spend(self, topic: str, signed: Signed, refused: Refused) -> Refused:
+        """Record the nonce of a request refused after its signature held, as an accepted one's
+        is: a replay of it (a retained message, at every reconnect; a quota refusal sent again
+        once the quota has room) is then refused as replayed, never handled again."""
+        try:
+            first = await self.jobs.store.first_use(*self._nonce(signed))
+        except UNAVAILABLE as e:  # the refusal stands; the database is the bridge's to watch
+            log.warning("nonce of a refused request not recorded", topic=topic, error=repr(e))
+            return refused
+        return refused if first else replayed(topic)
+
     def _response_topic(self, topic: str, signed: Signed) -> str:
-        """An MQTT 5 response topic is honoured only under the principal's own replies."""
+        """An MQTT 5 response topic is honoured only under the principal's own replies, and
+        only if a broker would take it (see Request.reply_to)."""
         mine = replies_prefix(self.topics.prefix, signed.principal.name)
-        return topic if topic.startswith(mine + "/") else ""
+        return topic if topic.startswith(mine + "/") and not topic_problem(topic) else ""
 
     def _refusal(
         self,

@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
+from labd.auth import KEY_ID_PATTERN, NONCE_MAX, NONCE_MIN, PRINCIPAL_MAX, SIGNATURE_MAX
 from labd.model import OPTIONAL_ID_PATTERN, FreeText, TestSpec, check_id
+from labd.mqtt.topics import topic_problem
 
 SCHEMA_VERSION = 1  # of what labd publishes; requests (signed) are at version 2
 
@@ -23,11 +26,13 @@ class Signature(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    principal: str = Field(max_length=128, description="The principal that signed.")
-    key_id: str = Field(max_length=64, description="Which of its keys.")
+    principal: str = Field(max_length=PRINCIPAL_MAX, description="The principal that signed.")
+    key_id: str = Field(pattern=f"^{KEY_ID_PATTERN}$", description="Which of its keys.")
     time: float = Field(description="When it was signed (Unix seconds).")
-    nonce: str = Field(min_length=8, max_length=64, description="Random, once per message.")
-    signature: str = Field(max_length=128, description="base64url HMAC-SHA256.")
+    nonce: str = Field(
+        min_length=NONCE_MIN, max_length=NONCE_MAX, description="Random, once per message."
+    )
+    signature: str = Field(max_length=SIGNATURE_MAX, description="base64url HMAC-SHA256.")
 
 
 class Request(Message):
@@ -37,9 +42,24 @@ class Request(Message):
     schema_version: Literal[2] = Field(2, description="Version of this message's schema.")  # type: ignore[assignment]
     auth: Signature
     reply_to: str = Field(
-        "", max_length=256, pattern=r"^[^#+]*$", description="Where the answer goes."
+        "",
+        max_length=256,
+        pattern=r"^[^#+]*$",
+        description="Where the answer goes: a topic under <prefix>/replies/<principal>/, "
+        "without wildcards, control characters or Unicode non-characters.",
     )
     correlation: str = Field("", max_length=128, description="Echoed in the answer.")
+
+    @field_validator("reply_to")
+    @classmethod
+    def _publishable(cls, value: str) -> str:
+        # A topic the broker would find malformed: publishing an answer there would make it
+        # drop labd's connection.
+        if value and (problem := topic_problem(value)):
+            raise PydanticCustomError(
+                "topic", "not a topic labd can answer on: it {problem}", {"problem": problem}
+            )
+        return value
 
 
 class SubmitRequest(Request):

@@ -24,7 +24,7 @@ from labd.model import Device, DeviceState, Job, Policy, TestSpec, id_problem, p
 from labd.replay import load, profile_for
 from labd.runner import archive_path
 from labd.sdk import Driver
-from labd.store import Store
+from labd.store import NonceSeen, Store
 from labd.validation import describe_errors, did_you_mean
 
 log = structlog.get_logger("labd.scheduler")
@@ -77,7 +77,10 @@ class JobService:
         """Validate and persist; returns (job, created). Raises InvalidSpec with every reason.
         With a principal (the way every MQTT and API request comes), its rate limit and its
         quota of unfinished jobs (AuthError `rate_limited`, `quota_exceeded`) and its scenarios
-        are checked too."""
+        are checked too. A signed request's `nonce` already acted on raises NonceSeen first:
+        a replay costs its victim no part of its rate."""
+        if nonce is not None and await self.store.nonce_seen(nonce[0], nonce[1]):
+            raise NonceSeen(nonce[1])
         if principal is not None:
             self.limiter.take(principal)
         job_id = job_id or uuid.uuid4().hex
@@ -87,8 +90,20 @@ class JobService:
         try:
             spec = data if isinstance(data, TestSpec) else parse_spec(data, source)
             if principal is not None:
-                await self._check_principal(spec, principal, source)
+                self._check_scenarios(spec, principal, source)
             await self.check(spec, source)
+            waits = spec.queue_timeout_s or self.queue_timeout_s
+            try:
+                job, created = await self.store.submit_job(
+                    job_id,
+                    spec,
+                    submitter or "anonymous",
+                    nonce=nonce,
+                    queue_timeout_s=waits,
+                    max_unfinished=principal.max_active_jobs if principal else None,
+                )
+            except AuthError as e:  # its quota, counted where the job is inserted
+                raise AuthError(e.reason, f"{source}: {e}") from e
         except InvalidSpec as e:
             log.info("job rejected", job_id=job_id, source=source, problems=e.problems)
             self.bus.publish(JobRejected(job_id=job_id, source=source, problems=e.problems))
@@ -98,10 +113,6 @@ class JobService:
             rejected = JobRejected(job_id=job_id, source=source, problems=[str(e)], reason=e.reason)
             self.bus.publish(rejected)
             raise
-        waits = spec.queue_timeout_s or self.queue_timeout_s
-        job, created = await self.store.submit_job(
-            job_id, spec, submitter or "anonymous", nonce=nonce, queue_timeout_s=waits
-        )
         if created:
             log.info(
                 "job queued",
@@ -113,7 +124,7 @@ class JobService:
             )
         return job, created
 
-    async def _check_principal(self, spec: TestSpec, principal: Principal, source: str) -> None:
+    def _check_scenarios(self, spec: TestSpec, principal: Principal, source: str) -> None:
         if not principal.may_run(spec.scenario):
             allowed = ", ".join(sorted(principal.scenarios))
             raise InvalidSpec(
@@ -121,13 +132,6 @@ class JobService:
                     f"{source}: scenario: principal {principal.name!r} may not run "
                     f"{spec.scenario!r} (allowed: {allowed})"
                 ]
-            )
-        unfinished = await self.store.count_unfinished(principal.name)
-        if unfinished >= principal.max_active_jobs:
-            raise AuthError(
-                "quota_exceeded",
-                f"{source}: quota: principal {principal.name!r} has {unfinished} jobs "
-                f"queued or running (limit {principal.max_active_jobs})",
             )
 
     def params_of(self, spec: TestSpec, driver: Driver) -> BaseModel:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from labd.errors import AuthError
 from labd.events import JobQueued
 from labd.model import (
     DeviceSelector,
@@ -27,6 +30,8 @@ from labd.store.nonces import Nonces, NonceSeen, record_nonce
 from labd.store.outbox import event_row
 from labd.store.tables import ACTIVE_STATES, jobs, lanes, outbox
 
+SUBMITTER_LOCK = 0x1ABF  # first key of a submitter's PostgreSQL advisory lock (see _check_quota)
+
 
 class JobQueue(Nonces):
     """Submitting jobs and reading them back."""
@@ -39,11 +44,15 @@ class JobQueue(Nonces):
         now: float | None = None,
         nonce: tuple[str, str, float] | None = None,
         queue_timeout_s: float | None = None,
+        max_unfinished: int | None = None,
     ) -> tuple[Job, bool]:
-        """Persist a queued job; returns (job, created). Submitting the same id and spec again
-        returns the existing job; the same id with another spec raises JobConflict. `nonce`
-        (principal, nonce, expiry) of a signed request is recorded in the same transaction
-        (NonceSeen when this host has it already): a replay costs no second commit to find.
+        """Persist a queued job; returns (job, created). The same submitter submitting the same
+        id and spec again gets the existing job; the same id with another spec, or another
+        submitter's id, raises JobConflict. `nonce` (principal, nonce, expiry) of a signed
+        request is recorded in the same transaction when this returns (NonceSeen when this
+        host has it already), not when it raises. With `max_unfinished`: AuthError
+        `quota_exceeded` when the submitter has that many jobs queued or running, counted in
+        the transaction that inserts, so parallel submissions, on any host, cannot all pass.
         A job not started `queue_timeout_s` after `now` times out (None: it waits for ever)."""
         now = time.time() if now is None else now
         deadline = None if queue_timeout_s is None else now + queue_timeout_s
@@ -82,12 +91,14 @@ class JobQueue(Nonces):
         def insert(conn: sa.Connection) -> None:
             if nonce is not None:
                 record_nonce(conn, self.host, *nonce)
+            if max_unfinished is not None:
+                _check_quota(conn, job_id, submitter, max_unfinished)
             if selector is not None:
                 found = conn.scalar(sa.select(lanes.c.key).where(lanes.c.key == lane))
                 if found is None:
-                    conn.execute(
-                        lanes.insert().values(key=lane, selector=selector, scenario=spec.scenario)
-                    )
+                    # Another host's first job of the lane may commit it meanwhile (PostgreSQL).
+                    new_lane = {"key": lane, "selector": selector, "scenario": spec.scenario}
+                    conn.execute(_insert_lane(conn.dialect.name), new_lane)
             conn.execute(INSERT_JOB, row)
             conn.execute(outbox.insert(), event_row(self.host, "job", job_id, 1, queued))
 
@@ -97,12 +108,15 @@ class JobQueue(Nonces):
             existing = await self.get_job(job_id)
             if existing is None:
                 raise
-            if nonce is not None and not await self.first_use(*nonce):
-                raise NonceSeen(nonce[1]) from None
+            if existing.submitter != submitter:
+                # Idempotent for its own submitter only; nothing more of the job is said.
+                raise JobConflict(f"job id {job_id!r} belongs to another submitter") from None
             if spec_hash(existing.spec) != digest:
                 raise JobConflict(
                     f"job id {job_id!r} was already submitted with a different spec"
                 ) from None
+            if nonce is not None and not await self.first_use(*nonce):
+                raise NonceSeen(nonce[1]) from None
             return existing, False
         self.known_lanes.add(lane)
         self.announce([queued])
@@ -159,12 +173,7 @@ class JobQueue(Nonces):
 
     async def count_unfinished(self, submitter: str) -> int:
         """The submitter's jobs queued or running (for its quota)."""
-        live = (JobState.QUEUED.value, *ACTIVE_STATES)
-        query = sa.select(sa.func.count()).where(
-            jobs.c.submitter == submitter, jobs.c.state.in_(live)
-        )
-        count: int | None = await self.read(lambda conn: conn.scalar(query))
-        return count or 0
+        return await self.read(lambda conn: _unfinished(conn, submitter))
 
     async def lanes(self) -> dict[str, Lane]:
         """Every (selector, scenario) jobs were ever submitted with, by lane key."""
@@ -179,6 +188,46 @@ class JobQueue(Nonces):
             jobs.c.device_id == device_id, jobs.c.state.in_(ACTIVE_STATES)
         )
         return await self.read(lambda conn: conn.scalar(query))
+
+
+def _insert_lane(dialect: str) -> sa.Insert:
+    """INSERT a lane, nothing when it exists (both dialects say it the same way)."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return insert(lanes).on_conflict_do_nothing(index_elements=["key"])
+
+
+def _unfinished(conn: sa.Connection, submitter: str) -> int:
+    live = (JobState.QUEUED.value, *ACTIVE_STATES)
+    query = sa.select(sa.func.count()).where(jobs.c.submitter == submitter, jobs.c.state.in_(live))
+    return conn.scalar(query) or 0
+
+
+def _check_quota(conn: sa.Connection, job_id: str, submitter: str, limit: int) -> None:
+    """AuthError `quota_exceeded` when `submitter` has `limit` unfinished jobs, unless a job
+    has `job_id` already (the INSERT then fails, and a duplicate or a conflict is answered).
+    The count holds until the transaction ends: SQLite's write transactions are serial
+    (BEGIN IMMEDIATE, one writer at a time, whatever the process); on PostgreSQL, whose
+    transactions count side by side, each first takes the submitter's advisory lock, so a
+    second host counts only once the first has committed."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            sa.text("SELECT pg_advisory_xact_lock(:space, :key)"),
+            {"space": SUBMITTER_LOCK, "key": _submitter_key(submitter)},
+        )
+    unfinished = _unfinished(conn, submitter)
+    if unfinished >= limit and conn.scalar(sa.select(jobs.c.id).where(jobs.c.id == job_id)) is None:
+        raise AuthError(
+            "quota_exceeded",
+            f"quota: principal {submitter!r} has {unfinished} jobs queued or running "
+            f"(limit {limit})",
+        )
+
+
+def _submitter_key(submitter: str) -> int:
+    """The second key of a submitter's advisory lock: 32 bits of a hash (two submitters that
+    share one merely wait for each other)."""
+    digest = hashlib.sha256(f"labd submitter {submitter}".encode()).digest()
+    return int.from_bytes(digest[:4], "big", signed=True)
 
 
 def _fair_rank() -> sa.ColumnElement[int]:

@@ -486,3 +486,18 @@ def test_an_id_in_the_path_is_held_to_the_id_rule(lab: Lab) -> None:
     status, body = unix_request(lab.socket, "POST", "/api/v1/devices/a%2fb/drain", {})
     assert status == 400 and body["errors"][0].startswith("device id 'a/b' holds '/'"), body
     assert lab.request("GET", "/api/v1/jobs/nothing-here", token=ci).status == 404
+
+
+def test_another_principals_job_id_is_a_conflict_that_reveals_nothing(lab: Lab) -> None:
+    """`other` submitted pr-42 and cancelled it; `ci` submitting pr-42 with the same spec got
+    200 created:false and other's job. A resubmission is harmless for its submitter only."""
+    body = {"id": "pr-42", "spec": lab.touch_spec("pr-42")}
+    first = lab.request("POST", "/api/v1/jobs", body, token=TOKENS["other"])
+    assert first.status == 201, first.body
+    lab.request("POST", "/api/v1/jobs/pr-42/cancel", {}, token=TOKENS["other"])
+    squatter = lab.request("POST", "/api/v1/jobs", body, token=TOKENS["ci"])
+    assert squatter.status == 409, squatter.body
+    assert squatter.body["errors"] == ["job id 'pr-42' belongs to another submitter"]
+    assert "job" not in squatter.body
+    again = lab.request("POST", "/api/v1/jobs", body, token=TOKENS["other"])
+    assert again.status == 200 and again.body["created"] is False

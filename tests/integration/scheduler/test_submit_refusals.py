@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from labd.errors import InvalidSpec
 from labd.events import EventBus
 from labd.model import Policy
 from labd.scheduler import JobService
-from labd.store import Store
+from labd.store import JobConflict, Store
 from labd_host import HostDriver
 from labd_host.driver import HostOptions
 
@@ -82,3 +83,75 @@ async def test_an_environment_given_as_a_string_is_not_echoed(jobs: JobService) 
     assert problems == ["m.toml: params.env: input should be a valid dictionary"]
     problems = await refused(jobs, command=["true"], env={"LANG": 7})
     assert problems == ["m.toml: params.env.LANG: input should be a valid string"]
+
+
+async def _service(store: Store) -> JobService:
+    """A job service whose one host device fits every job; nothing takes the jobs it queues."""
+    host = HostDriver(HostOptions(), "test-host")
+    for device in await host.discover():
+        await store.upsert_device(device.model_copy(update={"host": "test-host"}))
+    policy = Policy.resolve(["true"], "/usr/bin:/bin", [], "", 1)
+    return JobService(store, {"host": host}, EventBus(), policy=policy)
+
+
+TRUE = {"suite": "s", "test": "t", "scenario": "command", "params": {"command": ["true"]}}
+
+
+async def test_parallel_submissions_cannot_pass_the_quota_on_one_host_or_two(
+    store: Store,
+) -> None:
+    """8 parallel submissions of a principal allowed 3 active jobs were all accepted: the
+    quota was counted, then the job inserted later. Now the count is in the inserting
+    transaction (SQLite's are serial; PostgreSQL's hold the submitter's advisory lock), here
+    through one store and through two, as two hosts of one lab would."""
+    from labd.auth import Principal, Role
+    from labd.errors import AuthError
+
+    ci = Principal("ci", Role.SUBMITTER, max_active_jobs=3, submits_per_minute=100)
+    other_host = await Store.open(store.engine.url.render_as_string(hide_password=False))
+    try:
+        services = [await _service(store), await _service(other_host)]
+        for round_, picked in enumerate(([services[0]] * 8, services * 4)):
+
+            async def submit(job_id: str, jobs: JobService) -> bool:
+                try:
+                    await jobs.submit(TRUE, "m.toml", job_id, principal=ci)
+                except AuthError as e:
+                    assert e.reason == "quota_exceeded", e
+                    assert "quota: principal 'ci' has 3 jobs queued or running (limit 3)" in str(e)
+                    return False
+                return True
+
+            submits = (submit(f"j{round_}-{n}", s) for n, s in enumerate(picked))
+            accepted = await asyncio.gather(*submits)
+            assert sum(accepted) == 3, (round_, accepted)
+            assert await store.count_unfinished("ci") == 3
+            for job in await store.list_jobs():  # room again for the next round
+                await store.request_cancel(job.id)
+    finally:
+        await other_host.close()
+
+
+async def test_a_job_id_is_resubmitted_harmlessly_by_its_own_submitter_only(store: Store) -> None:
+    """sub1 resubmitting sub2's cancelled pr-42 with the same spec got sub2's job back."""
+    jobs = await _service(store)
+    job, created = await jobs.submit(TRUE, "m.toml", "pr-42", submitter="sub2")
+    assert created and job.submitter == "sub2"
+    await store.request_cancel("pr-42")
+    with pytest.raises(JobConflict, match=r"^job id 'pr-42' belongs to another submitter$"):
+        await jobs.submit(TRUE, "m.toml", "pr-42", submitter="sub1")
+    again, created = await jobs.submit(TRUE, "m.toml", "pr-42", submitter="sub2")
+    assert not created and again.submitter == "sub2"
+
+
+async def test_parallel_first_jobs_of_a_new_lane_are_all_queued(store: Store) -> None:
+    """Two transactions both found a new lane missing and both inserted it: on PostgreSQL the
+    second failed with a unique violation, and its submission as "database unavailable"."""
+    services = [await _service(store) for _ in range(8)]
+    submits = (
+        jobs.submit(TRUE, "m.toml", f"lane-{n}", submitter=f"sub{n}")
+        for n, jobs in enumerate(services)
+    )
+    created = [created for _, created in await asyncio.gather(*submits)]
+    assert created == [True] * 8
+    assert len(await store.lanes()) == 1

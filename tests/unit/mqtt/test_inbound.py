@@ -397,3 +397,95 @@ async def test_a_payload_nested_too_deeply_is_refused_before_anything_recursive(
     body["spec"]["params"]["env"] = nested(MAX_DEPTH - 3)
     problems = error(await harness.send(TOPICS.submit, body, CI)).problems
     assert not any("nested" in p for p in problems)
+
+
+@pytest.mark.parametrize("bad", ["\x00", "\x7f", "\x85", "\ufdd0", "\uffff", "\U0010fffe"])
+async def test_a_reply_to_a_broker_would_find_malformed_is_refused_on_errors_only(
+    harness: Harness, bad: str
+) -> None:
+    """A viewer's query with reply_to .../replies/dash/<NUL> made labd publish on a topic
+    Mosquitto refuses as malformed, and Mosquitto dropped labd's connection: it is refused."""
+    from labd.mqtt.topics import topic_problem
+
+    query = {"query": "list", "reply_to": replies_to(DASH) + bad}
+    replies = await harness.send(TOPICS.query, query, DASH)
+    refused = error(replies)
+    assert refused.reason == "invalid", refused
+    assert "reply_to: not a topic labd can answer on: it contains a" in refused.problems[0]
+    assert f"(U+{ord(bad):04X})" in refused.problems[0]
+    assert [r.topic for r in replies] == [TOPICS.errors]
+    # An MQTT 5 response topic holding one is not answered on either.
+    query["reply_to"] = replies_to(DASH)
+    data = payload(TOPICS.query, query, DASH)
+    replies = await harness.inbound.handle(TOPICS.query, data, replies_to(DASH) + bad, b"c")
+    assert [r.topic for r in replies] == [replies_to(DASH)]
+    assert all(topic_problem(r.topic) is None for r in replies)
+
+
+async def test_a_refused_request_replayed_is_refused_as_replayed(harness: Harness) -> None:
+    """A refused submission's nonce was not recorded: a retained one was handled again at
+    every reconnect. Every request whose signature held spends its nonce, refused or not."""
+    harness.inbound.principals = Principals(
+        [
+            principal(CI, Role.SUBMITTER, scenarios=frozenset({"command"})),
+            principal(DASH, Role.VIEWER),
+        ]
+    )
+    for creds, body, reason in (
+        (CI, {"id": "n1", "spec": SPEC}, "invalid_spec"),  # a scenario it may not run
+        (DASH, {"id": "n2", "spec": SPEC}, "forbidden"),  # a viewer submitting
+        (CI, {"id": "n3", "spec": {**SPEC, "nope": 1}}, "invalid"),
+        (CI, {"reply_to": f"{TOPICS.prefix}/alerts"}, "forbidden"),  # a cancel, elsewhere
+    ):
+        topic = TOPICS.submit if "id" in body else f"{TOPICS.prefix}/jobs/n9/cancel"
+        captured = payload(topic, body, creds)
+        assert error(await harness.raw(topic, captured)).reason == reason
+        again = await harness.raw(topic, captured)
+        assert [r.topic for r in again] == [TOPICS.errors] and error(again).reason == "replayed"
+
+
+async def test_a_quota_refusal_replayed_once_the_quota_has_room_is_not_accepted(
+    harness: Harness,
+) -> None:
+    """A submission refused with quota_exceeded, replayed once the quota had room, was
+    accepted as its victim's job."""
+    harness.lab.scheduler.stop_taking_work()
+    harness.inbound.principals = Principals([principal(CI, Role.SUBMITTER, max_active_jobs=1)])
+    assert answer(
+        await harness.send(TOPICS.submit, {"id": "q1", "reply_to": replies_to(CI), "spec": SPEC})
+    ).accepted
+    captured = payload(TOPICS.submit, {"id": "q2", "spec": SPEC}, CI)
+    assert error(await harness.raw(TOPICS.submit, captured)).reason == "quota_exceeded"
+    await harness.lab.scheduler.cancel("q1")
+    assert error(await harness.raw(TOPICS.submit, captured)).reason == "replayed"
+    assert await harness.lab.store.get_job("q2") is None
+
+
+async def test_replays_cost_the_victim_nothing_of_its_rate_limit(harness: Harness) -> None:
+    """Replaying one captured submission 10 times made its victim's next one rate_limited:
+    the nonce is checked before the rate is taken (CI may submit 3 a minute here)."""
+    captured = payload(TOPICS.submit, {"id": "r1", "reply_to": replies_to(CI), "spec": SPEC}, CI)
+    assert answer(await harness.raw(TOPICS.submit, captured)).accepted
+    for _ in range(10):
+        assert error(await harness.raw(TOPICS.submit, captured)).reason == "replayed"
+    for n in (2, 3):
+        body = {"id": f"r{n}", "reply_to": replies_to(CI), "spec": SPEC}
+        assert answer(await harness.send(TOPICS.submit, body, CI)).accepted, n
+
+
+async def test_another_principals_job_id_is_a_conflict_not_a_duplicate(harness: Harness) -> None:
+    """sub2 submitted pr-42 and cancelled it; sub1's pr-42 with the same spec was answered
+    accepted, duplicate, with sub2's job. Only its own submitter resubmits an id harmlessly."""
+    mine = {"id": "pr-42", "reply_to": replies_to(OTHER), "spec": SPEC}
+    assert answer(await harness.send(TOPICS.submit, mine, OTHER), OTHER).accepted
+    await harness.send(f"{TOPICS.prefix}/jobs/pr-42/cancel", {}, OTHER)
+    body = {"id": "pr-42", "reply_to": replies_to(CI), "spec": SPEC}
+    replies = await harness.send(TOPICS.submit, body, CI)
+    refused = error(replies)
+    assert refused.reason == "conflict"
+    assert refused.problems == ["job id 'pr-42' belongs to another submitter"]
+    said = answer(replies)
+    assert not said.accepted and not said.duplicate and not said.state
+    assert sorted(r.topic for r in replies) == sorted([TOPICS.errors, replies_to(CI)])
+    again = answer(await harness.send(TOPICS.submit, mine, OTHER), OTHER)
+    assert again.accepted and again.duplicate  # its own submitter: harmless
