@@ -14,13 +14,11 @@ from labd.auth.credentials import (
 from labd.auth.limits import RateLimiter
 from labd.auth.passwords import check_password, hash_password
 from labd.auth.principals import (
-    KEY_ID_PATTERN,
     Action,
     Principal,
     Principals,
     Role,
     from_settings,
-    key_id_problem,
     token_digest,
 )
 from labd.auth.redaction import redact_job, redact_params, redact_spec, spec_secrets
@@ -33,6 +31,7 @@ from labd.auth.signing import (
     sign,
     verify,
 )
+from labd.model.ids import KEY_ID_PATTERN, key_id_problem
 
 __all__ = [
     "KEY_ID_PATTERN",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -32,16 +31,6 @@ class Action(StrEnum):
 
 # A key id, wherever one is made or read: `labd auth add`, the configuration's secret_keys, a
 # signed message's auth.key_id (labd.config.access holds the same rule: it may not import this).
-KEY_ID_PATTERN = r"[A-Za-z0-9_.-]{1,64}"
-
-
-def key_id_problem(key_id: str) -> str | None:
-    """Why `key_id` cannot name a key, or None when it can."""
-    if re.fullmatch(KEY_ID_PATTERN, key_id):
-        return None
-    return f"key id {key_id!r} is not {KEY_ID_PATTERN} (letters, digits, '_', '.', '-'; 1 to 64)"
-
-
 ALLOWED: Mapping[Role, frozenset[Action]] = {
     Role.VIEWER: frozenset({Action.READ}),
     Role.SUBMITTER: frozenset({Action.READ, Action.SUBMIT, Action.CANCEL}),

@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 from labd.config.section import Section
 from labd.errors import ConfigError
 from labd.model import Policy, id_problem
+from labd.model.ids import key_id_problem
 
 LOCAL_PRINCIPAL = "local"
 
@@ -61,8 +62,8 @@ class PrincipalSettings(Section):
     @model_validator(mode="after")
     def _keys_are_keys(self) -> PrincipalSettings:
         for key_id, secret in self.secret_keys.items():
-            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", key_id):
-                raise ValueError(f"secret_keys: key id {key_id!r} is not [A-Za-z0-9_.-]{{1,64}}")
+            if problem := key_id_problem(key_id):
+                raise ValueError(f"secret_keys: {problem}")
             if len(secret) < 32:
                 raise ValueError(f"secret_keys.{key_id}: shorter than 32 characters")
         for digest in self.token_sha256:

@@ -77,9 +77,15 @@ class StoreComponent:
     name = "store"
 
     def __init__(
-        self, url: str, host: str, bus: EventBus, name_lost: Callable[[str], None]
+        self,
+        url: str,
+        host: str,
+        bus: EventBus,
+        name_lost: Callable[[str], None],
+        delivers_outbox: bool = True,
     ) -> None:
         self.url, self.host, self.bus, self.name_lost = url, host, bus, name_lost
+        self.delivers_outbox = delivers_outbox  # False: no MQTT bridge here empties it
         self._store: Store | None = None
         self._name: HostName
         self._tasks = TaskSet("store")
@@ -98,6 +104,8 @@ class StoreComponent:
             await self._store.close()
             raise
         self._tasks.spawn("host-name", self._name.keep(self.name_lost))
+        if not self.delivers_outbox:
+            self._tasks.spawn("outbox-discard", self._store.discard_outbox_for_ever())
 
     async def stop(self, grace: float) -> None:
         await self._tasks.cancel_all()
@@ -207,7 +215,7 @@ class Daemon:
         yield self.health
         yield AccessMetrics(self.bus, self.metrics.registry)
         url = settings.store.url or default_sqlite_url(state_dir)
-        store = StoreComponent(url, host, self.bus, self._name_lost)
+        store = StoreComponent(url, host, self.bus, self._name_lost, settings.mqtt.enabled)
         yield store
         self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)
         yield self.pool

@@ -27,6 +27,17 @@ RULE = (
 )
 
 
+# A signing key's id (a principal's secret_keys entry, a signed message's key_id).
+KEY_ID_PATTERN = r"[A-Za-z0-9_.-]{1,64}"
+
+
+def key_id_problem(key_id: str) -> str | None:
+    """Why `key_id` cannot name a key, or None when it can."""
+    if re.fullmatch(KEY_ID_PATTERN, key_id):
+        return None
+    return f"key id {key_id!r} is not {KEY_ID_PATTERN} (letters, digits, '_', '.', '-'; 1 to 64)"
+
+
 def id_problem(value: str, what: str = "id") -> str | None:
     """Why `value` is not a valid name, or None when it is (for messages that name the rule)."""
     if _ID.fullmatch(value):

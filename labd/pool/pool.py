@@ -49,6 +49,11 @@ class Pool:
         self._health_failures: dict[str, int] = {}
         self._unsaved: set[str] = set()  # devices whose last change the store did not take
         self._save_failures = Failures("saving a device's state (kept meanwhile)", log)
+        self._admin_failures = Failures("reading administrators' changes (tried again)", log)
+        # Changes made and saves under way, per device: what the store says of a device is
+        # not taken for an administrator's change while this pool is writing it.
+        self._edits: dict[str, int] = {}
+        self._saving: dict[str, int] = {}
         self._tasks = TaskSet("pool")
 
     async def start(self) -> None:
@@ -92,8 +97,10 @@ class Pool:
     # Discovery and health -------------------------------------------------------------------
 
     async def discover(self) -> None:
-        """Ask every driver for its devices: new ones join, vanished ones go offline."""
+        """Ask every driver for its devices: new ones join, vanished ones go offline; take
+        up what administrators changed through another host."""
         await self._save_unsaved()
+        await self._adopt_admin_changes()
         seen: set[str] = set()
         for driver in self.drivers.values():
             try:
@@ -197,6 +204,7 @@ class Pool:
     async def _save(self, device: Device) -> None:
         """Persist a change; while the database is away the pool's own view stands and the
         discovery pass saves it later (a lost write must not leave a device `busy` there)."""
+        self._saving[device.id] = self._saving.get(device.id, 0) + 1
         try:
             await self.store.upsert_device(device)
         except Exception as e:
@@ -206,6 +214,42 @@ class Pool:
             self._unsaved.discard(device.id)
             if not self._unsaved:
                 self._save_failures.succeeded()
+        finally:
+            self._saving[device.id] -= 1
+
+    async def _adopt_admin_changes(self) -> None:
+        """`labd devices drain|maintenance|enable` run against another host writes only the
+        store: the stored admin state is read here each discovery pass and applied, and a
+        quarantine the store says was lifted is lifted."""
+        edits, busy_saving = dict(self._edits), {d for d, n in self._saving.items() if n}
+        try:
+            stored = await self.store.list_devices(host=self.host)
+        except Exception as e:  # the database away: the next pass reads again
+            self._admin_failures.failed(e)
+            return
+        self._admin_failures.succeeded()
+        for there in stored:
+            mine = self.devices.get(there.id)
+            if (
+                mine is None
+                or there.id in busy_saving
+                or there.id in self._unsaved
+                or self._edits.get(there.id) != edits.get(there.id)  # changed while reading
+            ):
+                continue
+            lifted = (
+                mine.state is DeviceState.QUARANTINED
+                and there.state is not DeviceState.QUARANTINED
+                and there.admin is AdminState.ENABLED
+            )
+            if there.admin is not mine.admin or lifted:
+                log.info(
+                    "administrator's change made through another host taken up",
+                    device=there.id,
+                    admin=there.admin.value,
+                    quarantine_lifted=lifted,
+                )
+                await self._apply_admin(there.id, there.admin)
 
     async def _save_unsaved(self) -> None:
         for device_id in sorted(self._unsaved):
@@ -224,8 +268,13 @@ class Pool:
             and d.id not in self.busy
         ]
 
-    async def acquire(self, device_id: str, job_id: str) -> None:
+    def reserve(self, device_id: str, job_id: str) -> None:
+        """Take device_id for job_id now, so that it is offered no other job; `acquire` then
+        records it busy."""
         self.busy[device_id] = job_id
+
+    async def acquire(self, device_id: str, job_id: str) -> None:
+        self.reserve(device_id, job_id)
         await self._update(device_id, state=DeviceState.BUSY, reason=f"running {job_id}")
 
     async def release(self, device_id: str, infra_failure: str = "") -> None:
@@ -247,12 +296,23 @@ class Pool:
         await self._update(device_id, state=state, reason=reason, consecutive_failures=failures)
 
     async def set_admin(self, device_id: str, admin: AdminState) -> Device | None:
-        """drain / maintenance / enable; `enable` also lifts a quarantine."""
-        if await self.store.set_admin(device_id, admin) is None:
+        """drain / maintenance / enable; `enable` also lifts a quarantine. Another host's
+        device is changed in the store, and its host takes the change up at its next
+        discovery pass (`pool.discovery_interval_s`)."""
+        stored = await self.store.set_admin(device_id, admin)
+        if stored is None:
             return None
-        device = self.devices.get(device_id)
-        if device is None:
-            return await self.store.get_device(device_id)  # another host's device
+        if device_id not in self.devices:  # another host's device
+            if admin is AdminState.ENABLED and stored.state is DeviceState.QUARANTINED:
+                # Said in the store for its host, which lifts the quarantine when it reads it.
+                lifted = {"state": DeviceState.AVAILABLE, "reason": "", "consecutive_failures": 0}
+                await self.store.upsert_device(stored.model_copy(update=lifted))
+            return await self.store.get_device(device_id)
+        return await self._apply_admin(device_id, admin)
+
+    async def _apply_admin(self, device_id: str, admin: AdminState) -> Device:
+        """What an admin state means for this pool's own device."""
+        device = self.devices[device_id]
         changes: dict[str, object] = {"admin": admin}
         if admin is AdminState.ENABLED and device.state is DeviceState.QUARANTINED:
             changes |= {"consecutive_failures": 0, "state": DeviceState.AVAILABLE, "reason": ""}
@@ -282,6 +342,7 @@ class Pool:
         old = self.devices[device_id]
         device = old.model_copy(update=changes)
         self.devices[device_id] = device
+        self._edits[device_id] = self._edits.get(device_id, 0) + 1
         if (device.state, device.admin, device.reason) == (old.state, old.admin, old.reason) and (
             changes.keys() <= {"state", "reason"}
         ):

@@ -29,7 +29,7 @@ from labd.events import (
     dispatch,
 )
 from labd.logs import bind_context
-from labd.model import Device, Job, JobState
+from labd.model import AdminState, Device, Job, JobState
 from labd.pool import Pool
 from labd.runner import Outcome, run_job
 from labd.scheduler.space import StateSpace
@@ -53,6 +53,8 @@ DISPATCH_CONCURRENCY = 8
 # A job requeued after an infrastructure failure is left to other devices this long after it
 # became due (every host polls the queue each second), then its old device may take it back.
 RETRY_ELSEWHERE_GRACE_S = 3.0
+# How long a stop waits at least for a dispatch pass under way to finish its claims.
+PASS_WAIT_S = 2.0
 
 
 class Interrupt(enum.Enum):
@@ -60,6 +62,7 @@ class Interrupt(enum.Enum):
     LEASE_LOST = "lease lost"
     CUT_OFF = "lease not renewed"  # the database did not answer for the lease's whole TTL
     SHUTDOWN = "shutdown"
+    MAINTENANCE = "maintenance"  # an administrator took the device out at once
 
 
 class Scheduler:
@@ -92,6 +95,9 @@ class Scheduler:
         self._news: Subscription | None = None
         self.space = StateSpace(workdir, settings.min_free_mb, bus, self.wake)
         self._unsettled: dict[str, str] = {}  # why an attempt ended, where that was not written
+        # Held through a dispatch pass: a stop waits for the pass, so that a job claimed in it
+        # has its run (which a stop requeues) rather than a lease nothing runs.
+        self._passing = asyncio.Lock()
 
     def wake(self) -> None:
         """Look for work now (a job was queued or a device freed up)."""
@@ -123,12 +129,21 @@ class Scheduler:
     async def stop(self, grace: float) -> None:
         """Take no more work; give running jobs `grace` seconds, then requeue what is left."""
         self.stop_taking_work()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
         if self._news is not None:
             self.bus.unsubscribe(self._news)
+        # A pass under way finishes its claims (one short transaction each) before the loop is
+        # cancelled: cancelled between a claim's commit and its run, a job kept a lease that
+        # nothing ran, and its attempt was counted when the lease expired.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(grace, PASS_WAIT_S)), self._passing:
+                pass
         await self._tasks.cancel_all()
         if self.running:
             log.info("waiting for running jobs", jobs=sorted(self.running), grace_s=grace)
-            _, pending = await asyncio.wait(list(self.running.values()), timeout=grace)
+            left = max(0.0, deadline - loop.time())
+            _, pending = await asyncio.wait(list(self.running.values()), timeout=left)
             for job_id, task in list(self.running.items()):
                 if task in pending:
                     self._interrupts[job_id] = Interrupt.SHUTDOWN
@@ -143,6 +158,7 @@ class Scheduler:
         while True:
             # Cleared before dispatching: a wake-up that comes during the pass is kept.
             self._wake.clear()
+            self._take_out_for_maintenance()
             try:
                 await self.dispatch()
                 failures.succeeded()
@@ -161,6 +177,10 @@ class Scheduler:
 
     async def dispatch(self) -> int:
         """Lease a job for every free device that has matching work; returns how many."""
+        async with self._passing:
+            return await self._dispatch()
+
+    async def _dispatch(self) -> int:
         available = self.pool.available()
         if not self._accepting or not available or self.space.low:
             return 0
@@ -176,8 +196,13 @@ class Scheduler:
             async with limit:
                 return await self._claim_for(device, keys)
 
-        claimed = await asyncio.gather(*(offer(d) for d in available))
-        return sum(claimed)
+        # Every offer ends before the pass does (a stop waits for the pass), even when one
+        # of them failed.
+        claimed = await asyncio.gather(*(offer(d) for d in available), return_exceptions=True)
+        for outcome in claimed:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return sum(1 for outcome in claimed if outcome is True)
 
     async def _claim_for(self, device: Device, keys: list[str]) -> bool:
         try:
@@ -189,9 +214,28 @@ class Scheduler:
             return False
         if lease is None:
             return False
-        await self.pool.acquire(device.id, lease.job.id)
+        # The run is registered before anything else is awaited: a cancel, a stop or a
+        # maintenance finds it from the claim on (acquiring the device is its first step).
+        self.pool.reserve(device.id, lease.job.id)
         self.running[lease.job.id] = self._runs.spawn(lease.job.id, self._run(lease, device))
         return True
+
+    def _take_out_for_maintenance(self) -> None:
+        """Interrupt the jobs running on devices an administrator took into maintenance (on
+        this host or, through the store, on another): they go back to the queue uncounted."""
+        for device_id, job_id in list(self.pool.busy.items()):
+            device = self.pool.devices.get(device_id)
+            task = self.running.get(job_id)
+            if device is None or device.admin is not AdminState.MAINTENANCE or task is None:
+                continue
+            if job_id not in self._interrupts:
+                log.info(
+                    "device taken into maintenance; its job goes back to the queue",
+                    device=device_id,
+                    job_id=job_id,
+                )
+                self._interrupts[job_id] = Interrupt.MAINTENANCE
+                task.cancel()
 
     async def _reap_loop(self) -> None:
         failures = Failures("lease reaper", log)
@@ -243,6 +287,7 @@ class Scheduler:
         heart = self._beats.spawn(job.id, self._heartbeat(lease))
         deadline = asyncio.timeout(job.spec.timeout_s)
         try:
+            await self.pool.acquire(device.id, job.id)
             try:
                 running = await outlasting(
                     lambda: self.store.mark_running(job.id, token),
@@ -257,6 +302,7 @@ class Scheduler:
                 log.warning("the job could not be started: the database did not answer")
                 return ""
             if not running:
+                log.info("the job was not started: its lease moved on or it was cancelled")
                 return ""
             params, problem = await start_check(job, device, driver, self.jobs.policy)
             if params is None:
@@ -379,6 +425,11 @@ class Scheduler:
             # Not the job's fault: requeue without counting the attempt.
             if await self.store.requeue_job(job.id, token, "requeued at shutdown", refund=True):
                 log.info("job requeued at shutdown")
+        elif reason is Interrupt.MAINTENANCE:
+            # Neither the job's fault nor the device's: requeued uncounted, nothing blamed.
+            why = f"requeued: device {job.device_id} was taken into maintenance"
+            if await self.store.requeue_job(job.id, token, why, refund=True):
+                log.info("job requeued: its device was taken into maintenance")
         elif reason is Interrupt.CUT_OFF:
             log.warning(
                 "the run was stopped and its measured program killed: the database did not "

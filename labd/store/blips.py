@@ -24,8 +24,22 @@ FIRST_WAIT_S, LONGEST_WAIT_S = 0.5, 5.0
 
 # SQLite: busy or locked by another process, an I/O error, full, its file not there now.
 SQLITE_PASSING = frozenset({5, 6, 10, 13, 14})
-# PostgreSQL: connection exceptions, the server shutting down or starting, out of resources.
-PG_PASSING = ("08", "57P", "53")
+# PostgreSQL, by SQLSTATE (a class, or one code): what a restart, a failover or an
+# administrator's pause raises, and what the server itself asks to try again.
+PG_PASSING = (
+    "08",  # connection exceptions
+    "53",  # out of resources: too many connections (53300), a full disk, memory
+    "57P01",  # admin_shutdown: a fast shutdown, pg_terminate_backend
+    "57P02",  # crash_shutdown
+    "57P03",  # cannot_connect_now: starting up, shutting down, in recovery
+    "57P05",  # idle_session_timeout
+    "57014",  # query_canceled: pg_cancel_backend, a statement_timeout
+    "55000",  # object_not_in_prerequisite_state: ALTER DATABASE ... ALLOW_CONNECTIONS false
+    "55P03",  # lock_not_available
+    "25006",  # read_only_sql_transaction: a standby after a failover, writes paused
+    "40001",  # serialization_failure
+    "40P01",  # deadlock_detected
+)
 
 
 def passing(error: BaseException) -> bool:

@@ -121,18 +121,46 @@ class Leases(JobQueue):
         return (row is not None, bool(row.cancel_requested) if row else False)
 
     async def mark_running(self, job_id: str, token: str) -> bool:
-        return await self._move(
+        """Move a leased job to running; False when it must not run: its lease moved on, or a
+        cancel came before it started (the job is then ended `cancelled` here, since its
+        runner may not have been reachable when the cancel came)."""
+        if await self._move(
             job_id,
             token,
             JobState.RUNNING,
             lambda row: JobRunning(job_id=job_id, device_id=row.device_id, attempt=row.attempts),
             from_states=("leased",),
+            where=jobs.c.cancel_requested.is_(False),
             started_at=time.time(),
+        ):
+            return True
+        await self._move(
+            job_id,
+            token,
+            JobState.CANCELLED,
+            lambda row: _finished(row, JobState.CANCELLED.value, CANCELLED_BEFORE_START),
+            from_states=("leased",),
+            where=jobs.c.cancel_requested.is_(True),
+            error=CANCELLED_BEFORE_START,
+            finished_at=time.time(),
         )
+        return False
 
     async def finish_job(self, job_id: str, token: str, state: JobState, error: str = "") -> bool:
-        """Move a held job to a terminal state; False if the lease was lost meanwhile."""
+        """Move a held job to a terminal state; False if the lease was lost meanwhile. A job
+        whose cancel was requested before it ended is ended `cancelled` whatever `state`
+        says (its runner may have finished before it heard of the cancel)."""
         assert state.terminal
+        if state is not JobState.CANCELLED and await self._move(
+            job_id,
+            token,
+            JobState.CANCELLED,
+            lambda row: _finished(row, JobState.CANCELLED.value, CANCELLED_WHILE_RUNNING),
+            where=jobs.c.cancel_requested.is_(True),
+            error=CANCELLED_WHILE_RUNNING,
+            finished_at=time.time(),
+        ):
+            return True
         return await self._move(
             job_id,
             token,
@@ -195,11 +223,12 @@ class Leases(JobQueue):
         event: Callable[[Any], JobEvent],
         from_states: Sequence[str] = (),
         then: Callable[[sa.Connection, Any], None] | None = None,
+        where: sa.ColumnElement[bool] | None = None,
         **values: Any,
     ) -> bool:
         """Move a held job on; `event` makes the move's event from the moved row (its new
-        values), `then` does more in the same transaction. False, and no event, when the
-        lease has moved on."""
+        values), `then` does more in the same transaction, `where` narrows the rows moved.
+        False, and no event, when the lease has moved on (or `where` did not hold)."""
         # Only moves the state machine allows, from states the caller's lease can be in.
         from_states = from_states or [s for s in ACTIVE_STATES if can_move(JobState(s), state)]
         assert all(can_move(JobState(old), state) for old in from_states), (from_states, state)
@@ -209,6 +238,8 @@ class Leases(JobQueue):
             .values(state=state.value, **values)
             .returning(*MOVED)
         )
+        if where is not None:
+            update = update.where(where)
 
         def move(conn: sa.Connection) -> JobEvent | None:
             row = conn.execute(update).first()
@@ -282,8 +313,20 @@ class Leases(JobQueue):
                 held_by = f"lease held by {row.lease_owner} expired"
                 if known := (why or {}).get(row.id):
                     held_by += f" ({known})"
+                refund = False
+                values: dict[str, Any]
                 if row.cancel_requested:
                     values = {"state": "cancelled", "error": f"{held_by}; cancelled"}
+                elif owner and row.state == JobState.LEASED.value:
+                    # Claimed, never started (a stop that came mid-claim, a crash): nothing of
+                    # the job ran, so its attempt is not counted.
+                    refund = True
+                    values = {
+                        "state": "queued",
+                        "error": f"lease held by {owner} ended before the job started "
+                        f"({owner} restarted); requeued, the attempt not counted",
+                        "attempts": row.attempts - 1,
+                    }
                 elif row.attempts >= row.max_attempts:
                     values = {
                         "state": "failed",
@@ -306,7 +349,11 @@ class Leases(JobQueue):
                 event: JobEvent
                 if values["state"] == "queued":
                     event = JobRequeued(
-                        job_id=row.id, reason=values["error"], attempt=row.attempts, retry_in_s=0
+                        job_id=row.id,
+                        reason=values["error"],
+                        attempt=row.attempts,
+                        retry_in_s=0,
+                        attempt_counted=not refund,
                     )
                 else:
                     event = _finished(row, values["state"], values["error"])
@@ -353,6 +400,9 @@ class Leases(JobQueue):
         self.announce(events)
         return [job for event in events if (job := await self.get_job(event.job_id))]
 
+
+CANCELLED_BEFORE_START = "cancelled before it started"
+CANCELLED_WHILE_RUNNING = "cancelled while running"
 
 # What a moved job's event is made of (the row's values after the move).
 MOVED = (jobs.c.id, jobs.c.suite, jobs.c.test, jobs.c.device_id, jobs.c.attempts)

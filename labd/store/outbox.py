@@ -90,3 +90,9 @@ def pending(
         query = query.where(outbox.c.id.not_in(list(skip)))
     rows = conn.execute(query)
     return [OutboxRow(r.id, r.stream, r.key, r.seq, r.body) for r in rows]
+
+
+def discard(conn: sa.Connection, host: str) -> int:
+    """Delete every row `host` queued; returns how many (for a host with no MQTT bridge:
+    no other host delivers them, since each delivers only its own)."""
+    return conn.execute(outbox.delete().where(outbox.c.host == host)).rowcount

@@ -18,11 +18,13 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from labd.events import EventBus
+from labd.store import outbox
 from labd.store.base import SqliteThread, StoreError
 from labd.store.leases import Leases
 from labd.store.migrations import migrate
 from labd.store.records import Records
 from labd.store.views import Views
+from labd.tasks import Failures
 
 log = structlog.get_logger("labd.store")
 
@@ -33,6 +35,9 @@ def default_sqlite_url(state_dir: Path) -> str:
 
 class Store(Leases, Records, Views):
     """Async access to labd's database. Create with `await Store.open(url)`."""
+
+    # How often a host without an MQTT bridge empties its outbox: the backlog stays small.
+    DISCARD_EVERY_S = 5.0
 
     def __init__(
         self,
@@ -82,6 +87,29 @@ class Store(Leases, Records, Views):
         await self.engine.dispose()
         if self.sqlite_thread is not None:
             await asyncio.to_thread(self.sqlite_thread.close)
+
+    async def discard_outbox(self) -> int:
+        """Delete the events this host queued for its MQTT bridge; returns how many. For a
+        host whose MQTT is disabled: nothing will deliver them (each host delivers only the
+        rows it wrote), and kept they grow without end."""
+        return int(await self.write(lambda conn: outbox.discard(conn, self.host)))
+
+    async def discard_outbox_for_ever(self) -> None:
+        """`discard_outbox` at once and every `DISCARD_EVERY_S` seconds, a database away
+        waited out."""
+        failures = Failures("discarding undeliverable outbox rows", log)
+        said = False
+        while True:
+            try:
+                dropped = await self.discard_outbox()
+            except Exception as e:  # the database away: the next round tries again
+                failures.failed(e)
+            else:
+                failures.succeeded()
+                if dropped and not said:  # once: what an earlier run left, or the first rows
+                    log.info("outbox rows discarded: MQTT is disabled on this host", rows=dropped)
+                    said = True
+            await asyncio.sleep(self.DISCARD_EVERY_S)
 
     async def ping(self) -> str | None:
         """None when the database answers, else why not (for /readyz)."""

@@ -93,3 +93,22 @@ def test_only_what_the_database_raised_is_a_database_blip(tmp_path: Path) -> Non
     # A driver's own: they pass, but say nothing of the database.
     assert not database_blip(TimeoutError("the device did not answer"))
     assert not database_blip(ConnectionRefusedError(111, "adb server refused"))
+
+
+def test_what_a_restart_or_an_administrators_pause_raises_passes() -> None:
+    """`ALTER DATABASE x ALLOW_CONNECTIONS false` (55000) abandoned two running jobs as a
+    `driver bug`; so would a cancelled statement, a read-only failover or a deadlock."""
+    for error in (
+        asyncpg.exceptions.ObjectNotInPrerequisiteStateError(
+            'database "x" is not currently accepting connections'
+        ),
+        asyncpg.exceptions.TooManyConnectionsError("sorry, too many clients already"),
+        asyncpg.exceptions.QueryCanceledError("canceling statement due to user request"),
+        asyncpg.exceptions.ReadOnlySQLTransactionError("cannot execute UPDATE in a read-only"),
+        asyncpg.exceptions.SerializationError("could not serialize access"),
+        asyncpg.exceptions.DeadlockDetectedError("deadlock detected"),
+        asyncpg.exceptions.LockNotAvailableError("could not obtain lock"),
+    ):
+        assert passing(wrapped(error)) and database_blip(wrapped(error)), error
+    # A database that is gone does not come back by waiting.
+    assert not passing(asyncpg.exceptions.DatabaseDroppedError("database dropped"))
