@@ -20,7 +20,16 @@ from labd.auth import Principal, RateLimiter
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings, SchedulerSettings
 from labd.errors import AuthError, InvalidSpec, UsageError
 from labd.events import EventBus, JobRejected
-from labd.model import Device, DeviceState, Job, Policy, TestSpec, id_problem, parse_spec
+from labd.model import (
+    AdminState,
+    Device,
+    DeviceState,
+    Job,
+    Policy,
+    TestSpec,
+    id_problem,
+    parse_spec,
+)
 from labd.replay import load, profile_for
 from labd.runner import archive_path
 from labd.sdk import Driver
@@ -247,13 +256,17 @@ class JobService:
         for device in devices:
             if device.state is DeviceState.BUSY:
                 running = await self.store.active_job_on(device.id)
-                parts.append(f"{device.id} busy (job {running})")
+                said = f"{device.id} busy (job {running})"
             elif device.state is DeviceState.AVAILABLE:
-                then = "" if paused else " (next dispatch will take it)"
-                parts.append(f"{device.id} available{then}")
+                said = f"{device.id} available"
             else:
-                detail = f": {device.reason}" if device.reason else ""
-                parts.append(f"{device.id} {device.state.value}{detail}")
+                said = f"{device.id} {device.state.value}"
+                said += f": {device.reason}" if device.reason else ""
+            if device.admin is not AdminState.ENABLED:  # it takes no job until enabled
+                said += f" (admin: {device.admin.value})"
+            elif device.state is DeviceState.AVAILABLE and not paused:
+                said += " (next dispatch will take it)"
+            parts.append(said)
         waiting = f"waiting for one of {len(devices)} matching device(s): " + "; ".join(parts)
         if paused:
             return f"this host leases no job: {paused}; {waiting}"

@@ -260,7 +260,13 @@ async def test_drained_device_takes_no_new_job(lab: Lab) -> None:
     await lab.pool.set_admin("d1", AdminState.DRAINING)
     await lab.submit("parked")
     await asyncio.sleep(0.3)
-    assert (await lab.store.get_job("parked")).state is JobState.QUEUED  # type: ignore[union-attr]
+    parked = await lab.store.get_job("parked")
+    assert parked is not None and parked.state is JobState.QUEUED
+    # Said as the administrator left it (a device drained through another host was still
+    # "available (next dispatch will take it)").
+    assert await lab.jobs.why_waiting(parked) == (
+        "waiting for one of 1 matching device(s): d1 maintenance (admin: draining)"
+    )
     await lab.pool.set_admin("d1", AdminState.ENABLED)
     await lab.wait_state("parked", JobState.SUCCEEDED)
 
@@ -368,7 +374,7 @@ async def test_a_job_for_a_device_that_left_times_out_in_the_queue_saying_why(la
     job = await lab.wait_state("stranded", JobState.TIMED_OUT, within=10)
     assert job.error == (
         "not started within its queue_timeout_s (0.5 s): waiting for one of 1 matching "
-        "device(s): d1 offline: vanished"
+        "device(s): d1 offline: vanished (admin: draining)"
     )
     assert job.finished_at is not None and job.started_at is None
     patient = await lab.store.get_job("patient")
