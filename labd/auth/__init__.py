@@ -31,7 +31,7 @@ from labd.auth.signing import (
     sign,
     verify,
 )
-from labd.model.ids import KEY_ID_PATTERN, key_id_problem
+from labd.model import KEY_ID_PATTERN, key_id_problem
 
 __all__ = [
     "KEY_ID_PATTERN",

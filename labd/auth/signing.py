@@ -32,7 +32,7 @@ import rfc8785
 from labd.auth.canonical import canonical
 from labd.auth.principals import Principal, Principals
 from labd.errors import AuthError
-from labd.model.ids import KEY_ID_PATTERN
+from labd.model import KEY_ID_PATTERN
 
 SCHEME = b"labd-mqtt-v1"
 NONCE_BYTES = 16

@@ -11,8 +11,7 @@ from pydantic import Field, model_validator
 
 from labd.config.section import Section
 from labd.errors import ConfigError
-from labd.model import Policy, id_problem
-from labd.model.ids import key_id_problem
+from labd.model import Policy, id_problem, key_id_problem
 
 LOCAL_PRINCIPAL = "local"
 

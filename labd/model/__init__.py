@@ -2,7 +2,15 @@
 interfaces are the plugin SDK's: labd.sdk.)"""
 
 from labd.model.device import AdminState, Device, DeviceSelector, DeviceState
-from labd.model.ids import ID_PATTERN, OPTIONAL_ID_PATTERN, Identifier, check_id, id_problem
+from labd.model.ids import (
+    ID_PATTERN,
+    KEY_ID_PATTERN,
+    OPTIONAL_ID_PATTERN,
+    Identifier,
+    check_id,
+    id_problem,
+    key_id_problem,
+)
 from labd.model.iteration import Iteration
 from labd.model.job import TERMINAL, Job, JobState, can_move
 from labd.model.manifest import load_manifest, parse_spec
@@ -22,6 +30,7 @@ from labd.model.spec import (
 
 __all__ = [
     "ID_PATTERN",
+    "KEY_ID_PATTERN",
     "OPTIONAL_ID_PATTERN",
     "PERFHERDER_MAX_UNIT",
     "STORED",
@@ -47,6 +56,7 @@ __all__ = [
     "can_move",
     "check_id",
     "id_problem",
+    "key_id_problem",
     "load_manifest",
     "no_control",
     "parse_spec",
