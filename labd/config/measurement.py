@@ -16,8 +16,9 @@ class ReplaySettings(Section):
     archive_dir: str = Field(
         "",
         description=(
-            "Directory job archives are read from (relative names resolve here; nothing "
-            "outside it is served). Empty: the daemon's working directory."
+            "Directory job archives are read from (a job's network.archive names a file "
+            "here; one that leads outside, through .. or a link, is refused). Empty: "
+            "<state_dir>/archives."
         ),
     )
     ca_dir: str = Field(

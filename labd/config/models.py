@@ -135,6 +135,25 @@ class HttpSettings(Section):
         le=10_000,
         description="Queries that may wait for a turn; more are answered 503 with Retry-After.",
     )
+    header_timeout_s: float = Field(
+        30,
+        gt=0,
+        le=3600,
+        description=(
+            "Seconds a client has to send a request's headers, from connecting or from the "
+            "answer before (an idle kept-alive connection is closed after as long too)."
+        ),
+    )
+    max_connections: int = Field(
+        256,
+        ge=1,
+        le=100_000,
+        description=(
+            "Connections each HTTP listener (side port, API port, API socket) holds open at "
+            "once; more wait in the listen queue. Never more than half the file descriptor "
+            "limit shared among the listeners: the rest is for jobs, database and devices."
+        ),
+    )
 
     @model_validator(mode="after")
     def _api_apart_from_metrics(self) -> HttpSettings:

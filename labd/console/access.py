@@ -16,7 +16,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict, deque
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -28,7 +28,9 @@ from labd.daemon.guard import CALLER, ApiGuard, Caller, Refused, audit_refusal, 
 
 COOKIE = "labd_console"
 SESSION_IDLE_S = 8 * 3600
-MAX_SESSIONS = 1000
+SESSIONS_PER_PRINCIPAL = 20  # a principal's new sign-in past these closes its own oldest
+MAX_SESSIONS = 1000  # a last resort: it takes 50 principals each at their cap to reach it
+SIGN_INS_PER_MINUTE = 10  # each principal's, in a sliding minute
 FORM = "application/x-www-form-urlencoded"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CSRF = web.RequestKey("csrf", str)
@@ -42,21 +44,50 @@ class Session:
     seen: float
 
 
+class TooManySignIns(Exception):
+    """A principal signed in more than SIGN_INS_PER_MINUTE times in the last minute."""
+
+    def __init__(self, principal: str, message: str) -> None:
+        super().__init__(message)
+        self.principal = principal
+
+
 class Sessions:
     """Signed-in browsers: session id -> principal, forgotten after SESSION_IDLE_S idle.
     Whoever holds something on a session's behalf (a live stream) learns of its end through
     `on_close`."""
 
     def __init__(self) -> None:
-        self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self._by_id: OrderedDict[str, Session] = OrderedDict()  # least recently used first
+        self._sign_ins: defaultdict[str, deque[float]] = defaultdict(deque)
         self.on_close: list[Callable[[str], None]] = []
 
     def open(self, principal: str) -> str:
+        """A new session for `principal`. One principal's sign-ins close only its own sessions
+        (its least recently used, past SESSIONS_PER_PRINCIPAL), so no principal can sign
+        another out; TooManySignIns past SIGN_INS_PER_MINUTE."""
+        self._count_sign_in(principal)
+        own = [sid for sid, session in self._by_id.items() if session.principal == principal]
+        for sid in own[: max(0, len(own) - SESSIONS_PER_PRINCIPAL + 1)]:
+            self.close(sid)
         sid = secrets.token_urlsafe(32)
         self._by_id[sid] = Session(principal, secrets.token_urlsafe(24), time.monotonic())
-        while len(self._by_id) > MAX_SESSIONS:  # the longest idle goes first
+        while len(self._by_id) > MAX_SESSIONS:  # the longest idle of all goes first
             self.close(next(iter(self._by_id)))
         return sid
+
+    def _count_sign_in(self, principal: str) -> None:
+        now = time.monotonic()
+        recent = self._sign_ins[principal]
+        while recent and now - recent[0] > 60:
+            recent.popleft()
+        if len(recent) >= SIGN_INS_PER_MINUTE:
+            raise TooManySignIns(
+                principal,
+                f"principal {principal!r} signed in {len(recent)} times in the last minute "
+                f"(limit {SIGN_INS_PER_MINUTE}); try again in a minute",
+            )
+        recent.append(now)
 
     def get(self, sid: str) -> Session | None:
         if not self.alive(sid):
@@ -154,7 +185,8 @@ class ConsoleGuard:
             )
 
     def sign_in(self, token: str) -> tuple[str, Principal] | None:
-        """A new session for the principal holding `token`, or None for an unknown token."""
+        """A new session for the principal holding `token`, or None for an unknown token;
+        TooManySignIns when that principal signs in too often."""
         principal = self.principals.by_token(token.strip())
         if principal is None:
             return None

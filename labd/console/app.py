@@ -23,6 +23,7 @@ from labd.console.access import (
     ConsoleGuard,
     Handler,
     Sessions,
+    TooManySignIns,
     security_headers,
     with_security_headers,
 )
@@ -138,8 +139,16 @@ class SignIn:
     async def sign_in(self, request: web.Request) -> web.Response:
         assert self.guard is not None
         data = await request.post()
-        found = self.guard.sign_in(str(data.get("token", "")))
         target, source = request.path, source_of(request)
+        try:
+            found = self.guard.sign_in(str(data.get("token", "")))
+        except TooManySignIns as e:
+            self.audit.refused(
+                CHANNEL, e.principal, "sign_in", target, source, "rate_limited", str(e)
+            )
+            response = await self.form(request, str(e))
+            response.set_status(429)
+            return response
         if found is None:  # audited and counted like a wrong bearer token on the API
             self.audit.refused(
                 CHANNEL, "-", "sign_in", target, source, "bad_token", "unknown token at sign-in"

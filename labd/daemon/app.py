@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import structlog
 
 from labd import __version__
+from labd.acceptor import raise_open_files_limit
 from labd.artefacts import ArtefactKeeper
 from labd.auth import Audit, Credentials, Principals, RateLimiter, ensure_local_credentials
 from labd.config import LoadedConfig, Settings, load_config
@@ -42,6 +43,7 @@ from labd.mqtt import (
     listening,
 )
 from labd.pool import Pool, load_drivers, load_power, run_refusals
+from labd.runner import with_archive_dir
 from labd.scheduler import BaselineAnalyst, JobService, Scheduler
 from labd.store import HostName, Store, causes, default_sqlite_url, free_bytes, out_of_space
 from labd.tasks import TaskSet
@@ -159,6 +161,8 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
         loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
+        before, limit = raise_open_files_limit()  # systemd's soft 1024 is for select() users
+        log.info("open files limit", soft=limit, soft_at_start=before)
         host = self.settings.daemon.host_name
         started: list[Component] = []
         try:
@@ -223,7 +227,7 @@ class Daemon:
             store.store,
             self.drivers,
             self.bus,
-            replay=settings.replay,
+            replay=with_archive_dir(settings.replay, state_dir),
             measurement=settings.measurement,
             perfherder=settings.perfherder,
             policy=self.policy,

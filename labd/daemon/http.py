@@ -1,7 +1,12 @@
 """The HTTP side: the side port with /healthz (alive), /readyz (dependencies reachable) and
 /metrics, open and read-only, and the web console (/console, behind its own sign-in); and
 the API on listeners of its own (a Unix socket, and a TCP
-address for bearer-token clients), so exposing /metrics to Prometheus never exposes the API."""
+address for bearer-token clients), so exposing /metrics to Prometheus never exposes the API.
+
+No client can take the daemon's descriptors: aiohttp serves each listener through a
+`labd.acceptor.Acceptor` (not asyncio's accept loop) holding at most `connection_cap()`
+connections open, and its keep-alive timer (`http.header_timeout_s`, aiohttp's default an hour)
+closes a connection whose request's headers have not all arrived in time."""
 
 from __future__ import annotations
 
@@ -14,8 +19,10 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from labd.acceptor import Acceptor, open_files_limit
 from labd.config import HttpSettings
 from labd.daemon.listeners import remove_socket, tcp_socket, unix_socket
+from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.http")
 
@@ -23,6 +30,13 @@ Probe = Callable[[], Awaitable[str | None]]
 """A readiness check: None when fine, else the reason it is not."""
 
 PROBE_TIMEOUT = 2.0
+
+
+def connection_cap(settings: HttpSettings, listeners: int) -> int:
+    """Connections each of `listeners` HTTP listeners may hold open: http.max_connections, and
+    never more than half the descriptor limit between them all, so that a flood leaves the
+    other half to jobs, the database and devices."""
+    return max(1, min(settings.max_connections, open_files_limit() // (2 * listeners)))
 
 
 class SidePort:
@@ -40,6 +54,8 @@ class SidePort:
         self.app.router.add_get("/metrics", self._metrics)
         self._render_metrics = render_metrics
         self._runners: list[web.AppRunner] = []
+        self._acceptors = TaskSet("http")  # each listener's accept loop and connection set-ups
+        self._sockets: list[socket.socket] = []
         self.port: int | None = None
         self.api: web.Application | None = None
         self.api_socket: Path | None = None
@@ -77,10 +93,11 @@ class SidePort:
                 sock.close()
             raise
         self.port = sockets[0].getsockname()[1]
-        await self._serve(self.app, sockets)
-        log.info("http side port listening", host=settings.host, port=self.port)
+        cap = connection_cap(settings, len(sockets) + len(api_sockets))
+        await self._serve(self.app, sockets, cap)
+        log.info("http side port listening", host=settings.host, port=self.port, connections=cap)
         if self.api is not None:
-            await self._serve(self.api, api_sockets)
+            await self._serve(self.api, api_sockets, cap)
             self.api_port = api_sockets[1].getsockname()[1] if len(api_sockets) > 1 else None
             log.info(
                 "http api listening",
@@ -89,14 +106,35 @@ class SidePort:
                 port=self.api_port,
             )
 
-    async def _serve(self, app: web.Application, sockets: list[socket.socket]) -> None:
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    async def _serve(self, app: web.Application, sockets: list[socket.socket], cap: int) -> None:
+        # aiohttp's keep-alive timer runs from the connection's start or the answer before
+        # until a whole request has arrived: the time-out for a request's headers.
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            keepalive_timeout=self.settings.header_timeout_s,
+        )
         await runner.setup()
         self._runners.append(runner)
+        server = runner.server
+        assert server is not None  # set up just now
+
+        async def connect(conn: socket.socket) -> None:
+            try:
+                await asyncio.get_running_loop().connect_accepted_socket(server, conn)
+            except OSError:  # the client left before it was served
+                conn.close()
+
         for sock in sockets:
-            await web.SockSite(runner, sock).start()
+            self._sockets.append(sock)
+            Acceptor(sock, connect, cap, self._acceptors, _name(sock)).start()
 
     async def stop(self, grace: float) -> None:
+        await self._acceptors.cancel_all(grace=2.0)
+        for sock in self._sockets:
+            sock.close()
+        self._sockets.clear()
         for runner in reversed(self._runners):
             await runner.cleanup()
         self._runners.clear()
@@ -127,3 +165,9 @@ class SidePort:
     async def _metrics(self, _: web.Request) -> web.Response:
         body = await asyncio.to_thread(self._render_metrics)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _name(sock: socket.socket) -> str:
+    """How the logs name a listener: its address, or its Unix socket's path."""
+    address = sock.getsockname()
+    return str(address) if sock.family == socket.AF_UNIX else f"{address[0]}:{address[1]}"

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import resource
 import socket
 import ssl
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
 from aiohttp import web
 
+from labd.acceptor import Acceptor, connection_limit
 from labd.errors import UsageError
 from labd.replay.certs import Authority
 from labd.tasks import TaskSet
@@ -35,18 +34,6 @@ log = structlog.get_logger("labd.replay")
 CONNECT = b"CONNECT "
 MAX_CONNECT_HEAD = 16 * 1024
 TIMEOUT_S = 30.0
-RESERVED_FDS = 64  # for the archive, logs, certificates, the event loop's own
-BACKOFF_S = (0.05, 2.0)  # an accept that failed is retried after this, doubling
-
-
-def connection_limit(fds_per_connection: int = 1) -> int:
-    """How many clients may be connected at once: what RLIMIT_NOFILE leaves after a reserve,
-    shared by the descriptors each one needs (two when recording: the client's and the
-    origin's)."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        soft = 2**20
-    return max(1, (soft - RESERVED_FDS) // fds_per_connection)
 
 
 class Listener:
@@ -69,59 +56,28 @@ class Listener:
         )
         self.authority = authority
         self.timeout = timeout
-        self.max_connections = max_connections or connection_limit()
         try:
             self.sock = socket.create_server((host, port), backlog=1024, reuse_port=False)
         except OSError as e:
             option = "--port" if e.errno == errno.EADDRINUSE else "--host"
             raise UsageError(f"{option}: cannot listen on {host}:{port}: {e.strerror or e}") from e
-        self.sock.setblocking(False)
         self.port: int = self.sock.getsockname()[1]
-        self.open: set[socket.socket] = set()  # accepted; closed ones pruned at the cap
-        self.tasks = TaskSet("replay")  # the accept loop and each connection's set-up
-        self.warned = -60.0  # when the last warning was logged (monotonic): never yet
+        self.tasks = TaskSet("replay")  # the accept loop, each connection's set-up, tunnels
+        self.acceptor = Acceptor(
+            self.sock,
+            self._dispatch,
+            max_connections or connection_limit(),
+            self.tasks,
+            f"{host}:{self.port}",
+        )
 
     async def start(self) -> None:
-        self.tasks.spawn("accept", self._accept())
+        self.acceptor.start()
 
     async def close(self) -> None:
         await self.tasks.cancel_all(grace=2.0)
         self.sock.close()
         await self.server.shutdown(2.0)
-
-    async def _accept(self) -> None:
-        loop = asyncio.get_running_loop()
-        backoff = BACKOFF_S[0]
-        while True:
-            if not self._room():  # closed connections are noticed at the next count
-                self._warn("connection limit reached; new clients wait", limit=len(self.open))
-                await asyncio.sleep(BACKOFF_S[0])
-                continue
-            try:
-                conn, _ = await loop.sock_accept(self.sock)
-            except OSError as e:  # out of descriptors or buffers: wait for some to be freed
-                self._warn(
-                    "accept failed; retrying", error=e.strerror or str(e), open=len(self.open)
-                )
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, BACKOFF_S[1])
-                continue
-            backoff = BACKOFF_S[0]
-            self.open.add(conn)
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.tasks.spawn("connection", self._dispatch(conn))
-
-    def _warn(self, event: str, **fields: Any) -> None:
-        """At most one line a minute: a flood would otherwise write one per client."""
-        if (now := time.monotonic()) - self.warned >= 60:
-            self.warned = now
-            log.warning(event, **fields)
-
-    def _room(self) -> bool:
-        """Whether one more client fits; counting what is still open only when near the cap."""
-        if len(self.open) >= self.max_connections:
-            self.open = {conn for conn in self.open if conn.fileno() != -1}
-        return len(self.open) < self.max_connections
 
     async def _dispatch(self, conn: socket.socket) -> None:
         loop = asyncio.get_running_loop()

@@ -15,9 +15,10 @@ from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
+from labd.acceptor import connection_limit
 from labd.replay.certs import Authority
 from labd.replay.har import Archive
-from labd.replay.listener import Listener, connection_limit
+from labd.replay.listener import Listener
 from labd.replay.recording import RecordHandler
 from labd.replay.replaying import ReplayHandler
 from labd.replay.shaping import Shaper

@@ -11,6 +11,7 @@ from pathlib import Path
 import structlog
 
 from labd.config import ReplaySettings
+from labd.errors import CannotStart
 from labd.model import Device, NetworkSpec
 from labd.replay import Profile, ReplayProcess, profile_for
 from labd.sdk import Driver, RunContext
@@ -18,13 +19,32 @@ from labd.sdk import Driver, RunContext
 log = structlog.get_logger("labd.runner")
 
 
+ARCHIVES = "archives"  # replay.archive_dir's default, in the state directory
+
+
+def with_archive_dir(settings: ReplaySettings, state_dir: Path) -> ReplaySettings:
+    """`settings` with replay.archive_dir filled in: empty is `<state_dir>/archives`."""
+    if settings.archive_dir:
+        return settings
+    return settings.model_copy(update={"archive_dir": str(state_dir / ARCHIVES)})
+
+
 def archive_path(network: NetworkSpec, settings: ReplaySettings) -> tuple[Path, str]:
-    """(the archive's path, a problem or ""): relative names resolve in replay.archive_dir,
-    and nothing outside it is served."""
-    root = Path(settings.archive_dir or ".").resolve()
+    """(the archive's path, a problem or ""): the name resolves in replay.archive_dir, and a
+    name that leads out of it (absolute, through `..` or a symbolic link) is refused before
+    anything is opened, in the same words whatever is there: a job learns nothing of the
+    files outside. A refused path is replay.archive_dir itself."""
+    if not settings.archive_dir:
+        return Path(), "network.archive: replay.archive_dir is not set"
+    root = Path(settings.archive_dir).expanduser().resolve()
     path = (root / network.archive).resolve()
     if not path.is_relative_to(root):
-        return path, f"network.archive: {network.archive!r} is outside replay.archive_dir ({root})"
+        return root, f"network.archive: {network.archive!r} is outside replay.archive_dir ({root})"
+    if not root.is_dir():
+        return root, (
+            f"network.archive: replay.archive_dir {root} is not a directory (make it and put "
+            "the archives jobs may name there)"
+        )
     if not path.is_file():
         return path, f"network.archive: no such file {path}"
     if path.stat().st_size > settings.max_archive_mb * 2**20:
@@ -47,7 +67,9 @@ async def test_network(
     network: NetworkSpec, settings: ReplaySettings, driver: Driver, device: Device, ctx: RunContext
 ) -> AsyncIterator[None]:
     profile = profile_for(network)
-    path, _ = await asyncio.to_thread(archive_path, network, settings)  # file checks, off the loop
+    path, problem = await asyncio.to_thread(archive_path, network, settings)  # off the loop
+    if problem:  # changed since it was submitted: the job's fault, not the device's
+        raise CannotStart(problem)
     ca = Path(settings.ca_dir) if settings.ca_dir else None
     server = ReplayProcess(path, profile, settings.bind, 0, ca, tuple(network.ignore_params))
     await server.start()
