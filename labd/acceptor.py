@@ -31,6 +31,9 @@ RESERVED_FDS = 64  # for what a server opens besides its clients: files, logs, t
 BACKOFF_S = (0.05, 2.0)  # an accept that failed is retried after this, doubling
 WARN_EVERY_S = 60.0
 UNLIMITED_FDS = 2**20  # what RLIM_INFINITY stands for in the arithmetic (Linux's nr_open)
+# The soft limit this process was started with: the programs it starts get it back, since a
+# raised one is for labd's own servers (and a program may size its tables by it).
+SOFT_OPEN_FILES_AT_START = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def open_files_limit() -> int:

@@ -25,9 +25,9 @@ def prepare_state_dir(path: Path, sqlite: bool) -> None:
     `sqlite` when the database is the default one in it."""
     path.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
     _tighten(path, STATE_DIR_MODE)
-    jobs = path / "jobs"
-    jobs.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
-    _tighten(jobs, PRIVATE_DIR_MODE)
+    for private in ("jobs", "archives"):  # artefacts; the replay archives an admin puts there
+        (path / private).mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+        _tighten(path / private, PRIVATE_DIR_MODE)
     if sqlite:
         with contextlib.suppress(FileExistsError):  # SQLite then keeps the mode it finds
             os.close(os.open(path / DATABASE_FILES[0], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))

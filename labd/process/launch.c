@@ -6,7 +6,7 @@
  * and reports what wait4 says about the program alone.
  *
  * Usage: labd-launch --result-fd N [--cpus 0,2] [--no-aslr] [--user UID:GID[:G1,G2...]]
- *                    [--cwd DIR] [--timeout-ms MS] -- PROGRAM [ARG...]
+ *                    [--cwd DIR] [--nofile N] [--timeout-ms MS] -- PROGRAM [ARG...]
  * One line goes to fd N:
  *   ok <wait status> <wall ns> <user us> <system us> <max rss KiB> <timed out 0|1> <strays>
  *   error <stage> <errno> <message>
@@ -175,6 +175,7 @@ int main(int argc, char **argv) {
     long cpus[1024], groups_l[MAX_GROUPS], timeout_ms = 0;
     uid_t uid = 0; gid_t gid = 0; gid_t groups[MAX_GROUPS];
     const char *cwd = NULL;
+    long nofile = 0;  /* the program's soft RLIMIT_NOFILE, when labd raised its own */
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--")) { i++; break; }
@@ -182,6 +183,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-aslr")) no_aslr = 1;
         else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) timeout_ms = atol(argv[++i]);
         else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) cwd = argv[++i];
+        else if (!strcmp(argv[i], "--nofile") && i + 1 < argc) nofile = atol(argv[++i]);
         else if (!strcmp(argv[i], "--cpus") && i + 1 < argc) {
             ncpus = parse_ints(argv[++i], cpus, 1024);
             if (ncpus <= 0) { fprintf(stderr, "labd-launch: bad --cpus\n"); return 126; }
@@ -266,6 +268,11 @@ int main(int argc, char **argv) {
             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         }
         if (cwd && chdir(cwd) < 0) child_fail(errpipe[1], "cwd");
+        struct rlimit files;
+        if (nofile > 0 && getrlimit(RLIMIT_NOFILE, &files) == 0 && (rlim_t)nofile < files.rlim_cur) {
+            files.rlim_cur = (rlim_t)nofile;
+            if (setrlimit(RLIMIT_NOFILE, &files) < 0) child_fail(errpipe[1], "nofile");
+        }
         /* After the drop: a change of credentials clears the parent-death signal. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != launcher) _exit(127);

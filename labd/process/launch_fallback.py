@@ -14,7 +14,7 @@ program has exited (SIGTERM, a grace, SIGKILL), reporting how many there were.
 
 import ctypes
 import os
-import resource  # noqa: F401  os.wait4 loads it; after a drop to another user it may not
+import resource  # before a drop to another user: it may not be importable after
 import signal
 import sys
 import time
@@ -149,6 +149,11 @@ def main(argv: list[str]) -> int:
         if "cwd" in opts:  # after the drop: the program's account must reach it, not labd's
             stage = "cwd"
             os.chdir(opts["cwd"])
+        if "nofile" in opts:  # the soft limit labd started with, not the one it raised
+            stage = "nofile"
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            if int(opts["nofile"]) < soft:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (int(opts["nofile"]), hard))
         stage = "exec"
         start = time.monotonic_ns()
         pid = os.posix_spawnp(

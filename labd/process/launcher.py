@@ -24,6 +24,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import resource
 import select
 import shutil
 import signal
@@ -38,6 +39,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO
 
+from labd.acceptor import SOFT_OPEN_FILES_AT_START
 from labd.errors import CannotStart, InfrastructureError, TestFailure
 from labd.model import RunAs
 
@@ -158,6 +160,8 @@ class Launch:
             options += ["--user", run_as.argument()]
         if submitted_cwd:  # the submitter's: entered after the drop, as the program's account
             options += ["--cwd", str(cwd)]
+        if SOFT_OPEN_FILES_AT_START != resource.RLIM_INFINITY:
+            options += ["--nofile", str(SOFT_OPEN_FILES_AT_START)]
         if timeout_s is not None:
             options += ["--timeout-ms", str(max(1, round(timeout_s * 1000)))]
         self._prefix, self._options, self.argv = list(prefix), options, argv

@@ -41,7 +41,7 @@ def test_archives_are_read_from_the_state_directory_and_nowhere_else(
     daemon: LabdProcess = start_labd(config, wrapper=["env", "--chdir=/"])
     archives = state / "archives"
     entry = har_entry("GET", "http://site.test/", [], b"", 200, "OK", [], b"page", "", 1)
-    archives.mkdir()
+    assert archives.stat().st_mode & 0o777 == 0o700  # made by labd, for the admin to fill
     (archives / "site.har").write_text(json.dumps(har_document([entry], "test")))
     (archives / "out.har").symlink_to(state / "credentials" / "local.toml")
     (archives / "nowhere.har").symlink_to(state / "credentials" / "no-such.toml")

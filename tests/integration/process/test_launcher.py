@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import os
 import pwd
+import resource
 import shutil
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -126,6 +128,21 @@ async def test_a_submitted_working_directory_is_entered_as_the_jobs_account(
         assert (shared / "planted").read_text() == str(shared)
     finally:
         shutil.rmtree(shared)
+
+
+def test_the_program_gets_the_open_files_limit_labd_started_with(
+    tmp_path: Path, launcher_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """labd raises its own soft RLIMIT_NOFILE for its servers; a measured program sized its
+    tables by the raised one (systemd advises giving children the old one back)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert soft > 200
+    monkeypatch.setattr(launcher, "SOFT_OPEN_FILES_AT_START", 200)  # as if started with 200
+    probe = "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
+    with (tmp_path / "out").open("w+b") as out:
+        Launch([sys.executable, "-c", probe], cwd=tmp_path, env=os.environ, stdout=out).run()
+        out.seek(0)
+        assert out.read().strip() == b"200"
 
 
 def test_root_is_refused_as_the_user_to_run_as() -> None:
