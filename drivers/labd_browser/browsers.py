@@ -4,6 +4,7 @@ job's replay server as their proxy, a fixed window at the top left."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import subprocess
@@ -11,7 +12,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from labd.sdk import UsageError
+from labd.sdk import Policy, UsageError
 
 CHROMIUM_FLAGS = [
     "--test-type",  # no info bar about the flags below
@@ -74,18 +75,49 @@ WINDOWS_KNOWN = {
 }
 
 
-def find(browser: str, command: list[str]) -> list[str]:
-    """The browser's command: the configured one, or the first known program on PATH."""
+# Chromium flags that name another program for the browser to start (a prefix for its
+# renderers, a GPU or plugin launcher, its helpers' binary): a job's command would run that
+# program past policy.programs. Matched after any leading dashes, before any "=".
+STARTS_A_PROGRAM = ("*cmd-prefix", "*launcher", "*subprocess-path", "*-gdb", "*gdb-script")
+
+
+def find(browser: str, command: list[str], policy: Policy) -> list[str]:
+    """The browser's command, its program as an absolute path. Without `command`: the first
+    program labd knows for `browser` on the policy's path (a browser labd's own configuration
+    names; UsageError when none is installed). With one: its program as policy.programs
+    allows it, as the command scenario's (ValueError naming the rule otherwise)."""
     if command:
-        if shutil.which(command[0]) is None:
-            raise UsageError(f"browser command {command[0]!r}: not found on PATH")
-        return command
+        if problems := argument_problems(command):
+            raise ValueError(problems[0])
+        return [policy.program(command[0]), *command[1:]]
     if browser not in KNOWN:
         raise UsageError(f"browser {browser!r}: expected chromium or firefox (or a command)")
     for name in candidates(browser):
-        if path := shutil.which(name):
+        if path := shutil.which(name, path=policy.path):
             return [path]
-    raise UsageError(f"browser {browser!r}: none of {', '.join(KNOWN[browser])} is installed")
+    raise UsageError(
+        f"browser {browser!r}: none of {', '.join(KNOWN[browser])} is installed "
+        f"on the policy's path ({policy.path})"
+    )
+
+
+def argument_problems(command: list[str]) -> list[str]:
+    """What in a job's browser command no program could get, or would start another program."""
+    problems = []
+    for n, arg in enumerate(command):
+        if "\0" in arg:
+            problems.append(f"command.{n}: contains a NUL byte, which no program can get")
+        name = arg.lstrip("-").partition("=")[0].lower()
+        if (
+            n
+            and arg.startswith("-")
+            and any(fnmatch.fnmatchcase(name, p) for p in STARTS_A_PROGRAM)
+        ):
+            problems.append(
+                f"command.{n}: {arg.partition('=')[0]!r} makes the browser start another "
+                "program, which policy.programs would not have checked"
+            )
+    return problems
 
 
 def candidates(browser: str, platform: str = sys.platform) -> list[str]:

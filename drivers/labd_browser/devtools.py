@@ -1,10 +1,16 @@
 """The browser's own timing marks, beside what the pixels say: Navigation Timing of the page on
 screen, read over a websocket (aiohttp) through the browser's remote protocol, Chrome DevTools
 for Chromium and WebDriver BiDi for Firefox. Both browsers are started with
-`--remote-debugging-port=0` and write the port they chose into the profile."""
+`--remote-debugging-port=0` and write the port they chose into the profile.
+
+Every wait on the browser is bounded: a page that holds its script (an alert() open, a loop
+that never yields) or whose tab crashed answers nothing, and would otherwise hold the device
+until the job's own time-out."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -12,47 +18,62 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from labd.sdk import TestFailure
+
 BROWSER_MARKS = ("responseStart", "domInteractive", "domContentLoaded", "load")
 # Navigation Timing, in ms from navigationStart (0 when the event has not happened).
 TIMING = """(() => { const t = performance.timing, s = t.navigationStart, d = v => v ? v - s : 0;
   return JSON.stringify({responseStart: d(t.responseStart), domInteractive: d(t.domInteractive),
     domContentLoaded: d(t.domContentLoadedEventEnd), load: d(t.loadEventEnd)}); })()"""
+# A page that has been still for quiet_ms answers in milliseconds; the protocol's own commands
+# (connect, list targets, end a session) are answered by the browser process, not the page.
+ANSWER_S = 5.0
 
 
-async def browser_timing(browser: str, profile: Path) -> dict[str, float]:
-    """`browser.<event>` in ms from the navigation's start; {} when the browser does not answer
-    (the pixels are the measurement; these marks are a second opinion)."""
-    timeout = aiohttp.ClientTimeout(total=5)
+class NoAnswer(Exception):
+    """The browser took a command and did not answer it in time."""
+
+
+# What costs the marks, not the iteration: no port file, nothing listening, no page target, a
+# refused command, the browser process itself silent.
+UNREACHABLE = (
+    aiohttp.ClientError, TimeoutError, OSError, LookupError, ValueError, TypeError, NoAnswer
+)  # fmt: skip
+
+
+async def browser_timing(
+    browser: str, profile: Path, answer_s: float = ANSWER_S
+) -> dict[str, float]:
+    """`browser.<event>` in ms from the navigation's start; {} when the browser's remote
+    protocol cannot be reached (the pixels are the measurement; these marks are a second
+    opinion). TestFailure, within a few times `answer_s`, when the page itself does not
+    answer: its tab crashed, it holds a dialog open, or its script never yields."""
+    timeout = aiohttp.ClientTimeout(total=answer_s)  # connecting and HTTP; replies: `_call`
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
             if browser == "firefox":
-                value = await _bidi_evaluate(http, profile)
+                value = await _bidi_evaluate(http, profile, answer_s)
             else:
-                value = await _cdp_evaluate(http, profile)
-    except (aiohttp.ClientError, TimeoutError, OSError, LookupError, ValueError, TypeError):
+                port = int((profile / "DevToolsActivePort").read_text().split()[0])
+                value = await _cdp_evaluate_at(http, port, answer_s)
+    except UNREACHABLE:
         return {}
     return {f"browser.{k}": float(v) for k, v in json.loads(value).items()} if value else {}
 
 
-async def cdp_timing(port: int) -> dict[str, float]:
+async def cdp_timing(port: int, answer_s: float = ANSWER_S) -> dict[str, float]:
     """`browser.<event>` from a Chrome DevTools endpoint on this host port (a phone's Chrome
-    through `adb forward`); {} when it does not answer."""
-    timeout = aiohttp.ClientTimeout(total=5)
+    through `adb forward`); {} when it does not answer, within a few times `answer_s`."""
+    timeout = aiohttp.ClientTimeout(total=answer_s)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
-            value = await _cdp_evaluate_at(http, port)
-    except (aiohttp.ClientError, TimeoutError, OSError, LookupError, ValueError, TypeError):
+            value = await _cdp_evaluate_at(http, port, answer_s)
+    except (*UNREACHABLE, TestFailure):
         return {}
     return {f"browser.{k}": float(v) for k, v in json.loads(value).items()} if value else {}
 
 
-async def _cdp_evaluate(http: aiohttp.ClientSession, profile: Path) -> str | None:
-    """Chromium: DevToolsActivePort holds the port."""
-    port = int((profile / "DevToolsActivePort").read_text().split()[0])
-    return await _cdp_evaluate_at(http, port)
-
-
-async def _cdp_evaluate_at(http: aiohttp.ClientSession, port: int) -> str | None:
+async def _cdp_evaluate_at(http: aiohttp.ClientSession, port: int, answer_s: float) -> str | None:
     """The first page target evaluates. Only the path of its websocket address is used: over
     adb forward the browser cannot know the host's port."""
     async with http.get(f"http://127.0.0.1:{port}/json/list") as r:
@@ -60,27 +81,62 @@ async def _cdp_evaluate_at(http: aiohttp.ClientSession, port: int) -> str | None
     page = next(t for t in targets if t.get("type") == "page")
     path = urlsplit(page["webSocketDebuggerUrl"]).path
     async with http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0) as ws:
+        events: list[str] = []
+        # Enabling the Inspector domain on a crashed target reports the crash at once.
+        await _call(ws, 1, "Inspector.enable", {}, answer_s, events)
+        if "Inspector.targetCrashed" in events:
+            raise TestFailure(CRASHED)
         params = {"expression": TIMING, "returnByValue": True}
-        reply = await _call(ws, 1, "Runtime.evaluate", params)
+        try:
+            reply = await _call(ws, 2, "Runtime.evaluate", params, answer_s, events)
+        except NoAnswer:
+            if "Inspector.targetCrashed" in events:
+                raise TestFailure(CRASHED) from None
+            # Chromium tells a dialog apart only to a client that watched it open.
+            raise TestFailure(
+                f"the page did not answer within {answer_s:g} s once it looked done: a "
+                "dialog (alert, confirm, prompt) open, or its script never yields"
+            ) from None
     value = reply["result"]["result"].get("value")
     return str(value) if value is not None else None
 
 
-async def _bidi_evaluate(http: aiohttp.ClientSession, profile: Path) -> str | None:
+CRASHED = "the page's tab crashed (the browser shows its error page, not the page)"
+
+
+async def _bidi_evaluate(http: aiohttp.ClientSession, profile: Path, answer_s: float) -> str | None:
     """Firefox: WebDriverBiDiServer.json holds the port; a session evaluates in the top-level
     browsing context, then ends (one session at a time is allowed)."""
     server = json.loads((profile / "WebDriverBiDiServer.json").read_text())
     url = f"ws://{server['ws_host']}:{server['ws_port']}/session"
     async with http.ws_connect(url, max_msg_size=0) as ws:
-        await _call(ws, 1, "session.new", {"capabilities": {}})
+        await _call(ws, 1, "session.new", {"capabilities": {}}, answer_s)
         try:
-            tree = await _call(ws, 2, "browsingContext.getTree", {"maxDepth": 0})
-            context = tree["result"]["contexts"][0]["context"]
-            target = {"context": context}
+            tree = await _call(ws, 2, "browsingContext.getTree", {"maxDepth": 0}, answer_s)
+            target = {"context": tree["result"]["contexts"][0]["context"]}
+            dismiss = {**target, "accept": False}
+            try:  # succeeds only when a dialog is open (and closes it)
+                await _call(ws, 3, "browsingContext.handleUserPrompt", dismiss, answer_s)
+            except ValueError:
+                pass  # "no such alert"
+            else:
+                raise TestFailure(
+                    "the page opened a dialog (alert, confirm, prompt) and waits on it"
+                )
             params = {"expression": TIMING, "target": target, "awaitPromise": False}
-            reply = await _call(ws, 3, "script.evaluate", params)
+            try:
+                reply = await _call(ws, 4, "script.evaluate", params, answer_s)
+            except NoAnswer:
+                raise TestFailure(
+                    f"the page's script did not answer within {answer_s:g} s once the page "
+                    "looked done: it never yields (a loop), or its tab hangs"
+                ) from None
         finally:
-            await _call(ws, 4, "session.end", {})
+            # The browser process answers this even when the page does not; a session left
+            # open would refuse the next iteration's (one at a time). Closing the websocket
+            # ends it too, should this go unanswered.
+            with contextlib.suppress(*UNREACHABLE):
+                await _call(ws, 5, "session.end", {}, answer_s)
     result = reply["result"]
     if result.get("type") != "success":
         return None
@@ -89,14 +145,26 @@ async def _bidi_evaluate(http: aiohttp.ClientSession, profile: Path) -> str | No
 
 
 async def _call(
-    ws: aiohttp.ClientWebSocketResponse, id_: int, method: str, params: dict[str, Any]
+    ws: aiohttp.ClientWebSocketResponse,
+    id_: int,
+    method: str,
+    params: dict[str, Any],
+    answer_s: float,
+    events: list[str] | None = None,
 ) -> dict[str, Any]:
-    """One command and its reply (events and other replies in between are skipped)."""
+    """One command and its reply within `answer_s` (NoAnswer otherwise; ValueError for an error
+    reply). Events in between are noted in `events` by name; other replies are skipped."""
     await ws.send_json({"id": id_, "method": method, "params": params})
-    async for message in ws:
-        reply: dict[str, Any] = json.loads(message.data)
-        if reply.get("id") == id_:
-            if "error" in reply:
-                raise ValueError(f"{method}: {reply['error']}")
-            return reply
+    try:
+        async with asyncio.timeout(answer_s):
+            async for message in ws:
+                reply: dict[str, Any] = json.loads(message.data)
+                if reply.get("id") == id_:
+                    if "error" in reply:
+                        raise ValueError(f"{method}: {reply['error']}")
+                    return reply
+                if events is not None and "method" in reply:
+                    events.append(reply["method"])
+    except TimeoutError:
+        raise NoAnswer(method) from None
     raise ValueError(f"{method}: the connection closed before the reply")

@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -29,10 +30,13 @@ from labd.capture import (
 from labd.sdk import (
     LATENCY_METRICS,
     TYPING_DELAY_MS,
+    CannotStart,
     Controller,
     DesktopInput,
     InfrastructureError,
     MetricSpec,
+    Policy,
+    ProgramNotFound,
     RunContext,
     Scenario,
     TestFailure,
@@ -40,7 +44,7 @@ from labd.sdk import (
     keep_latencies,
     take_latencies,
 )
-from labd_browser.browsers import find, launch_command, version
+from labd_browser.browsers import KNOWN, argument_problems, find, launch_command, version
 from labd_browser.desktop import Desktop
 from labd_browser.devtools import BROWSER_MARKS, browser_timing
 
@@ -49,6 +53,7 @@ Stabiliser = Literal["exclusive_cpu", "no_aslr", "tmpfs"]
 STABILISERS: tuple[Stabiliser, ...] = ("exclusive_cpu", "no_aslr", "tmpfs")
 DEFAULT_STABILISERS: tuple[Stabiliser, ...] = ("tmpfs",)  # the one that helped: docs/devices.md
 TMPFS = Path("/dev/shm")
+WINDOW_S = 30.0  # a browser's first window, on a loaded host
 VISUAL = ("visually_complete_ms", "speed_index", "first_visual_change_ms", "last_visual_change_ms",
           "visual_complete_85_ms", "visual_complete_95_ms", "visual_complete_99_ms")  # fmt: skip
 
@@ -56,7 +61,12 @@ VISUAL = ("visually_complete_ms", "speed_index", "first_visual_change_ms", "last
 class PageLoadParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(min_length=1, description="The page (served by the job's replay server).")
+    url: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="The page: an http(s) URL with a host (served by the job's replay server) "
+        "or a file: URL; typed as a user would, so no spaces or control characters.",
+    )
     browser: str = Field("chromium", description="chromium or firefox")
     command: list[str] = Field(
         default_factory=list, description="The browser's program, if not the default."
@@ -94,6 +104,22 @@ class PageLoadParams(BaseModel):
         "a dropped frame can hide the change that ends a visual metric.",
     )
 
+    @field_validator("url")
+    @classmethod
+    def _a_url(cls, value: str) -> str:
+        # Typed into the page: a newline is a Return, loading before time zero.
+        if bad := next((c for c in value if not c.isprintable() or c.isspace()), None):
+            raise ValueError(
+                f"contains {bad!r} (U+{ord(bad):04X}); "
+                "a URL has no spaces or control characters (percent-encode them)"
+            )
+        parts = urlsplit(value)
+        if parts.scheme.lower() not in ("http", "https", "file"):
+            raise ValueError("not an http, https or file URL")
+        if parts.scheme.lower() != "file" and not parts.hostname:
+            raise ValueError("an http(s) URL must name a host")
+        return value
+
     @field_validator("stabilise", mode="before")
     @classmethod
     def _all_or_none(cls, value: Any) -> Any:
@@ -125,10 +151,29 @@ class PageLoad(Scenario[PageLoadParams]):
 
     @classmethod
     def check(cls, params: PageLoadParams) -> list[str]:
+        if params.command:
+            return [f"params.{p}" for p in argument_problems(params.command)]
+        if params.browser not in KNOWN:
+            return [
+                f"params: browser {params.browser!r}: expected chromium or firefox (or a command)"
+            ]
+        return []
+
+    @classmethod
+    def policy_problems(cls, params: PageLoadParams, policy: Policy) -> list[str]:
+        """A job's own browser `command` is a program like the command scenario's: allowed
+        by policy.programs or refused. Without one, labd starts the browser it knows for
+        `browser`, found on the policy's path: the admin's choice of driver, not the job's."""
+        if argument_problems(params.command):
+            return []  # `check` named them
         try:
-            find(params.browser, params.command)
+            find(params.browser, params.command, policy)
+        except ProgramNotFound as e:
+            return [f"params.command: {e}"]
         except UsageError as e:
             return [f"params: {e}"]
+        except ValueError as e:
+            return [f"params.command: {e}" if params.command else f"params: {e}"]
         return []
 
     async def setup(self) -> None:
@@ -143,7 +188,12 @@ class PageLoad(Scenario[PageLoadParams]):
     def _launch(self) -> None:
         """A fresh profile and the browser, stabilised as the job asks."""
         p = self.params
-        program = find(p.browser, p.command)
+        try:  # checked at submit; the policy may have changed since (a restart)
+            program = find(p.browser, p.command, self.ctx.policy)
+        except UsageError as e:  # labd's own browser is gone from this host
+            raise InfrastructureError(str(e)) from e
+        except ValueError as e:
+            raise CannotStart(f"params.command: {e}") from e
         tmpfs = "tmpfs" in p.stabilise and TMPFS.is_dir()
         self.profile = Path(tempfile.mkdtemp(prefix="labd-browser-", dir=TMPFS if tmpfs else None))
         proxy = self.ctx.network.get("proxy", "")
@@ -169,18 +219,24 @@ class PageLoad(Scenario[PageLoadParams]):
         }
 
     async def _wait_window(self) -> None:
+        """The browser's window, or why not. The job's own `command` failing to start is the
+        job's (every attempt would fail alike: CannotStart, the device is not blamed); the
+        browser labd itself found failing is the device's (a broken install, a lost display)."""
         assert self.browser is not None
-        deadline = time.monotonic() + 30
+        if self.params.command:
+            fail: type[Exception] = CannotStart
+            who = f"the job's browser command {self.params.command[0]!r}"
+        else:
+            fail, who = InfrastructureError, self.params.browser
+        deadline = time.monotonic() + WINDOW_S
         while time.monotonic() < deadline:
             if self.browser.poll() is not None:
-                raise InfrastructureError(
-                    f"{self.params.browser} exited at start (status {self.browser.returncode})"
-                )
+                raise fail(f"{who} exited at start (status {self.browser.returncode})")
             if await asyncio.to_thread(self.desktop.has_window, self.browser.pid):
                 await asyncio.sleep(1.0)  # let it finish drawing its chrome
                 return
             await asyncio.sleep(0.2)
-        raise InfrastructureError(f"{self.params.browser} opened no window within 30 s")
+        raise fail(f"{who} opened no window within {WINDOW_S:g} s")
 
     async def run_iteration(self, index: int) -> dict[str, float]:
         if not self.params.fresh_browser:
@@ -272,16 +328,18 @@ class PageLoad(Scenario[PageLoadParams]):
         raise TestFailure(error)
 
     async def _until_quiet(self, before: np.ndarray) -> None:
-        """Done: the screen changed from `before` (grabbed just before the navigation), then
-        stayed still for quiet_ms."""
+        """Done: the page's content area changed from `before` (grabbed just before the
+        navigation), then stayed still for quiet_ms."""
         p = self.params
+        area = _content_area(before)  # the browser's chrome (a loading spinner) left out
+        before = before[area]
         began = time.monotonic()
         first = previous = before
         changed = False
         still_since = time.monotonic()
         while True:
             await asyncio.sleep(0.05)
-            frame = await asyncio.to_thread(self._grab)
+            frame = (await asyncio.to_thread(self._grab))[area]
             now = time.monotonic()
             if not np.array_equal(frame, previous):
                 still_since = now
@@ -318,6 +376,19 @@ def _is(frame: np.ndarray, rgb: tuple[int, int, int]) -> bool:
     lower = frame[frame.shape[0] // 2 :].astype(np.int16)
     bgr = np.array(rgb[::-1], np.int16)
     return bool((np.abs(lower - bgr).sum(axis=2) < 60).mean() > 0.9)
+
+
+def _content_area(frame: np.ndarray) -> tuple[slice, slice]:
+    """Where the green page is drawn (the browser's content area, which the analysis keeps):
+    the rows and columns mostly green; the whole frame when there is no green to go by."""
+    green = np.abs(frame.astype(np.int16) - np.array(GREEN[::-1], np.int16)).sum(axis=2) < 60
+    rows = np.flatnonzero(green.mean(axis=1) > 0.5)
+    if rows.size == 0:
+        return slice(None), slice(None)
+    cols = np.flatnonzero(green[rows[0] : rows[-1] + 1].mean(axis=0) > 0.5)
+    if cols.size == 0:
+        return slice(None), slice(None)
+    return slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)
 
 
 def _analyze(

@@ -38,7 +38,7 @@ async def test_a_browser_that_is_not_installed(jobs: JobService) -> None:
     with pytest.raises(InvalidSpec) as caught:
         await jobs.submit(manifest(command=["/opt/no-such-browser"]), "job.toml", submitter="t")
     assert caught.value.problems == [
-        "job.toml: params: browser command '/opt/no-such-browser': not found on PATH"
+        "job.toml: params.command: program '/opt/no-such-browser' not found"
     ]
     with pytest.raises(InvalidSpec) as caught:
         await jobs.submit(manifest(browser="netscape"), "job.toml", submitter="t")

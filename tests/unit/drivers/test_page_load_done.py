@@ -34,3 +34,34 @@ async def test_a_page_drawn_after_enter_is_done() -> None:
 async def test_a_screen_that_never_changes_is_nothing_drawn() -> None:
     with pytest.raises(TestFailure, match=r"within 1 s \(nothing was drawn\)"):
         await scenario([GREEN])._until_quiet(GREEN)
+
+
+def green_page(spinner: int) -> np.ndarray:
+    """A screen: the browser's chrome (top rows, a spinner in it) above a green content area."""
+    frame = np.zeros((8, 8, 3), np.uint8)
+    frame[2:] = (0, 255, 0)  # BGR
+    frame[0, 0] = spinner
+    return frame
+
+
+async def test_a_still_page_under_a_turning_spinner_is_done() -> None:
+    drawn = [green_page(0)]
+    for n in range(40):  # the tab's spinner turns on; the page itself is drawn and still
+        frame = green_page(n % 7)
+        frame[2:] = 200
+        drawn.append(frame)
+    shown = iter(drawn)
+    s = scenario([PAGE])
+    s._grab = lambda: next(shown)  # type: ignore[method-assign]
+    await s._until_quiet(green_page(0))
+
+
+async def test_a_page_that_keeps_changing_still_fails() -> None:
+    frames = [green_page(0)]
+    for n in range(40):
+        frame = green_page(0)
+        frame[4:] = 50 + n  # the content itself changes
+        frames.append(frame)
+    s = scenario(frames)
+    with pytest.raises(TestFailure, match=r"\(the screen kept changing\)"):
+        await s._until_quiet(green_page(0))

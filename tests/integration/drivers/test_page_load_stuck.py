@@ -1,0 +1,223 @@
+"""Pages that stop answering, and browsers that never start, end the iteration in bounded time
+with the reason named: a dialog open, a script that never yields or a crashed tab fail it
+within about load_timeout_s (not the job's time-out); a job's own broken browser command is
+the job's failure, never the device's. Xvfb, real browsers, pages from a local server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labd.errors import CannotStart, InfrastructureError, TestFailure
+from labd.sdk import Device, Policy, RunContext
+from labd_browser import PageLoad, PageLoadParams
+from labd_browser import pageload as pageload_module
+from labd_x11 import X11Driver, X11Options
+from tests.conftest import need_program
+
+PAGES = {
+    "/ok": "<h1>done</h1>",
+    "/alert": "<h1>hello</h1><script>setTimeout(() => alert('x'), 300)</script>",
+    "/loop": "<h1>busy</h1><script>setTimeout(() => { while (true) {} }, 300)</script>",
+    "/crash": "<h1>about to crash</h1><script>onload = () => fetch('/beacon')</script>",
+    # Drawn at once; the image's server never finishes, so the tab's spinner keeps turning.
+    "/endless-image": "<h1 style='font-size:60px'>drawn</h1><img src='/never' width=50 height=50>",
+}
+LOAD_TIMEOUT_S = 10
+
+
+class Site:
+    """A page server on a free port; `on_beacon` runs when a page requests /beacon."""
+
+    def __init__(self) -> None:
+        self.closing = threading.Event()
+        self.on_beacon: Callable[[], None] = lambda: None
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path == "/never":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "image/png")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    self.wfile.write(b"\x89PNG")
+                    self.wfile.flush()
+                    site.closing.wait(120)
+                    return
+                if self.path == "/beacon":
+                    site.on_beacon()
+                body = f"<html><body>{PAGES.get(self.path, '')}</body></html>".encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    s = Site()
+    thread = threading.Thread(target=s.server.serve_forever, name="test-site", daemon=True)
+    thread.start()
+    yield s
+    s.closing.set()
+    s.server.shutdown()
+    s.server.server_close()
+
+
+def page_load(xvfb: str, tmp_path: Path, policy: Policy | None = None, **params: Any) -> PageLoad:
+    device = Device(
+        id="x", driver="x11", platform="x11", capabilities={"display": xvfb, "width": 640}
+    )
+    resources = X11Driver(X11Options(), "h").resources(device)
+    ctx = RunContext("job", 1, device, tmp_path, policy=policy or Policy(), resources=resources)
+    options = {"quiet_ms": 500, "load_timeout_s": LOAD_TIMEOUT_S, "fps": 10, "keep_video": False}
+    return PageLoad(PageLoadParams(**(options | params)), ctx)
+
+
+async def one_iteration(scenario: PageLoad) -> tuple[dict[str, float], float]:
+    """The iteration's values and how long it took."""
+    began = time.monotonic()
+    await scenario.setup()
+    try:
+        return await scenario.run_iteration(0), time.monotonic() - began
+    finally:
+        await scenario.teardown()
+
+
+async def failed_within(scenario: PageLoad, seconds: float) -> str:
+    began = time.monotonic()
+    with pytest.raises(TestFailure) as caught:
+        await one_iteration(scenario)
+    took = time.monotonic() - began
+    assert took < seconds, f"took {took:.0f} s: {caught.value}"
+    return str(caught.value)
+
+
+def need(browser: str) -> None:
+    need_program("chromium" if browser == "chromium" else "firefox-esr")
+
+
+def renderers(root: int) -> list[int]:
+    """The page renderers below the browser `root` (not its own user interface's)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:  # Chromium rewrites its helpers' argv as one string: search it whole
+            argv = (proc / "cmdline").read_bytes()
+            group = os.getpgid(int(proc.name))
+        except OSError:
+            continue
+        page = b"--type=renderer" in argv and b"--top-chrome-webui" not in argv
+        if page and group == root:  # the browser's helpers share its group
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_a_page_with_an_alert_fails_within_the_load_time_out(
+    xvfb: str, tmp_path: Path, site: Site, browser: str
+) -> None:
+    need(browser)
+    scenario = page_load(xvfb, tmp_path, url=f"{site.url}/alert", browser=browser)
+    why = await failed_within(scenario, LOAD_TIMEOUT_S + 15)
+    assert "dialog (alert, confirm, prompt)" in why
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_a_script_that_never_yields_fails_within_the_load_time_out(
+    xvfb: str, tmp_path: Path, site: Site, browser: str
+) -> None:
+    need(browser)
+    scenario = page_load(xvfb, tmp_path, url=f"{site.url}/loop", browser=browser)
+    why = await failed_within(scenario, LOAD_TIMEOUT_S + 15)
+    assert "did not answer within 5 s" in why
+
+
+async def test_a_crashed_tab_fails_the_iteration_naming_the_crash(
+    xvfb: str, tmp_path: Path, site: Site
+) -> None:
+    need("chromium")
+    scenario = page_load(xvfb, tmp_path, url=f"{site.url}/crash")
+
+    killed: list[int] = []
+
+    def crash() -> None:  # what an out-of-memory renderer does: it dies, "Aw, Snap!" shows
+        assert scenario.browser is not None
+        for pid in renderers(scenario.browser.pid):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    site.on_beacon = crash
+    why = await failed_within(scenario, LOAD_TIMEOUT_S + 15)
+    assert (
+        killed and why == "the page's tab crashed (the browser shows its error page, not the page)"
+    )
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_a_drawn_page_whose_image_never_arrives_is_done(
+    xvfb: str, tmp_path: Path, site: Site, browser: str
+) -> None:
+    need(browser)
+    scenario = page_load(xvfb, tmp_path, url=f"{site.url}/endless-image", browser=browser)
+    values, took = await one_iteration(scenario)
+    assert values["visually_complete_ms"] < 5000 and took < LOAD_TIMEOUT_S + 15
+
+
+async def test_a_job_command_that_exits_at_once_is_the_jobs_failure(
+    xvfb: str, tmp_path: Path
+) -> None:
+    policy = Policy.resolve(["false"], "/usr/local/bin:/usr/bin:/bin", [], "nobody", euid=1)
+    scenario = page_load(xvfb, tmp_path, policy, url="http://x.test/", command=["false"])
+    with pytest.raises(CannotStart, match=r"command 'false' exited at start \(status 1\)"):
+        await one_iteration(scenario)
+
+
+async def test_a_job_command_that_opens_no_window_is_the_jobs_failure(
+    xvfb: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pageload_module, "WINDOW_S", 2.0)
+    policy = Policy.resolve(["python3"], "/usr/local/bin:/usr/bin:/bin", [], "nobody", euid=1)
+    command = ["python3", "-c", "import time; time.sleep(60)"]  # the browser's flags: its argv
+    scenario = page_load(xvfb, tmp_path, policy, url="http://x.test/", command=command)
+    with pytest.raises(CannotStart, match="command 'python3' opened no window within 2 s"):
+        await one_iteration(scenario)
+
+
+async def test_labds_own_browser_opening_no_window_is_the_devices(
+    xvfb: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need("chromium")
+    monkeypatch.setattr(pageload_module, "WINDOW_S", 0.1)  # before chromium can draw
+    scenario = page_load(xvfb, tmp_path, url="http://x.test/")
+    with pytest.raises(InfrastructureError, match=r"chromium opened no window within 0\.1 s"):
+        await one_iteration(scenario)
+
+
+async def test_a_command_the_policy_no_longer_allows_does_not_start(
+    xvfb: str, tmp_path: Path
+) -> None:
+    need("chromium")  # allowed at submit; labd restarted since with a narrower policy
+    policy = Policy.resolve(["python3"], "/usr/local/bin:/usr/bin:/bin", [], "nobody", euid=1)
+    scenario = page_load(xvfb, tmp_path, policy, url="http://x.test/", command=["chromium"])
+    with pytest.raises(CannotStart, match=r"'chromium' is not allowed by policy\.programs"):
+        await one_iteration(scenario)
+    assert scenario.browser is None
