@@ -48,6 +48,9 @@ class _Scan:
     unique: list[int] = field(default_factory=list)
     start_image: Image | None = None
     final_image: Image | None = None
+    # The sync screens' colours as the capture chain delivered them (RGB), for its levels.
+    start_seen: tuple[float, float, float] | None = None
+    end_seen: tuple[float, float, float] | None = None
     heat: NDArray[np.float32] | None = None
     checkerboard: list[float] = field(default_factory=list)
     torn: list[int] = field(default_factory=list)
@@ -105,6 +108,7 @@ class _Pass1:
             red = fraction_matching(subsample(content, step), self.o.end_color, self.o.tolerance)
             if red >= self.o.sync_threshold:
                 self.scan.end = index
+                self.scan.end_seen = _seen(subsample(content, step))
                 self.scan.end_confidence = fraction_matching(
                     content, self.o.end_color, self.o.tolerance
                 )
@@ -140,6 +144,9 @@ class _Pass1:
         self.scan.area = match.rect
         self.scan.start_match = match
         self.scan.start = index
+        self.scan.start_seen = _seen(
+            subsample(match.rect.crop(self.green[1]), scan_step(match.rect.w))
+        )
         self.green = None
         like = np.zeros((match.rect.h, match.rect.w, 3), np.uint8)
         self.references = [visual.solid(rgb, like) for rgb in o.tearing_colors]
@@ -233,8 +240,8 @@ def analyze(
     options = options or AnalysisOptions()
     artifacts = artifacts or Artifacts()
     scan = _Pass1(options, artifacts.video).run(recording)
-    frames = _progress(recording, scan, options)
-    result = _metrics(recording.name, scan, frames, options)
+    frames, painted = _progress(recording, scan, options)
+    result = _metrics(recording.name, scan, frames, painted, options)
     if artifacts.heatmap is not None and scan.heat is not None:
         result.artifacts["heatmap"] = str(write_heatmap(artifacts.heatmap, scan.heat))
     if artifacts.video is not None:
@@ -245,30 +252,47 @@ def analyze(
     return result
 
 
-def _progress(recording: Recording, scan: _Scan, options: AnalysisOptions) -> list[FrameProgress]:
-    """Pass 2: each new frame against the last one (on every core), repeats carried over."""
+def _progress(
+    recording: Recording, scan: _Scan, options: AnalysisOptions
+) -> tuple[list[FrameProgress], int | None]:
+    """Pass 2: each new frame against the last one (on every core), repeats carried over;
+    and which of them first differs from the blank page (None: none does)."""
     assert scan.area is not None and scan.start_image is not None and scan.final_image is not None
     area = scan.area
     threshold = options.pixel_threshold
     final = scan.final_image
     final_sampled = visual.sampled(final)
     final_kept = visual.not_white(final_sampled) if options.ignore_white else None
+    # Progress starts from the blank page, not from the first frame after the green screen:
+    # a browser that holds the previous paint until the page's first one (Chromium) shows
+    # green until then, so its first frame already holds content that must count.
+    blank = scan.start_image
+    if options.blank_color is not None:
+        assert scan.start_seen is not None and scan.end_seen is not None
+        seen = [(options.start_color, scan.start_seen), (options.end_color, scan.end_seen)]
+        blank = visual.solid(visual.as_captured(options.blank_color, seen), scan.start_image)
+    blank_sampled = visual.sampled(blank)
 
     worker = threading.local()
 
-    def measure(image: Image) -> tuple[float, float]:
-        """(similarity to the last frame, histogram distance from it). The load histogram
-        is measured on the sampled frame, unless progress is to be pixel-exact."""
+    def measure(image: Image) -> tuple[float, float, bool]:
+        """(similarity to the last frame, histogram distance from it, whether it differs
+        from the blank page). The load histogram is measured on the sampled frame, unless
+        progress is to be pixel-exact."""
         if not hasattr(worker, "scratch"):
             worker.scratch = visual.Scratch()
-        if options.progress == "pixel":
-            return visual.similarity(image, final, threshold, worker.scratch), 0.0
         small = visual.sampled(image)
+        painted = visual.share_changed(
+            visual.changed_mask(small, blank_sampled, threshold, worker.scratch)
+        )
+        drawn = painted > options.min_changed
+        if options.progress == "pixel":
+            return visual.similarity(image, final, threshold, worker.scratch), 0.0, drawn
         changed = visual.changed_mask(small, final_sampled, threshold, worker.scratch)
         distance = visual.histogram_distance(small, final_sampled, changed, final_kept)
-        return 1.0 - visual.share_changed(changed), distance
+        return 1.0 - visual.share_changed(changed), distance, drawn
 
-    start_similar, start_distance = measure(scan.start_image)
+    start_similar, start_distance, _ = measure(blank)
     unique = set(scan.unique)
 
     def span() -> Iterator[tuple[int, float, Image | None]]:
@@ -281,11 +305,14 @@ def _progress(recording: Recording, scan: _Scan, options: AnalysisOptions) -> li
     frames: list[FrameProgress] = []
     t0 = _time_zero(scan, options)
     progress = similar = 0.0
+    painted: int | None = None
     for (index, t, _image), measured in ordered_map(
         lambda item: None if item[2] is None else measure(item[2]), span()
     ):
         if measured is not None:
-            similar, distance = measured
+            similar, distance, drawn = measured
+            if drawn and painted is None:
+                painted = len(frames)
             if options.progress == "pixel":
                 progress = visual.pixel_progress(similar, start_similar)
             else:
@@ -300,11 +327,15 @@ def _progress(recording: Recording, scan: _Scan, options: AnalysisOptions) -> li
             )
         )
     frames[-1].progress = 1.0  # the last frame is complete by definition
-    return frames
+    return frames, painted
 
 
 def _metrics(
-    name: str, scan: _Scan, frames: list[FrameProgress], options: AnalysisOptions
+    name: str,
+    scan: _Scan,
+    frames: list[FrameProgress],
+    painted: int | None,
+    options: AnalysisOptions,
 ) -> VisualMetrics:
     assert scan.area is not None and scan.start_match is not None
     times = [f.t_ms for f in frames]
@@ -312,10 +343,16 @@ def _metrics(
     end_t = scan.times[scan.end] - _time_zero(scan, options)
     span = scan.times[scan.end] - scan.times[scan.start]
     changes = [f.t_ms for f in frames[1:] if f.unique]
-    if options.time_zero_ms is not None:
-        # From the user's action, the first frame unlike the green screen is the first change,
-        # and the screen showed nothing of the page until then.
+    if options.blank_color is not None:
+        # The first change is the first frame unlike the blank page: a browser that shows
+        # the blank page before its first paint (Firefox) has not drawn anything yet.
+        if painted is not None:
+            changes = [frames[painted].t_ms, *(t for t in changes if t > frames[painted].t_ms)]
+    elif options.time_zero_ms is not None:
+        # From the user's action, the first frame unlike the green screen is the first change.
         changes.insert(0, frames[0].t_ms)
+    if options.time_zero_ms is not None:
+        # The screen showed nothing of the page until the first frame after the green one.
         times, progress = [0.0, *times], [0.0, *progress]
     fps, variable, dropped = _frame_rate(scan.times[: scan.end + 1])
     complete = visual.first_reaching(times, progress, 1.0)
@@ -361,6 +398,12 @@ def _time_zero(scan: _Scan, options: AnalysisOptions) -> float:
             f"green screen ({start:.0f} ms)"
         )
     return options.time_zero_ms
+
+
+def _seen(image: Image) -> tuple[float, float, float]:
+    """The median colour of a sync screen as captured, RGB."""
+    b, g, r = np.median(image.reshape(-1, 3), axis=0).tolist()
+    return (r, g, b)
 
 
 def _fps(times: list[float]) -> float:

@@ -94,5 +94,8 @@ def write_heatmap(path: Path, changes: NDArray[np.float32]) -> Path:
 
 
 def write_json(path: Path, payload: Any) -> Path:
-    path.write_text(json.dumps(payload, indent=1) + "\n")
+    try:
+        path.write_text(json.dumps(payload, indent=1) + "\n")
+    except OSError as e:
+        raise CaptureError(f"{path}: cannot write it ({e.strerror or e})") from e
     return path

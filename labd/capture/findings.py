@@ -38,6 +38,13 @@ class AnalysisOptions(BaseModel):
         5e-5, ge=0, description="share of channel values that must change for a new frame"
     )
     progress: Literal["histogram", "pixel"] = "histogram"
+    blank_color: RGB | None = Field(
+        PRESETS["white"],
+        description="The page's blank colour: visual progress is measured from a frame of it, "
+        "as WebPageTest and browsertime measure from the blank page shown before navigating "
+        "(the screen shows the green sync screen, not the page, until the first paint). None: "
+        "from the first frame after the green screen, whatever it shows.",
+    )
     ignore_white: bool = True
     checkerboard: Checkerboard | None = None
     tearing_colors: list[RGB] = Field(default_factory=list)

@@ -11,11 +11,13 @@ nominal rate.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -68,9 +70,17 @@ class ScreenGrab(Paced):
         except Exception as e:  # mss raises its own ScreenShotError and OS errors
             raise CaptureError(f"{what}: cannot open it ({e})") from e
         monitor = self.screen.monitors[0]
+        left, top, width, height = (monitor[k] for k in ("left", "top", "width", "height"))
         if region is None:
-            region = (monitor["left"], monitor["top"], monitor["width"], monitor["height"])
+            region = (left, top, width, height)
         x, y, w, h = region
+        inside = x >= left and y >= top and x + w <= left + width and y + h <= top + height
+        if w <= 0 or h <= 0 or not inside:
+            self.screen.close()
+            raise CaptureError(
+                f"{what}: the region {w}x{h}+{x}+{y} is not within the screen, "
+                f"{width}x{height}+{left}+{top}"
+            )
         self.region = {"left": x, "top": y, "width": w, "height": h}
 
     def read(self) -> tuple[float, Image] | None:
@@ -85,7 +95,9 @@ class ScreenGrab(Paced):
 
 class OpenCvDevice(FrameSource):
     """An HDMI/DVI capture card or camera through V4L2 (/dev/videoN), or any URL or file
-    OpenCV opens (a file stands in for a card in tests)."""
+    OpenCV opens. A file stands in for a card: it is played at its own pace, each frame
+    handed over when its own timestamp comes due and stamped with it, as a card would deliver
+    it (read as fast as it decodes, its times would be decoding times, not the video's)."""
 
     def __init__(self, device: str, fps: float) -> None:
         backend = cv2.CAP_V4L2 if device.startswith("/dev/video") else cv2.CAP_ANY
@@ -93,12 +105,30 @@ class OpenCvDevice(FrameSource):
         if not self.capture.isOpened():
             raise CaptureError(f"capture device {device!r}: cannot open it")
         self.capture.set(cv2.CAP_PROP_FPS, fps)
+        self.file = Path(device).is_file()
+        nominal = float(self.capture.get(cv2.CAP_PROP_FPS) or 0.0) if self.file else 0.0
+        self.step_ms = 1000.0 / (nominal if nominal > 0 else fps)
+        self.started: float | None = None  # monotonic ms when the file's time 0 was shown
+        self.previous = -1.0
 
     def read(self) -> tuple[float, Image] | None:
         ok, frame = self.capture.read()
         if not ok:
             return None
-        return time.monotonic() * 1000.0, np.asarray(frame, dtype=np.uint8)
+        image = np.asarray(frame, dtype=np.uint8)
+        if not self.file:
+            return time.monotonic() * 1000.0, image
+        at = float(self.capture.get(cv2.CAP_PROP_POS_MSEC))
+        if at <= self.previous:  # a container without usable timestamps
+            at = self.previous + self.step_ms
+        self.previous = at
+        if self.started is None:
+            self.started = time.monotonic() * 1000.0 - at
+        due = self.started + at
+        wait = due - time.monotonic() * 1000.0
+        if wait > 0:
+            time.sleep(wait / 1000.0)
+        return due, image
 
     def close(self) -> None:
         self.capture.release()
@@ -163,6 +193,9 @@ def screenrecord_command(serial: str, size: tuple[int, int], adb: str = "adb") -
     ]  # fmt: skip
 
 
+MAX_FPS = 1000.0  # no capture chain delivers more; a higher rate is a typo
+
+
 @dataclass(frozen=True)
 class SourceSpec:
     """What to open, in a form a child process can receive (a labd.sdk.CaptureSource)."""
@@ -173,6 +206,12 @@ class SourceSpec:
     size: tuple[int, int] = (1080, 1920)
     command: tuple[str, ...] = ()  # h264: the stream's producer
     fps: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.fps <= MAX_FPS:  # also refuses nan
+            raise CaptureError(f"fps {self.fps}: must be above 0 and at most {MAX_FPS}")
+        if min(self.size) <= 0:
+            raise CaptureError(f"size {self.size[0]}x{self.size[1]}: must be positive")
 
     def open(self) -> FrameSource:
         if self.kind in ("x11", "screen"):
@@ -201,6 +240,9 @@ class Spool:
         return cls(path, times, info["frames"], info["dropped"], info.get("error", ""))
 
 
+STALL_S = 2.0  # after a stop, how long a blocked read may go on before the source is closed
+
+
 def _record(
     spec: CaptureSource,
     path: Path,
@@ -211,12 +253,16 @@ def _record(
     cpus: set[int] | None,
     written: Synchronized[int] | None = None,
 ) -> None:
-    """The recorder process: grab thread -> bounded queue -> encoder (this thread)."""
+    """The recorder process: grab thread -> bounded queue -> encoder (this thread). It leads
+    a process group of its own, so the source's processes (a stream's producer, its decoder)
+    can be ended with it."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     if cpus:  # before any thread starts: threads inherit it
         os.sched_setaffinity(0, cpus)
     frames: queue.Queue[tuple[float, Image] | None] = queue.Queue(maxsize=buffer)
     counts = {"frames": 0, "dropped": 0}
-    error = ""
+    errors: list[str] = []
     try:
         source = spec.open()
     except CaptureError as e:
@@ -225,10 +271,12 @@ def _record(
     finally:
         ready.set()
     deadline = time.monotonic() + seconds
+    halt = threading.Event()  # the encoder gave up: grab no more
+    closed = threading.Event()  # the source was closed under a blocked read
 
     def grab() -> None:
         try:
-            while not stop.is_set() and time.monotonic() < deadline:
+            while not (stop.is_set() or halt.is_set()) and time.monotonic() < deadline:
                 item = source.read()
                 if item is None:
                     break
@@ -236,32 +284,77 @@ def _record(
                     frames.put_nowait(item)
                 except queue.Full:
                     counts["dropped"] += 1
+        except Exception as e:  # a source's own failure: reported, not printed and lost
+            if not closed.is_set():
+                errors.append(f"the source failed: {e}")
         finally:
             frames.put(None)
 
     grabber = threading.Thread(target=grab, daemon=True)
     grabber.start()
     writer: cv2.VideoWriter | None = None
+    size: tuple[int, int] | None = None
+    ended: float | None = None  # monotonic time the stop or the deadline came
     with path.with_suffix(".times").open("w") as times:
-        while (item := frames.get()) is not None:
+        while True:
+            try:
+                item = frames.get(timeout=0.1)
+            except queue.Empty:
+                if ended is None and (stop.is_set() or time.monotonic() >= deadline):
+                    ended = time.monotonic()
+                if ended is not None and time.monotonic() - ended > STALL_S:
+                    _close_stalled(source, closed, errors)
+                continue
+            if item is None:
+                break
             t, frame = item
-            if writer is None:
+            if size is None:
                 size = (frame.shape[1], frame.shape[0])
                 writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), spec.fps, size)
                 writer.set(cv2.VIDEOWRITER_PROP_QUALITY, 95)
+            if (frame.shape[1], frame.shape[0]) != size:
+                # A video holds one size: the frame would not be written. End here, saying so.
+                errors.append(
+                    f"the source changed resolution at frame {counts['frames']}: "
+                    f"{frame.shape[1]}x{frame.shape[0]}, the recording's frames are "
+                    f"{size[0]}x{size[1]}; recording stopped there"
+                )
+                halt.set()
+                _drain(frames)
+                break
+            assert writer is not None
             writer.write(frame)
             times.write(f"{t:.3f}\n")
             counts["frames"] += 1
             if written is not None:
                 written.value = counts["frames"]
-    grabber.join()
+    grabber.join(STALL_S)
+    if grabber.is_alive():  # still blocked in a read
+        _close_stalled(source, closed, errors)
+        grabber.join()
     if writer is not None:
         writer.release()
     counts["dropped"] += source.dropped
-    source.close()
+    if not closed.is_set():
+        source.close()
+    error = "; ".join(errors)
     if counts["frames"] == 0:
-        error = "the source gave no frame"
+        error = "; ".join(["the source gave no frame", *errors])
     _write_info(path, counts, error)
+
+
+def _close_stalled(source: FrameSource, closed: threading.Event, errors: list[str]) -> None:
+    """Close a source whose read is blocked (a stream that stopped sending), once."""
+    if not closed.is_set():
+        closed.set()
+        errors.append(f"the source stalled: no frame for {STALL_S:g} s after the end; closed it")
+        source.close()
+
+
+def _drain(frames: queue.Queue[tuple[float, Image] | None]) -> None:
+    """Empty the queue until the grab thread's end mark, so that it can put it."""
+    while frames.get() is not None:
+        pass
 
 
 def _write_info(path: Path, counts: dict[str, int], error: str) -> None:
@@ -321,8 +414,7 @@ class Recorder:
         self.stop_event.set()
         self.process.join(timeout)
         if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+            self._kill_group()
             raise CaptureError(f"{self.path}: the capture process did not stop in {timeout:.0f} s")
         if not self.path.with_suffix(".json").exists():
             raise CaptureError(
@@ -332,6 +424,21 @@ class Recorder:
         if spool.error:
             raise CaptureError(f"{self.path}: {spool.error}")
         return spool
+
+    def _kill_group(self) -> None:
+        """End the recorder's process group, the recorder and whatever its source started,
+        before the recorder is reaped (its id cannot have been reused yet)."""
+        pid = self.process.pid
+        if pid is None:
+            return
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:  # the group is gone (or was never made): the process alone
+            if self.process.is_alive():
+                self.process.kill()
+        except PermissionError:
+            self.process.kill()
+        self.process.join()
 
 
 def spool_summary(spool: Spool) -> dict[str, object]:

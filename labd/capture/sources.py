@@ -36,8 +36,10 @@ class VideoFile:
         self.path = path
         self.name = str(path)
         self.timestamps = timestamps
-        if not path.is_file():
+        if not path.exists():
             raise CaptureError(f"{path}: no such file")
+        if not path.is_file():
+            raise CaptureError(f"{path}: not a video file but {_kind(path)}")
         if path.stat().st_size == 0:
             raise CaptureError(f"{path}: the file is empty")
         capture = cv2.VideoCapture(str(path))
@@ -81,6 +83,20 @@ class VideoFile:
             capture.release()
         if index == 0:
             raise CaptureError(f"{self.path}: no decodable frame (corrupt or not a video)")
+
+
+def _kind(path: Path) -> str:
+    """What a path that is not a regular file is, in words."""
+    for test, kind in (
+        (path.is_dir, "a directory"),
+        (path.is_char_device, "a character device"),
+        (path.is_block_device, "a block device"),
+        (path.is_fifo, "a named pipe"),
+        (path.is_socket, "a socket"),
+    ):
+        if test():
+            return kind
+    return "not a regular file"
 
 
 class FrameList:

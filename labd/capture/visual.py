@@ -173,6 +173,20 @@ def tearing_images(
     return shown
 
 
+def as_captured(color: RGB, references: Sequence[tuple[RGB, tuple[float, float, float]]]) -> RGB:
+    """`color` as this capture chain shows it, from known colours (the sync screens) as it
+    showed them: one gain and offset over all channels, fitted by least squares (a capture
+    card's 16-235 levels turn white into 235 grey). Without a spread of known levels to fit,
+    the colour as it is."""
+    nominal = np.array([c for rgb, _ in references for c in rgb], np.float64)
+    seen = np.array([c for _, shown in references for c in shown], np.float64)
+    if nominal.size < 2 or float(np.ptp(nominal)) < 64:
+        return color
+    gain, offset = np.polyfit(nominal, seen, 1)
+    r, g, b = (round(min(255.0, max(0.0, float(gain * c + offset)))) for c in color)
+    return (r, g, b)
+
+
 def solid(color: RGB, like: Image) -> Image:
     """A frame of one colour, the shape of `like` (tearing tests use solid colours)."""
     image = np.empty_like(like)

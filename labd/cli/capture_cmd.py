@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 from pathlib import Path
 
 from labd.errors import UsageError
@@ -33,15 +34,22 @@ def analyze(args: argparse.Namespace) -> int:
     checkerboard = None
     if args.checkerboard:
         *colors, size = args.checkerboard.split(",")
-        if len(colors) != 2 or not size.isdigit():
+        if len(colors) != 2 or not size.strip().isdigit():
             raise UsageError(f"--checkerboard {args.checkerboard!r}: expected C1,C2,SIZE")
+        if not 2 <= int(size) <= 4096:
+            raise UsageError(
+                f"--checkerboard {args.checkerboard!r}: SIZE (a square's side in pixels) "
+                f"must be from 2 to 4096, got {size.strip()}"
+            )
         c1, c2 = _colors(",".join(colors), "--checkerboard")
         checkerboard = Checkerboard(colors=(c1, c2), square=int(size))
+    blank = args.blank_color.strip().lower()
     options = AnalysisOptions(
         start_color=parse_color(args.start_color),
         end_color=parse_color(args.end_color),
         tolerance=args.tolerance,
         progress=args.progress,
+        blank_color=None if blank == "first" else parse_color(blank),
         checkerboard=checkerboard,
         tearing_colors=_colors(args.tearing_colors, "--tearing-colors")
         if args.tearing_colors
@@ -51,12 +59,7 @@ def analyze(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--video-out {args.video_out}: write a .webm (VP8); this OpenCV cannot encode H.264"
         )
-    timestamps = None
-    if args.timestamps:
-        try:
-            timestamps = [float(x) for x in Path(args.timestamps).read_text().split()]
-        except (OSError, ValueError) as e:
-            raise UsageError(f"--timestamps {args.timestamps}: {e}") from e
+    timestamps = _timestamps(args.timestamps) if args.timestamps else None
     artifacts = Artifacts(
         video=Path(args.video_out) if args.video_out else None,
         heatmap=Path(args.heatmap) if args.heatmap else None,
@@ -101,6 +104,26 @@ def analyze(args: argparse.Namespace) -> int:
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
     return 0
+
+
+def _timestamps(name: str) -> list[float]:
+    """Per-frame times in ms, one a line: each a finite number."""
+    try:
+        words = Path(name).read_text().split()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--timestamps {name}: {e}") from e
+    times = []
+    for number, word in enumerate(words, 1):
+        try:
+            t = float(word)
+        except ValueError:
+            t = math.nan
+        if not math.isfinite(t):
+            raise UsageError(
+                f"--timestamps {name}: value {number} ({word!r}) is not a finite time in ms"
+            )
+        times.append(t)
+    return times
 
 
 def _ms(value: float | None) -> str:

@@ -25,6 +25,23 @@ def draws(value: str) -> int:
     return number
 
 
+def _bounded(kind: type[int] | type[float], low: float, high: float) -> Any:
+    """An argparse type: a finite number of `kind` from `low` to `high`, else a usage error
+    that names the range."""
+
+    def parse(value: str) -> int | float:
+        try:
+            number = kind(value)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"not {what}: {value!r}") from None
+        if not low <= number <= high:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g}, got {value}")
+        return number
+
+    return parse
+
+
 def add_stats_commands(nouns: Any) -> None:
     compare = nouns.add_parser(
         "compare",
@@ -126,9 +143,18 @@ def add_capture_commands(nouns: Any) -> None:
     )
     analyze.add_argument("--end-color", default="red", help="name or #RRGGBB")
     analyze.add_argument(
-        "--tolerance", type=int, default=100, help="sync colour tolerance, sum over RGB"
+        "--tolerance",
+        type=_bounded(int, 0, 765),
+        default=100,
+        help="sync colour tolerance, sum over RGB, 0 to 765 (default 100)",
     )
     analyze.add_argument("--progress", choices=["histogram", "pixel"], default="histogram")
+    analyze.add_argument(
+        "--blank-color",
+        default="white",
+        help="the page's blank colour, which progress is measured from (default white); "
+        "'first': from the first frame after the start screen",
+    )
     analyze.add_argument("--heatmap", metavar="OUT.png", help="write the heat map of changes")
     analyze.add_argument(
         "--video-out", metavar="OUT.webm", help="write the analysed span (VP8 WebM)"
@@ -157,8 +183,18 @@ def add_capture_commands(nouns: Any) -> None:
     )
     source.add_argument("--adb", metavar="SERIAL", help="an Android screen (screenrecord)")
     capture.add_argument("-o", "--output", required=True, help="spool video (.avi)")
-    capture.add_argument("--seconds", type=float, default=10.0, help="how long (default 10)")
-    capture.add_argument("--fps", type=float, default=60.0, help="frames per second asked for")
+    capture.add_argument(
+        "--seconds",
+        type=_bounded(float, 0.1, 86_400),
+        default=10.0,
+        help="how long, 0.1 to 86400 (default 10)",
+    )
+    capture.add_argument(
+        "--fps",
+        type=_bounded(float, 1, 240),
+        default=60.0,
+        help="frames per second asked for, 1 to 240 (default 60)",
+    )
     capture.set_defaults(handler=lazy("labd.cli.capture_cmd:capture"))
 
 

@@ -95,9 +95,10 @@ def test_a_display_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> Non
 
 
 def test_frames_are_dropped_and_counted_when_encoding_falls_behind(tmp_path: Path) -> None:
-    page = PageLoad.staircase(width=1280, height=720, lead=60, length=300)
+    page = PageLoad.staircase(width=1280, height=720, lead=60, length=300, fps=1000)
     card = page.write(tmp_path / "card.avi", "MJPG")
-    # A one-frame buffer: the file source reads far faster than MJPG encodes at 720p.
+    # A one-frame buffer and a file played at its own 1000 frames/s: far faster than MJPG
+    # encodes at 720p.
     recorder = Recorder(SourceSpec("device", str(card)), tmp_path / "spool.avi", buffer=1)
     recorder.start()
     spool = recorder.stop_when_done(60)
