@@ -23,9 +23,22 @@ from urllib.parse import unquote
 import numpy as np
 
 from labd.sdk import FrameSource, Image
-from labd_windows.sendinput import INPUT, INPUT_KEYBOARD, KEYEVENTF_KEYUP, KEYEVENTF_UNICODE, VK
+from labd_windows.sendinput import (
+    CHAR_VK,
+    INPUT,
+    INPUT_KEYBOARD,
+    KEYEVENTF_KEYUP,
+    KEYEVENTF_UNICODE,
+    NAMED_VK,
+)
 
-NAMES = {code: name for name, code in reversed(VK.items())}  # "return" wins over "enter"
+# What Windows calls each virtual key, lower case ("return", "page_up", "l", "."): the first
+# name of a key wins ("control_l" over "control_r"); modifiers by their short names.
+NAMES = {
+    **{code: name.lower() for name, code in reversed(NAMED_VK.items())},
+    **{code: char for char, (code, shift) in reversed(CHAR_VK.items()) if not shift},
+    0x11: "ctrl", 0x10: "shift", 0x12: "alt", 0x5B: "win", 0x5C: "win",
+}  # fmt: skip
 MODIFIERS = {"ctrl", "shift", "alt", "win"}
 CHROME_PX = 24  # the browser's own bar at the top
 BLOCKS_MS = (150, 300, 450)  # when each third of the page is drawn, after Enter

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from labd.sdk import UsageError
+from labd.sdk import MAX_CLICKS, MAX_COUNT, UsageError, check_count, check_duration, check_text
 from labd_windows.sendinput import INPUT, click_inputs, combo_inputs, scroll_inputs, text_inputs
 
 Send = Callable[[Sequence[INPUT]], None]
@@ -25,7 +25,10 @@ class WindowsInput:
         self.send(combo_inputs(combo))
 
     def text(self, text: str, delay_ms: float = 0) -> None:
-        """Exactly this text, as Unicode key events (no keyboard layout involved)."""
+        """Exactly this text, as Unicode key events (no keyboard layout involved), "\n" as
+        Return."""
+        check_text(text)
+        check_duration("delay_ms", delay_ms)
         if not delay_ms:
             self.send(text_inputs(text))
             return
@@ -35,10 +38,12 @@ class WindowsInput:
 
     def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None:
         move, down, up = click_inputs(x, y, self.screen, button)
+        check_count("count", count, MAX_COUNT)
         self.send([move, *[down, up] * count])
 
     def scroll(self, direction: str, clicks: int = 1) -> None:
         if direction not in SCROLL:
             raise UsageError(f"scroll direction {direction!r}: expected one of {', '.join(SCROLL)}")
+        check_count("clicks", clicks, MAX_CLICKS)
         sign, horizontal = SCROLL[direction]
         self.send(scroll_inputs(sign * clicks, horizontal))

@@ -3,7 +3,8 @@
 Works on any DISPLAY the daemon can open, remote ones included (`host:0` over TCP, with
 access granted). Text is typed as key events: characters the keyboard map lacks (most of
 Unicode) get a spare keycode remapped to them, as xdotool does; remapped keycodes are kept
-until `close`, so a client still translating earlier events sees the right symbol.
+until `close`, so a client still translating earlier events sees the right symbol. Values are
+checked by labd.sdk's one rule for desktop input (the Windows driver's too).
 """
 
 from __future__ import annotations
@@ -15,19 +16,27 @@ from typing import Any
 from Xlib import XK, X, display, error
 from Xlib.ext import xtest
 
-from labd.sdk import InfrastructureError, UsageError, timed
+from labd.sdk import (
+    CONTROL_CHARS,
+    MAX_CLICKS,
+    MAX_COUNT,
+    InfrastructureError,
+    UsageError,
+    check_count,
+    check_duration,
+    check_point,
+    check_text,
+    parse_key,
+    timed,
+)
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL = {"up": 4, "down": 5, "left": 6, "right": 7}
-CONTROL_CHARS = {"\n": "Return", "\t": "Tab", "\b": "BackSpace", "\x1b": "Escape"}
-MODIFIERS = {
-    "ctrl": "Control_L",
-    "control": "Control_L",
-    "shift": "Shift_L",
-    "alt": "Alt_L",
-    "super": "Super_L",
-    "meta": "Meta_L",
-}
+# A client translates a key event's keycode with the map it fetched on the last MappingNotify,
+# when it gets round to it: a keycode remapped again before every client has caught up with
+# the previous mapping would be read as the newer symbol. So a remapped keycode is reused only
+# this long after its last key event (typing with a delay usually never waits for it).
+REMAP_SETTLE_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -61,8 +70,12 @@ class X11Input:
             self.display.close()
             raise InfrastructureError(f"X11 display {name!r}: no XTEST extension")
         self.name = name
-        self.root = self.display.screen().root
-        self.remapped: dict[int, int] = {}  # keysym -> spare keycode
+        screen = self.display.screen()
+        self.root = screen.root
+        self.size = (screen.width_in_pixels, screen.height_in_pixels)
+        # keysym -> spare keycode, least recently used first; when each keycode was last used
+        self.remapped: dict[int, int] = {}
+        self.used_at: dict[int, float] = {}
         self.spares = self._spare_keycodes()
         self.overlays: list[Any] = []
         # One figure per dispatch: the events sent, up to the server's answer to the sync
@@ -72,12 +85,15 @@ class X11Input:
     # Pointer ----------------------------------------------------------------------------------
 
     def move(self, x: int, y: int) -> None:
+        check_point(x, y, self.size)
         with timed(self.latencies_ms):
             xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
             self.display.sync()
 
     def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None:
         number = _button(button)
+        check_point(x, y, self.size)
+        check_count("count", count, MAX_COUNT)
         with timed(self.latencies_ms):
             xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
             for _ in range(count):
@@ -88,6 +104,10 @@ class X11Input:
     def drag(
         self, x1: int, y1: int, x2: int, y2: int, duration_s: float = 0.2, steps: int = 10
     ) -> None:
+        check_point(x1, y1, self.size)
+        check_point(x2, y2, self.size)
+        check_duration("duration_s", duration_s)
+        check_count("steps", steps, MAX_CLICKS)
         with timed(self.latencies_ms):
             xtest.fake_input(self.display, X.MotionNotify, x=x1, y=y1)
             xtest.fake_input(self.display, X.ButtonPress, 1)
@@ -105,6 +125,7 @@ class X11Input:
     def scroll(self, direction: str, clicks: int = 1) -> None:
         if direction not in SCROLL:
             raise UsageError(f"scroll direction {direction!r}: expected one of {', '.join(SCROLL)}")
+        check_count("clicks", clicks, MAX_CLICKS)
         with timed(self.latencies_ms):
             for _ in range(clicks):
                 xtest.fake_input(self.display, X.ButtonPress, SCROLL[direction])
@@ -114,19 +135,11 @@ class X11Input:
     # Keyboard ---------------------------------------------------------------------------------
 
     def key(self, combo: str) -> None:
-        """A key or a combination: "Return", "ctrl+l", "ctrl+shift+t", "F5"."""
-        *mods, last = combo.split("+") if combo != "+" else ["+"]
-        held = []
-        for mod in mods:
-            name = MODIFIERS.get(mod.lower())
-            if name is None:
-                raise UsageError(
-                    f"key {combo!r}: unknown modifier {mod!r} ({', '.join(MODIFIERS)})"
-                )
-            held.append(self._keycode(XK.string_to_keysym(name))[0])
+        """A key or a combination: "Return", "ctrl+l", "ctrl+shift+t", "F5" (labd.sdk's key
+        names, one character, or "+" for the plus key)."""
+        mods, last = parse_key(combo)
+        held = [self._keycode(XK.string_to_keysym(name))[0] for name in mods]
         keysym = XK.string_to_keysym(last) if len(last) > 1 else char_keysym(last)
-        if keysym == 0:
-            raise UsageError(f"key {combo!r}: no key named {last!r}")
         with timed(self.latencies_ms):
             for code in held:
                 xtest.fake_input(self.display, X.KeyPress, code)
@@ -140,6 +153,8 @@ class X11Input:
         `delay_ms` between characters: fields that react to each key (a browser's URL bar with
         its suggestions) can drop keys sent faster than they handle them. Without a delay the
         whole text is one dispatch (one sync), with one each key is."""
+        check_text(text)
+        check_duration("delay_ms", delay_ms)
         if not delay_ms:
             with timed(self.latencies_ms):
                 for char in text:
@@ -165,11 +180,14 @@ class X11Input:
     def _keycode(self, keysym: int) -> tuple[int, bool]:
         """(keycode, needs shift); remaps a spare keycode when no key has the symbol."""
         if keysym in self.remapped:
-            return self.remapped[keysym], False
-        for code, index in self.display.keysym_to_keycodes(keysym):
-            if index in (0, 1):
-                return code, index == 1
-        return self._remap(keysym), False
+            code = self.remapped[keysym] = self.remapped.pop(keysym)  # now the most recent
+        else:
+            for code, index in self.display.keysym_to_keycodes(keysym):
+                if index in (0, 1):
+                    return code, index == 1
+            code = self._remap(keysym)
+        self.used_at[code] = time.monotonic()
+        return code, False
 
     def _spare_keycodes(self) -> list[int]:
         first = self.display.display.info.min_keycode
@@ -178,10 +196,18 @@ class X11Input:
         return [first + i for i, syms in enumerate(mapping) if not any(syms)]
 
     def _remap(self, keysym: int) -> int:
-        if not self.spares:  # reuse the oldest remapped keycode
+        if not self.spares:  # reuse the least recently used remapped keycode
+            if not self.remapped:
+                raise InfrastructureError(
+                    f"X11 display {self.name!r}: no spare keycode to type "
+                    f"{_symbol(keysym)!r} with (every keycode of its keyboard map has symbols)"
+                )
             oldest = next(iter(self.remapped))
             self.spares.append(self.remapped.pop(oldest))
-            self.display.sync()
+            self.display.sync()  # the server has the key events sent with it so far
+            wait = self.used_at.get(self.spares[0], 0) + REMAP_SETTLE_S - time.monotonic()
+            if wait > 0:  # the clients read them with its current mapping
+                time.sleep(wait)
         code = self.spares.pop(0)
         self.display.change_keyboard_mapping(code, [(keysym, keysym)])
         self.display.sync()
@@ -263,6 +289,10 @@ class X11Input:
             self.display.change_keyboard_mapping(code, [(0, 0)])
         self.display.sync()
         self.display.close()
+
+
+def _symbol(keysym: int) -> str:
+    return chr(keysym & 0xFFFFFF) if keysym & 0xFF000000 == 0x01000000 else hex(keysym)
 
 
 def _button(name: str) -> int:

@@ -27,7 +27,21 @@ from labd.sdk.capture import CaptureSource, FrameSource, Image
 from labd.sdk.controller import FOCUS_WAIT_S, TYPING_DELAY_MS, Controller, color_page
 from labd.sdk.driver import Driver
 from labd.sdk.generic import NoOptions
-from labd.sdk.inputs import DesktopInput, KeyInput, PointerInput, TouchInput
+from labd.sdk.inputs import (
+    CONTROL_CHARS,
+    KEY_NAMES,
+    MAX_CLICKS,
+    MAX_COUNT,
+    DesktopInput,
+    KeyInput,
+    PointerInput,
+    TouchInput,
+    check_count,
+    check_duration,
+    check_point,
+    check_text,
+    parse_key,
+)
 from labd.sdk.latency import (
     LATENCY_METRICS,
     TimedInput,
@@ -49,9 +63,13 @@ from labd.sdk.registry import (
 from labd.sdk.scenario import RunContext, Scenario
 
 __all__ = [
+    "CONTROL_CHARS",
     "DRIVER_GROUP",
     "FOCUS_WAIT_S",
+    "KEY_NAMES",
     "LATENCY_METRICS",
+    "MAX_CLICKS",
+    "MAX_COUNT",
     "OPTIONAL_ID_PATTERN",
     "POWER_GROUP",
     "TYPING_DELAY_MS",
@@ -84,12 +102,17 @@ __all__ = [
     "TimedInput",
     "TouchInput",
     "UsageError",
+    "check_count",
     "check_driver",
+    "check_duration",
+    "check_point",
     "check_power",
+    "check_text",
     "color_page",
     "keep_latencies",
     "latency_values",
     "load_plugins",
+    "parse_key",
     "take_latencies",
     "timed",
 ]

@@ -7,7 +7,11 @@ device), so async code runs them on a thread; the Controller does.
 
 from __future__ import annotations
 
+import math
+import unicodedata
 from typing import Protocol, runtime_checkable
+
+from labd.errors import UsageError
 
 
 @runtime_checkable
@@ -47,3 +51,117 @@ class TouchInput(Protocol):
     def key(self, name: str) -> None: ...
 
     def text(self, text: str) -> None: ...
+
+
+# What input values are valid, one rule for every desktop driver (X11 and Windows check with
+# these, so a job that runs on one is not refused, or typed differently, on the other).
+
+# Named keys, by their X keysym names (the names the protocol documents: "Return", "F5");
+# looked up without case, "_", "-" or spaces, so "pageup", "Page_Up" and "page-up" agree.
+_NAMED = [
+    "Return", "Tab", "BackSpace", "Escape", "space", "Delete", "Insert", "Home", "End",
+    "Page_Up", "Page_Down", "Left", "Up", "Right", "Down", "Menu", "Print", "Pause",
+    "Caps_Lock", "Num_Lock", "Scroll_Lock", *(f"F{n}" for n in range(1, 25)),
+    "Control_L", "Control_R", "Shift_L", "Shift_R", "Alt_L", "Alt_R", "Super_L", "Super_R",
+    "Meta_L", "Meta_R",
+]  # fmt: skip
+_ALIASES = {
+    "enter": "Return", "esc": "Escape", "del": "Delete", "ins": "Insert", "prior": "Page_Up",
+    "pgup": "Page_Up", "next": "Page_Down", "pgdn": "Page_Down", "printscreen": "Print",
+    "ctrl": "Control_L", "control": "Control_L", "shift": "Shift_L", "alt": "Alt_L",
+    "super": "Super_L", "win": "Super_L", "meta": "Meta_L",
+}  # fmt: skip
+KEY_NAMES: dict[str, str] = {
+    **{name.lower().replace("_", ""): name for name in _NAMED},
+    **_ALIASES,
+}
+MODIFIERS = {"ctrl": "Control_L", "control": "Control_L", "shift": "Shift_L", "alt": "Alt_L",
+             "super": "Super_L", "win": "Super_L", "meta": "Meta_L"}  # fmt: skip
+# Characters of a text that are keys rather than symbols: "\n" is Return on every desktop.
+CONTROL_CHARS = {"\n": "Return", "\t": "Tab", "\b": "BackSpace", "\x1b": "Escape"}
+MAX_CLICKS = 1000  # wheel clicks in one scroll: a page's length many times over
+MAX_COUNT = 10  # clicks at one point (a triple click selects a paragraph)
+
+
+def parse_key(combo: str) -> tuple[tuple[str, ...], str]:
+    """(modifiers, key) of "ctrl+shift+t", "Return" or "+": the modifiers as X keysym names
+    ("Control_L"), the key as a name of `KEY_NAMES`' values or one character; a UsageError
+    naming the combination and the part that is wrong otherwise."""
+    if not isinstance(combo, str) or not combo:
+        raise UsageError(f"key {combo!r}: expected a key name like 'Return' or 'ctrl+l'")
+    if combo.endswith("++") or combo == "+":  # the "+" key itself
+        parts = [*combo[:-2].split("+"), "+"] if combo != "+" else ["+"]
+    else:
+        parts = combo.split("+")
+    *mods, last = parts
+    held = []
+    for mod in mods:
+        if mod.lower() not in MODIFIERS:
+            raise UsageError(
+                f"key {combo!r}: unknown modifier {mod!r} (expected {', '.join(MODIFIERS)})"
+            )
+        held.append(MODIFIERS[mod.lower()])
+    if not last:
+        raise UsageError(f"key {combo!r}: no key after the modifiers")
+    if len(last) == 1:
+        if last in CONTROL_CHARS:
+            return tuple(held), CONTROL_CHARS[last]
+        if last == " ":
+            return tuple(held), "space"
+        if not _typeable(last):
+            raise UsageError(f"key {combo!r}: {last!r} is not a key")
+        return tuple(held), last
+    name = KEY_NAMES.get(last.lower().replace("_", "").replace("-", "").replace(" ", ""))
+    if name is None:
+        raise UsageError(
+            f"key {combo!r}: no key named {last!r} (one character, or a name like Return, "
+            "Tab, Escape, Page_Up, Home, Left, F5)"
+        )
+    return tuple(held), name
+
+
+def check_text(text: str) -> str:
+    """The text, if every character can be typed: no lone surrogate (half of a UTF-16 pair),
+    no control character other than "\\n" (Return), "\\t", "\\b" and "\\x1b" (Escape)."""
+    if not isinstance(text, str):
+        raise UsageError(f"text {text!r}: expected a string")
+    for i, char in enumerate(text):
+        if char not in CONTROL_CHARS and not _typeable(char):
+            raise UsageError(f"text: {char!r} at position {i} cannot be typed")
+    return text
+
+
+def check_point(x: object, y: object, screen: tuple[int, int]) -> tuple[int, int]:
+    """(x, y) if both are whole numbers of pixels on a screen of this (width, height)."""
+    for name, value, size in (("x", x, screen[0]), ("y", y, screen[1])):
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < size:
+            raise UsageError(
+                f"{name}={value!r}: expected a whole number of pixels from 0 to {size - 1} "
+                f"(the screen is {screen[0]}x{screen[1]})"
+            )
+    return x, y  # type: ignore[return-value]  # both checked to be int just above
+
+
+def check_duration(name: str, value: object) -> float:
+    """`value` if it is a finite number >= 0 (a delay or a duration)."""
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise UsageError(f"{name}={value!r}: expected a finite number >= 0")
+    return float(value)
+
+
+def check_count(name: str, value: object, most: int) -> int:
+    """`value` if it is a whole number from 1 to `most` (clicks, wheel clicks, drag steps)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+        raise UsageError(f"{name}={value!r}: expected a whole number from 1 to {most}")
+    return value
+
+
+def _typeable(char: str) -> bool:
+    # Cs: half of a surrogate pair, which no keyboard types; Cc: control characters. Format
+    # characters (Cf: the zero-width joiner of emoji sequences) are typed as they are.
+    return unicodedata.category(char) not in ("Cs", "Cc")

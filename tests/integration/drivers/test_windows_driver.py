@@ -6,13 +6,14 @@ SendInput, windows, the overlay, mss on the local screen) is not run here."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
 
-from labd.sdk import RunContext, check_driver
+from labd.sdk import Policy, RunContext, check_driver
 from labd_browser import PageLoad, PageLoadParams
 from labd_windows import WindowsDesktop, WindowsDriver, WindowsOptions
 from tests.windows_standin import BLOCKS_MS, FakeWin32
@@ -47,7 +48,9 @@ async def test_page_load_through_the_controller_and_sendinput(tmp_path: Path) ->
     driver = WindowsDriver(WindowsOptions(), "h1", api=api)
     (device,) = await driver.discover()
     resources = driver.resources(device)
-    ctx = RunContext("job", 1, device, tmp_path / "work", resources=resources)
+    # The "browser" is this Python, a program the admin's policy must list.
+    policy = Policy(programs={os.path.realpath(sys.executable): sys.executable})
+    ctx = RunContext("job", 1, device, tmp_path / "work", policy=policy, resources=resources)
     params = PageLoadParams(
         url="http://www.labd.test/",
         command=[sys.executable, "-c", "import time; time.sleep(120)"],  # the "browser"
