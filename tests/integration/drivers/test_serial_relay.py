@@ -17,13 +17,16 @@ LCUS_ON, LCUS_OFF = "A0 01 01 A2", "A0 01 00 A1"
 
 
 class RelaySimulator:
-    """The board's side of the line: reads 4-byte LCUS frames, switches, echoes each one."""
+    """The board's side of the line: reads 4-byte LCUS frames, switches, echoes each one
+    (`echo_after_s` after it came: a board that answers late)."""
 
-    def __init__(self) -> None:
+    def __init__(self, echo_after_s: float = 0.0) -> None:
         self.master, slave = os.openpty()
         self.port = os.ttyname(slave)
         self._slave = slave
         self.states: list[bool] = []
+        self.echo_after_s = echo_after_s
+        self._closed = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -39,9 +42,17 @@ class RelaySimulator:
                 start, channel, state, checksum = frame
                 if start == 0xA0 and checksum == (start + channel + state) & 0xFF:
                     self.states.append(bool(state))
-                    os.write(self.master, frame)
+                    if self.echo_after_s:
+                        threading.Timer(self.echo_after_s, self._echo, (frame,)).start()
+                    else:
+                        self._echo(frame)
+
+    def _echo(self, frame: bytes) -> None:
+        if not self._closed.is_set():
+            os.write(self.master, frame)
 
     def close(self) -> None:
+        self._closed.set()
         os.close(self._slave)
         os.close(self.master)
 

@@ -3,8 +3,6 @@ a stale echo of an earlier command never confirms a later one."""
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections.abc import Iterator
 
@@ -14,44 +12,15 @@ import serial
 from labd.errors import InfrastructureError
 from labd_serial_relay import SerialRelay
 from labd_serial_relay.relay import RelayOptions
+from tests.integration.drivers.test_serial_relay import RelaySimulator
 
 LCUS_ON, LCUS_OFF = "A0 01 01 A2", "A0 01 00 A1"
 LATE_S = 0.5  # the board's echo comes this long after each command
 
 
-class LateBoard:
-    """An LCUS board that echoes each 4-byte frame LATE_S seconds after it came."""
-
-    def __init__(self) -> None:
-        self.master, self._slave = os.openpty()
-        self.port = os.ttyname(self._slave)
-        self._closed = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        buffer = b""
-        while True:
-            try:
-                buffer += os.read(self.master, 64)
-            except OSError:
-                return
-            while len(buffer) >= 4:
-                frame, buffer = buffer[:4], buffer[4:]
-                threading.Timer(LATE_S, self._echo, (frame,)).start()
-
-    def _echo(self, frame: bytes) -> None:
-        if not self._closed.is_set():
-            os.write(self.master, frame)
-
-    def close(self) -> None:
-        self._closed.set()
-        os.close(self._slave)
-        os.close(self.master)
-
-
 @pytest.fixture
-def late_board() -> Iterator[LateBoard]:
-    board = LateBoard()
+def late_board() -> Iterator[RelaySimulator]:
+    board = RelaySimulator(echo_after_s=LATE_S)
     yield board
     board.close()
 
@@ -64,7 +33,7 @@ def relay(port: str, timeout_s: float) -> SerialRelay:
 
 
 async def test_a_late_echo_of_an_earlier_command_never_confirms_a_later_one(
-    late_board: LateBoard,
+    late_board: RelaySimulator,
 ) -> None:
     """off, on and off again, each given 0.2 s by a board answering after 0.5 s: all three
     fail (the old code passed the second off on the first off's echo), and a relay given

@@ -7,7 +7,6 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +50,6 @@ class Recorder:
         self.process.wait()
 
 
-@pytest.fixture
-def desktop(xvfb: str) -> Iterator[tuple[X11Input, Recorder]]:
-    recorder = Recorder(xvfb)
-    x11 = X11Input(xvfb)
-    yield x11, recorder
-    x11.close()
-    recorder.close()
 
 
 def test_text_arrives_exactly_metacharacters_and_unicode_included(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator
 
 import pytest
 from Xlib import display
@@ -14,15 +13,6 @@ from Xlib import display
 from labd.errors import InfrastructureError, UsageError
 from labd_x11 import X11Input
 from tests.integration.drivers.test_x11_input import Recorder
-
-
-@pytest.fixture
-def desktop(xvfb: str) -> Iterator[tuple[X11Input, Recorder]]:
-    recorder = Recorder(xvfb)
-    x11 = X11Input(xvfb)
-    yield x11, recorder
-    x11.close()
-    recorder.close()
 
 
 def typed(recorder: Recorder) -> str:

@@ -204,3 +204,25 @@ class Follower:
 async def publish(port: int, topic: str, payload: bytes, **client: Any) -> None:
     async with aiomqtt.Client("127.0.0.1", port, **client) as c:
         await c.publish(topic, payload, qos=1)
+
+
+async def start_ci_client(tmp_path: Path, port: int, manifest: str) -> asyncio.subprocess.Process:
+    """examples/ci_client.py submitting `manifest` (TOML text) to lab1 on the broker at `port`
+    as the CI principal; its stdout and stderr are pipes."""
+    import os
+    import sys
+
+    (tmp_path / "m.toml").write_text(manifest)
+    credentials = tmp_path / "ci.toml"
+    credentials.write_text(CI.to_toml())
+    example = Path(__file__).parents[3] / "examples" / "ci_client.py"
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(example),
+        str(tmp_path / "m.toml"),
+        f"127.0.0.1:{port}",
+        "lab1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "LABD_CREDENTIALS": str(credentials)},
+    )

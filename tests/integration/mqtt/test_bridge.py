@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from tests.integration.mqtt.conftest import (
     publish_signed,
     signed,
     spec,
+    start_ci_client,
 )
 
 PREFIX = "labd/v1/lab1"
@@ -186,29 +186,16 @@ async def test_malformed_payloads_are_answered_and_other_jobs_unaffected(
 async def test_the_ci_client_example_follows_a_job_to_its_verdict(
     mosquitto_factory: Any, start_labd: Any, tmp_path: Path
 ) -> None:
-    import sys
 
     broker = mosquitto_factory()
     config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
     daemon: LabdProcess = start_labd(config)
     daemon.wait_for_log("mqtt connected")
-    manifest = tmp_path / "m.toml"
-    manifest.write_text(
+    process = await start_ci_client(
+        tmp_path,
+        broker.port,
         'suite = "ci"\ntest = "true"\nscenario = "command"\niterations = 2\n'
-        '[params]\ncommand = ["true"]\n'
-    )
-    credentials = tmp_path / "ci.toml"
-    credentials.write_text(CI.to_toml())
-    example = Path(__file__).parents[3] / "examples" / "ci_client.py"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(example),
-        str(manifest),
-        f"127.0.0.1:{broker.port}",
-        "lab1",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "LABD_CREDENTIALS": str(credentials)},
+        '[params]\ncommand = ["true"]\n',
     )
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()

@@ -5,8 +5,6 @@ and replaying a retained request labd refused."""
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +12,13 @@ import aiomqtt
 
 from tests.conftest import LabdProcess
 from tests.integration.mqtt.conftest import (
-    CI,
     VIEWER,
     Follower,
     daemon_config,
     publish,
     signed,
     spec,
+    start_ci_client,
 )
 from tests.integration.mqtt.test_bridge import PREFIX
 
@@ -64,24 +62,12 @@ async def test_the_ci_client_example_cannot_be_kicked_off_by_its_job_id(
         daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
     )
     daemon.wait_for_log("mqtt connected")
-    manifest = tmp_path / "m.toml"
-    manifest.write_text(
-        'suite = "ci"\ntest = "slow"\nscenario = "command"\niterations = 1\nwarmup = 0\n'
-        '[params]\ncommand = ["sleep", "3"]\n'
-    )
-    credentials = tmp_path / "ci.toml"
-    credentials.write_text(CI.to_toml())
-    example = Path(__file__).parents[3] / "examples" / "ci_client.py"
     async with Follower(broker.port, topics=[f"{PREFIX}/jobs/+/events"]) as viewer:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(example),
-            str(manifest),
-            f"127.0.0.1:{broker.port}",
-            "lab1",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "LABD_CREDENTIALS": str(credentials)},
+        process = await start_ci_client(
+            tmp_path,
+            broker.port,
+            'suite = "ci"\ntest = "slow"\nscenario = "command"\niterations = 1\nwarmup = 0\n'
+            '[params]\ncommand = ["sleep", "3"]\n',
         )
         await viewer.wait_for(lambda: viewer.messages, within=30)
         job_id = viewer.messages[0][1]["job_id"]
