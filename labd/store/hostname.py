@@ -2,12 +2,17 @@
 name when it starts (they were its own, before a restart); a second host given the same
 `daemon.host` (a cloned machine, a copied configuration) took the first one's running job that
 way and cost it an attempt. On PostgreSQL the name is held by a session advisory lock, kept
-with its connection for the daemon's life: a host that dies lets go of it at once."""
+with its connection for the daemon's life: a host that dies lets go of it at once. On SQLite
+the database file itself is held (flock, which SQLite's own fcntl locks never meet): the state
+directory's lock does not cover a store.url naming a file elsewhere, shared by two daemons."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import hashlib
+import os
 from collections.abc import Callable
 
 import structlog
@@ -34,9 +39,12 @@ class HostName:
     def __init__(self, store: Store, host: str) -> None:
         self.store, self.host = store, host
         self._lock = SessionLock(store, host_key(host))
+        self._file: int | None = None  # the SQLite database, held
 
     async def take(self) -> None:
         """Hold the name, or LabdError: another daemon runs under it."""
+        if self.store.dialect == "sqlite" and self._file is None:
+            self._file = _hold_file(self.store.engine.url.database or "")
         if self.store.dialect == "postgresql" and not await self._lock.hold():
             raise LabdError(
                 f"another labd runs as host {self.host!r} on this database: give each host a "
@@ -64,3 +72,27 @@ class HostName:
 
     async def release(self) -> None:
         await self._lock.release()
+        if self._file is not None:
+            os.close(self._file)
+            self._file = None
+
+
+def _hold_file(path: str) -> int | None:
+    """An open descriptor holding an exclusive flock on the SQLite database `path` (None for
+    an in-memory one); LabdError when another process holds it."""
+    if not path or path == ":memory:":
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LabdError(
+            f"another labd uses the database {path}: give each daemon a database of its own "
+            "(SQLite), or share PostgreSQL under distinct daemon.host names"
+        ) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
+    return fd

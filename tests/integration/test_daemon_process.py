@@ -138,6 +138,34 @@ def test_a_second_daemon_on_the_same_state_directory_stops_before_touching_anyth
     assert restarted.stop() == 0
 
 
+def test_two_daemons_on_one_sqlite_file_are_refused(start_labd: Any, tmp_path: Path) -> None:
+    """A second daemon with a state directory of its own but the first one's SQLite file (its
+    store.url) took the first one's running job back as its own: the file is now held."""
+    database = tmp_path / "shared.db"
+
+    def config(name: str) -> Path:
+        path = tmp_path / f"{name}.toml"
+        path.write_text(
+            f'[daemon]\nlab = "one-file"\nstate_dir = "{tmp_path / name}"\nshutdown_grace = 3\n'
+            f'[store]\nurl = "sqlite+aiosqlite:///{database}"\n[http]\nport = 0\n'
+            'api_port = 0\n[log]\nformat = "json"\n[mqtt]\nenabled = false\n'
+        )
+        return path
+
+    first: LabdProcess = start_labd(config("a"))
+    second = subprocess.run(
+        [sys.executable, "-m", "labd", "--config", str(config("b")), "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 3, second.stderr
+    assert f"another labd uses the database {database}" in second.stderr
+    assert first.get("/readyz")[0] == 200
+    assert first.stop() == 0
+    assert start_labd(config("b")).stop() == 0  # free once its holder stopped
+
+
 def twin_config(tmp_path: Path, name: str, postgres_url: str) -> Path:
     """A daemon named 'twin' on the shared database, its state in tmp_path/name."""
     path = tmp_path / f"{name}.toml"
