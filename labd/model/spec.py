@@ -191,7 +191,12 @@ class TestSpec(BaseModel):
     )
     device: DeviceSelector = Field(default_factory=DeviceSelector)
     priority: int = Field(0, strict=True, ge=-100, le=100, description="Higher runs first.")
-    timeout_s: float = Field(3600, gt=0, le=7 * 24 * 3600, description="Whole-job time-out.")
+    timeout_s: float = Field(
+        3600,
+        gt=0,
+        le=7 * 24 * 3600,
+        description="An attempt's time-out, from its start (a retry starts afresh).",
+    )
     queue_timeout_s: float | None = Field(
         None,
         gt=0,
