@@ -211,6 +211,7 @@ class Leases(JobQueue):
             lease_owner="",
             lease_token="",
             avoid_device=avoid_device,
+            queue_deadline=deadline_from(time.time()),
             then=forget if refund else None,
             **extra,
         )
@@ -335,6 +336,8 @@ class Leases(JobQueue):
                 else:
                     values = {"state": "queued", "error": f"{held_by}; requeued"}
                 finished = now if values["state"] != "queued" else None
+                if values["state"] == "queued":
+                    values["queue_deadline"] = deadline_from(now)
                 conn.execute(
                     jobs.update()
                     .where(jobs.c.seq == row.seq)
@@ -403,6 +406,13 @@ class Leases(JobQueue):
 
 CANCELLED_BEFORE_START = "cancelled before it started"
 CANCELLED_WHILE_RUNNING = "cancelled while running"
+
+def deadline_from(now: float) -> sa.ColumnElement[Any]:
+    """A requeued job's queue deadline: its queue_timeout_s again, from `now` (it had started
+    in time; kept as it was, a job requeued a day after its submission timed out at once as
+    "not started"). A job without one keeps none."""
+    return jobs.c.queue_deadline - jobs.c.submitted_at + now
+
 
 # What a moved job's event is made of (the row's values after the move).
 MOVED = (jobs.c.id, jobs.c.suite, jobs.c.test, jobs.c.device_id, jobs.c.attempts)

@@ -393,3 +393,21 @@ async def test_a_job_started_before_its_queue_deadline_is_not_timed_out(lab: Lab
     # And the store's guard: a deadline passed while leased is not a queue time-out.
     assert await lab.store.time_out_queued({"prompt": "late"}) == []
     assert job.error == ""
+
+
+async def test_a_job_requeued_after_it_started_gets_its_queue_time_again(lab: Lab) -> None:
+    """The deadline had stayed the submission's: a job taken out by maintenance a day after it
+    was submitted timed out at once as "not started" (a retry and a restart alike)."""
+    await lab.submit("started", spec={"queue_timeout_s": 1.5}, sleep_s=0.5)  # 2 s of running
+    await lab.wait_state("started", JobState.RUNNING)
+    await asyncio.sleep(1.6)  # past the submission's deadline, still running
+    await lab.pool.set_admin("d1", AdminState.MAINTENANCE)
+    await lab.wait_state("started", JobState.QUEUED)
+    await asyncio.sleep(0.8)  # the reaper runs every 0.2 s
+    job = await lab.store.get_job("started")
+    assert job is not None and job.state is JobState.QUEUED, job
+    await lab.pool.set_admin("d1", AdminState.ENABLED)
+    await lab.wait_state("started", JobState.SUCCEEDED)
+    await lab.pool.set_admin("d1", AdminState.MAINTENANCE)
+    await lab.submit("waits", spec={"queue_timeout_s": 0.5})  # and a deadline still holds
+    await lab.wait_state("waits", JobState.TIMED_OUT)
