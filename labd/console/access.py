@@ -13,6 +13,7 @@ reload that changes a principal's role applies at once. In this order, each refu
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import secrets
 import time
@@ -112,6 +113,23 @@ class Sessions:
                 listener(sid)
 
 
+FORM_MAX = 16 * 1024  # a token or an anti-forgery token, and a few fields
+
+
+async def _read_form(request: web.Request, within_s: float) -> None:
+    """Read a posted form of at most FORM_MAX bytes, whole within `within_s` (the listener's
+    header time-out, which does not cover a body): 300 clients each trickling a byte of a 1 MB
+    sign-in body every 5 s held every connection of the side port, /healthz and /metrics with
+    it, for as long as they liked."""
+    if request.content_length is None or request.content_length > FORM_MAX:
+        raise Refused(413, "too_large", f"a console form is at most {FORM_MAX} bytes, sent whole")
+    try:
+        async with asyncio.timeout(within_s):
+            await request.post()
+    except TimeoutError:
+        raise Refused(408, "too_slow", f"the form did not arrive within {within_s:g} s") from None
+
+
 class ConsoleGuard:
     """aiohttp middleware that admits console requests (see the module doc)."""
 
@@ -122,9 +140,11 @@ class ConsoleGuard:
         audit: Audit,
         sessions: Sessions,
         actions: Mapping[tuple[str, str], Action],
+        form_within_s: float = 30.0,
     ) -> None:
         self.site, self.principals, self.audit = site, principals, audit
         self.sessions, self.actions = sessions, actions
+        self.form_within_s = form_within_s
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -146,6 +166,7 @@ class ConsoleGuard:
         self.site.check_site(request)
         if request.method == "POST":
             self._check_form_post(request)
+            await _read_form(request, self.form_within_s)  # handlers get aiohttp's cached form
         sid = request.cookies.get(COOKIE, "")
         session = self.sessions.get(sid) if sid else None
         principal = self.principals.get(session.principal) if session else None

@@ -92,6 +92,7 @@ def console_application(
         audit,
         signin.sessions,
         {(method, PREFIX + _canonical(path)): action for method, path, _, action in table},
+        form_within_s=settings.header_timeout_s,
     )
     signin.guard = guard
     app = web.Application(

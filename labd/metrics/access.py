@@ -26,6 +26,9 @@ REFUSAL_REASONS = (
     "conflict",
     "not_found",
     "unavailable",
+    "internal",  # a request labd failed on itself (a bug)
+    "too_large",  # the console: a form over its limit
+    "too_slow",  # the console: a form that did not arrive in time
     # the HTTP API's front door (labd.daemon.guard)
     "host_not_allowed",
     "origin_not_allowed",

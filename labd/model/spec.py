@@ -92,7 +92,7 @@ class NetworkSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    archive: str = Field(
+    archive: FreeText = Field(
         min_length=1, max_length=1024, description="HAR file, relative to replay.archive_dir."
     )
     profile: str = Field(

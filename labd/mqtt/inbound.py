@@ -154,6 +154,14 @@ class Inbound:
             if signed is not None and refused.reason not in ("replayed", "unavailable"):
                 refused = await self._spend(topic, signed, refused)
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
+        except Exception as e:
+            # A bug labd must own: said once to the asker, and the nonce spent, so a retained
+            # copy is not handled (and logged with its traceback) again at every reconnect.
+            log.exception("handling an mqtt request failed", topic=topic)
+            bug = Refused([f"{topic}: labd failed handling it ({type(e).__name__})"], "internal")
+            if signed is not None:
+                bug = await self._spend(topic, signed, bug)
+            return self._refusal(topic, route, claimed, correlation_claimed, bug, incoming)
         action = route.action.value
         self.audit.allowed("mqtt", claimed, action, target_of(topic, self.topics), "broker")
         return replies

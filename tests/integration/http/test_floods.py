@@ -217,3 +217,30 @@ def test_accept_outlives_running_out_of_descriptors_and_says_so_once() -> None:
     assert "out of system resource" not in output
     assert output.count("accept failed; retrying") == 1, output[-3000:]
     assert "Too many open files" in output
+
+
+def test_a_console_form_must_be_small_and_arrive_in_time(
+    tmp_path: Path, start_labd: Any
+) -> None:
+    """Headers whole, then a sign-in body a byte every few seconds: each such client held a
+    side-port connection for as long as it liked, and 300 of them held /healthz and /metrics
+    (the header time-out does not cover a body)."""
+    daemon: LabdProcess = start_labd(_config(tmp_path))  # its header time-out: 1.5 s
+
+    def post(length: int, body: bytes) -> bytes:
+        conn = socket.create_connection(("127.0.0.1", daemon.port), timeout=30)
+        head = (
+            f"POST /console/login HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
+            f"Origin: http://127.0.0.1:{daemon.port}\r\n"
+            "Content-Type: application/x-www-form-urlencoded\r\n"
+            f"Content-Length: {length}\r\n\r\n"
+        )
+        conn.sendall(head.encode() + body)
+        began = time.monotonic()
+        answer = conn.recv(4096)
+        conn.close()
+        assert time.monotonic() - began < 15
+        return answer.split(b"\r\n")[0]
+
+    assert post(1_000_000, b"t") == b"HTTP/1.1 413 Request Entity Too Large"
+    assert post(100, b"token=") == b"HTTP/1.1 408 Request Timeout"  # 94 bytes never come

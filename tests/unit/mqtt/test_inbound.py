@@ -489,3 +489,28 @@ async def test_another_principals_job_id_is_a_conflict_not_a_duplicate(harness: 
     assert sorted(r.topic for r in replies) == sorted([TOPICS.errors, replies_to(CI)])
     again = answer(await harness.send(TOPICS.submit, mine, OTHER), OTHER)
     assert again.accepted and again.duplicate  # its own submitter: harmless
+
+
+async def test_a_request_labd_fails_on_is_answered_internal_once(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NUL in network.archive raised deep in the archive check: the asker got no answer,
+    the nonce stayed unspent, and a retained copy was handled again (a traceback in the log)
+    at every reconnect. The archive's name is now checked as text, and a bug of labd's is
+    answered `internal` once."""
+    spec = {**SPEC, "network": {"archive": "a\u0000b", "profile": "none"}}
+    refused = error(await harness.send(TOPICS.submit, {"id": "nul", "spec": spec}))
+    assert refused.reason == "invalid", refused
+    assert any("network.archive" in p for p in refused.problems), refused.problems
+
+    async def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(harness.lab.jobs, "submit", broken)
+    captured = payload(TOPICS.submit, {"id": "bug", "spec": SPEC}, CI)
+    first = error(await harness.raw(TOPICS.submit, captured))
+    assert (first.reason, first.problems) == (
+        "internal",
+        [f"{TOPICS.submit}: labd failed handling it (RuntimeError)"],
+    )
+    assert error(await harness.raw(TOPICS.submit, captured)).reason == "replayed"
