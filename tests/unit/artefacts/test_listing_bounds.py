@@ -121,7 +121,9 @@ async def test_the_mqtt_result_links_a_bounded_number_and_counts_the_rest(
     sent: list[tuple[str, bytes]] = []
 
     class Client:
-        async def publish(self, topic: str, payload: bytes, qos: int) -> None:
+        async def publish(
+            self, topic: str, payload: bytes, qos: int, retain: bool = False, **_: Any
+        ) -> None:
             sent.append((topic, payload))
 
     await bridge._publish_result(Client(), "many")  # type: ignore[arg-type]
