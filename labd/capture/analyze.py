@@ -293,6 +293,14 @@ def _progress(
         return 1.0 - visual.share_changed(changed), distance, drawn
 
     start_similar, start_distance, _ = measure(blank)
+    if blank is not scan.start_image:
+        # A background painted over the whole page before its content (a dark or grey page)
+        # is farther from the last frame than the blank is: measured from the blank, it read
+        # as less than no progress, and progress stayed 0 until the last paint (Speed Index =
+        # visually complete). Progress starts from whichever of the two is farther.
+        first_similar, first_distance, _ = measure(scan.start_image)
+        start_similar = min(start_similar, first_similar)
+        start_distance = max(start_distance, first_distance)
     unique = set(scan.unique)
 
     def span() -> Iterator[tuple[int, float, Image | None]]:

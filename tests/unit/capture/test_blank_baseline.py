@@ -117,3 +117,22 @@ def test_labd_analyze_measures_from_the_blank_page(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert json.loads(first.stdout)["speed_index"] == pytest.approx(1000)  # the old baseline
+
+
+@pytest.mark.parametrize("background", ["0x111111", "0xF2F2F2"])
+@pytest.mark.parametrize("method", ["histogram", "pixel"])
+def test_a_background_painted_before_the_content_is_not_negative_progress(
+    tmp_path: Path, background: str, method: str
+) -> None:
+    """A dark or grey page: its background, painted first over the whole page, is farther
+    from the final frame than the white blank is. Measured from the white blank (a re-tester's
+    find), progress stayed 0 until the last paint: Speed Index 700 where the truth is 500.
+    Progress is measured from whichever of the two is farther from complete."""
+    halves = [Paint(39, 0, 0, 320, 120, "red"), Paint(51, 0, 120, 320, 120, "blue")]
+    video = ffmpeg_pages.write(
+        tmp_path / "bg.mkv", halves, green_until=30, red_from=75, background=background
+    )
+    result = analyze(VideoFile(video), AnalysisOptions(progress=method))
+    truth = ffmpeg_pages.speed_index(halves, first_frame=30)
+    assert truth == pytest.approx(500)
+    assert result.speed_index == pytest.approx(truth, abs=0.5)
