@@ -256,7 +256,8 @@ class JobService:
         for device in devices:
             if device.state is DeviceState.BUSY:
                 running = await self.store.active_job_on(device.id)
-                said = f"{device.id} busy (job {running})"
+                # No job on it: its host stopped saying otherwise (dead, or between states).
+                said = f"{device.id} busy (job {running})" if running else f"{device.id} busy"
             elif device.state is DeviceState.AVAILABLE:
                 said = f"{device.id} available"
             else:
