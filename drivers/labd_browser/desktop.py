@@ -8,7 +8,7 @@ method blocks (a display server, a process), so the scenario calls them on a thr
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -47,8 +47,11 @@ class Desktop(Protocol):
         cpus: Collection[int] | None,
         no_aslr: bool,
         run_as: RunAs | None,
+        env: Mapping[str, str],
     ) -> subprocess.Popen[bytes]:
-        """The browser, started on this desktop (with its helpers in a group of their own)."""
+        """The browser, started on this desktop (with its helpers in a group of their own)
+        with `env` (labd.process.program_env: none of labd's own variables) and what the
+        desktop itself needs (its display)."""
 
     def has_window(self, pid: int) -> bool:
         """The browser started as `pid` shows a window."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -54,7 +56,8 @@ async def browser_timing(
             if browser == "firefox":
                 value = await _bidi_evaluate(http, profile, answer_s)
             else:
-                port = int((profile / "DevToolsActivePort").read_text().split()[0])
+                text = await asyncio.to_thread(_profile_file, profile / "DevToolsActivePort")
+                port = int(text.split()[0])
                 value = await _cdp_evaluate_at(http, port, answer_s)
     except UNREACHABLE:
         return {}
@@ -101,14 +104,36 @@ async def _cdp_evaluate_at(http: aiohttp.ClientSession, port: int, answer_s: flo
     return str(value) if value is not None else None
 
 
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+PROFILE_FILE_MAX = 4096  # the browser writes a port and a path, or a little JSON
+
+
+def _profile_file(path: Path) -> str:
+    """A small file the browser wrote in its profile, which belongs to the job's account: read
+    only if it is a regular file of at most PROFILE_FILE_MAX bytes, without following a link or
+    waiting on a pipe (a job that made it a FIFO froze labd's event loop). OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > PROFILE_FILE_MAX:
+            raise OSError(f"{path.name} is not a small regular file")
+        return os.read(fd, PROFILE_FILE_MAX).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
 CRASHED = "the page's tab crashed (the browser shows its error page, not the page)"
 
 
 async def _bidi_evaluate(http: aiohttp.ClientSession, profile: Path, answer_s: float) -> str | None:
     """Firefox: WebDriverBiDiServer.json holds the port; a session evaluates in the top-level
     browsing context, then ends (one session at a time is allowed)."""
-    server = json.loads((profile / "WebDriverBiDiServer.json").read_text())
-    url = f"ws://{server['ws_host']}:{server['ws_port']}/session"
+    text = await asyncio.to_thread(_profile_file, profile / "WebDriverBiDiServer.json")
+    server = json.loads(text)
+    host, port = server["ws_host"], int(server["ws_port"])
+    if host not in LOOPBACK:  # the profile is the job's: the browser listens on loopback
+        raise ValueError(f"WebDriverBiDiServer.json names {host!r}, not this host's loopback")
+    url = f"ws://{host}:{port}/session"
     async with http.ws_connect(url, max_msg_size=0) as ws:
         await _call(ws, 1, "session.new", {"capabilities": {}}, answer_s)
         try:

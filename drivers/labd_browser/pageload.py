@@ -27,6 +27,7 @@ from labd.capture import (
     analyze,
     untrustworthy,
 )
+from labd.process import program_env
 from labd.sdk import (
     LATENCY_METRICS,
     TYPING_DELAY_MS,
@@ -203,7 +204,8 @@ class PageLoad(Scenario[PageLoadParams]):
             self.cpus, self.capture_cpus = self.desktop.split_cpus()
         no_aslr = "no_aslr" in p.stabilise and "no_aslr" in applies
         run_as = self.ctx.policy.run_as
-        self.browser = self.desktop.start(argv, self.profile, self.cpus, no_aslr, run_as)
+        env = program_env(self.ctx.policy.path, str(self.profile))  # the profile is its home
+        self.browser = self.desktop.start(argv, self.profile, self.cpus, no_aslr, run_as, env)
         self.ctx.fingerprint["browser"] = {
             "name": p.browser,
             "command": argv[0],

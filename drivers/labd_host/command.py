@@ -18,7 +18,7 @@ from typing import Annotated
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from labd.process import Launch, launcher_command
+from labd.process import Launch, launcher_command, program_env
 from labd.sdk import MetricSpec, Policy, ProgramNotFound, Scenario, TestFailure
 from labd_host.probe import environment
 from labd_host.tuning import Tuning, tune
@@ -210,15 +210,9 @@ class CommandScenario(Scenario[CommandParams]):
             await asyncio.to_thread(shutil.rmtree, self.workdir, True)
 
 
-# What a measured program inherits from labd's environment: locale and time zone only. labd's
-# own variables (credentials, LABD_*, its PATH) never reach a job.
-INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
-
-
 def _base_env(policy: Policy) -> dict[str, str]:
     home = policy.run_as.home if policy.run_as else os.environ.get("HOME", "/")
-    base = {"PATH": policy.path, "HOME": home, "TMPDIR": "/tmp"}
-    return base | {k: os.environ[k] for k in INHERITED if k in os.environ}
+    return program_env(policy.path, home)
 
 
 def _proxy_env(network: dict[str, str]) -> dict[str, str]:

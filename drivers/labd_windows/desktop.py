@@ -4,9 +4,10 @@ window. Linux's stabilisers (a CPU of its own, no ASLR) are not applied here: re
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from labd.capture import SourceSpec
@@ -56,11 +57,15 @@ class WindowsDesktop:
         cpus: Collection[int] | None,
         no_aslr: bool,
         run_as: RunAs | None,
+        env: Mapping[str, str],
     ) -> subprocess.Popen[bytes]:
         if run_as is not None:
             raise UsageError("policy.run_as: starting a browser as another user needs Linux")
+        # Windows programs need the system's own variables (SystemRoot ...); labd's never.
+        system = {k: v for k, v in os.environ.items() if not k.upper().startswith("LABD_")}
         return subprocess.Popen(
             argv,
+            env=system | dict(env),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),

@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import mss
@@ -55,15 +55,14 @@ class X11Desktop:
         cpus: Collection[int] | None,
         no_aslr: bool,
         run_as: RunAs | None,
+        env: Mapping[str, str],
     ) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "DISPLAY": self.display}
         if run_as is not None:  # never a browser as root: the profile is its home
             for path in (profile, *profile.iterdir()):
                 run_as.give(path)
-            env["HOME"] = str(profile)
         return subprocess.Popen(
             argv,
-            env=env,
+            env={**env, "DISPLAY": self.display},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # its helper processes die with it (killpg)

@@ -2,7 +2,15 @@
 figures are its own (`Launch`), or directly with what must happen between fork and exec
 (`child_setup`: die with labd, chosen CPUs, no ASLR, never as root when told to drop)."""
 
-from labd.process.child import child_setup, split_cpus, user_arguments
+from labd.process.child import child_setup, program_env, split_cpus, user_arguments
 from labd.process.launcher import Launch, Usage, launcher_command
 
-__all__ = ["Launch", "Usage", "child_setup", "launcher_command", "split_cpus", "user_arguments"]
+__all__ = [
+    "Launch",
+    "Usage",
+    "child_setup",
+    "launcher_command",
+    "program_env",
+    "split_cpus",
+    "user_arguments",
+]
