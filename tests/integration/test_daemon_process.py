@@ -117,21 +117,27 @@ def test_sigterm_takes_no_new_job(start_labd: Any) -> None:
     assert not [line for line in after if line["event"] == "job leased"]
 
 
+def refused_start(config: Path) -> str:
+    """`labd run` on `config`, which must stop at once with status 3: what it said."""
+    second = subprocess.run(
+        [sys.executable, "-m", "labd", "--config", str(config), "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 3, second.stderr
+    return second.stderr
+
+
 def test_a_second_daemon_on_the_same_state_directory_stops_before_touching_anything(
     start_labd: Any, labd_config: Path
 ) -> None:
     """Started by mistake beside a running one, it took back the first's running job as its
     own, cut its MQTT session and marked its device offline before failing on the API socket."""
     first: LabdProcess = start_labd()
-    second = subprocess.run(
-        [sys.executable, "-m", "labd", "--config", str(labd_config), "run"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert second.returncode == 3
-    assert f"another labd (pid {first.proc.pid}) runs on the state directory" in second.stderr
-    assert "took back" not in second.stderr
+    refusal = refused_start(labd_config)
+    assert f"another labd (pid {first.proc.pid}) runs on the state directory" in refusal
+    assert "took back" not in refusal
     assert first.get("/readyz")[0] == 200
     assert first.stop() == 0
     restarted: LabdProcess = start_labd()  # the lock went with the first daemon
@@ -153,14 +159,8 @@ def test_two_daemons_on_one_sqlite_file_are_refused(start_labd: Any, tmp_path: P
         return path
 
     first: LabdProcess = start_labd(config("a"))
-    second = subprocess.run(
-        [sys.executable, "-m", "labd", "--config", str(config("b")), "run"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert second.returncode == 3, second.stderr
-    assert f"another labd uses the database {database}" in second.stderr
+    refusal = refused_start(config("b"))
+    assert f"another labd uses the database {database}" in refusal
     assert first.get("/readyz")[0] == 200
     assert first.stop() == 0
     assert start_labd(config("b")).stop() == 0  # free once its holder stopped
@@ -197,14 +197,8 @@ def test_two_hosts_under_one_name_on_a_shared_database_are_refused(
         )
     )
     first.wait_for_log("host name held again after the database came back", timeout=30)
-    second = subprocess.run(
-        [sys.executable, "-m", "labd", "--config", str(config("b")), "run"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert second.returncode == 3, second.stderr
-    assert "another labd runs as host 'twin' on this database" in second.stderr
+    refusal = refused_start(config("b"))
+    assert "another labd runs as host 'twin' on this database" in refusal
     assert first.get("/readyz")[0] == 200
     assert first.stop() == 0
     assert start_labd(config("b")).stop() == 0  # the name is free once its holder stopped
