@@ -336,8 +336,8 @@ class Leases(JobQueue):
                 else:
                     values = {"state": "queued", "error": f"{held_by}; requeued"}
                 finished = now if values["state"] != "queued" else None
-                if values["state"] == "queued":
-                    values["queue_deadline"] = deadline_from(now)
+                if values["state"] == "queued":  # from the clock's now, not the reaper's
+                    values["queue_deadline"] = deadline_from(time.time())
                 conn.execute(
                     jobs.update()
                     .where(jobs.c.seq == row.seq)
