@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from labd.capture import visual
 from labd.capture.artifacts import VideoArtifact, write_heatmap, write_json
+from labd.capture.colors import color_name
 from labd.capture.errors import SyncError
 from labd.capture.findings import (
     AnalysisOptions,
@@ -210,24 +211,27 @@ class _Pass1:
 
     def _checked(self, name: str) -> _Scan:
         scan = self.scan
+        start_name = color_name(self.o.start_color)
+        start = f"{start_name} (start) screen"
+        end = f"{color_name(self.o.end_color)} (end) screen"
         stopped = f"the recording stops at frame {len(scan.times) - 1} ({_span(scan.times)})"
         if scan.area is None:
             if self.green is not None and self.red_first is not None:
                 raise SyncError(
-                    f"{name}: a red (end) screen at frame {self.red_first} comes before "
-                    f"the green (start) screen at frame {self.green_first}"
+                    f"{name}: a {end} at frame {self.red_first} comes before "
+                    f"the {start} at frame {self.green_first}"
                 )
             if self.green is not None:
-                raise SyncError(f"{name}: the green (start) screen never ends; {stopped}")
-            raise SyncError(f"{name}: no green (start) screen found in {len(scan.times)} frames")
+                raise SyncError(f"{name}: the {start} never ends; {stopped}")
+            raise SyncError(f"{name}: no {start} found in {len(scan.times)} frames")
         if scan.end < 0:
             raise SyncError(
-                f"{name}: no red (end) screen after the green one at frame {scan.start}; "
+                f"{name}: no {end} after the {start_name} one at frame {scan.start}; "
                 f"{stopped} (did the capture stop mid-run?)"
             )
         if scan.end == scan.start:
             raise SyncError(
-                f"{name}: the red screen follows the green one at frame {scan.start} "
+                f"{name}: the {end} follows the {start_name} one at frame {scan.start} "
                 "with nothing between"
             )
         return scan

@@ -30,6 +30,14 @@ def parse_color(text: str) -> RGB:
     raise UsageError(f"colour {text!r}: expected #RRGGBB or one of {', '.join(sorted(PRESETS))}")
 
 
+def color_name(rgb: RGB) -> str:
+    """A preset's name, else #RRGGBB: how a message names a colour the user gave."""
+    for name, preset in PRESETS.items():
+        if preset == tuple(rgb):
+            return name
+    return "#{:02X}{:02X}{:02X}".format(*rgb)
+
+
 def to_bgr(rgb: RGB) -> RGB:
     """OpenCV frames are BGR."""
     return (rgb[2], rgb[1], rgb[0])

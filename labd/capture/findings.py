@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from labd.capture.colors import PRESETS, RGB
+from labd.capture.colors import PRESETS, RGB, color_name
 from labd.capture.sync import Rect
 
 
@@ -60,6 +60,26 @@ class AnalysisOptions(BaseModel):
         description="Measure times from this capture timestamp (e.g. when Enter was pressed) "
         "instead of from the first frame after the green screen.",
     )
+
+    @model_validator(mode="after")
+    def _colors_told_apart(self) -> AnalysisOptions:
+        """Colours a pixel within the tolerance of both would make screens indistinguishable."""
+        pairs = [("start", self.start_color, "end", self.end_color)]
+        if len(self.tearing_colors) == 1:
+            raise ValueError("tearing colours: give two or more (one colour cannot tear)")
+        pairs += [
+            ("tearing", a, "tearing", b)
+            for i, a in enumerate(self.tearing_colors)
+            for b in self.tearing_colors[i + 1 :]
+        ]
+        for what_a, a, what_b, b in pairs:
+            if sum(abs(x - y) for x, y in zip(a, b, strict=True)) <= self.tolerance:
+                raise ValueError(
+                    f"{what_a} colour {color_name(a)} and {what_b} colour {color_name(b)} are "
+                    f"within the tolerance ({self.tolerance}) of each other: a frame of one "
+                    "would match both"
+                )
+        return self
 
 
 class FrameProgress(BaseModel):

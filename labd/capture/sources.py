@@ -64,7 +64,9 @@ class VideoFile:
         index = 0
         try:
             while capture.grab():
-                if self.timestamps is not None and index < len(self.timestamps):
+                if self.timestamps is not None:
+                    if index >= len(self.timestamps):
+                        raise CaptureError(self._times_mismatch("more"))
                     t = float(self.timestamps[index])
                 else:
                     t = float(capture.get(cv2.CAP_PROP_POS_MSEC))
@@ -83,6 +85,16 @@ class VideoFile:
             capture.release()
         if index == 0:
             raise CaptureError(f"{self.path}: no decodable frame (corrupt or not a video)")
+        if self.timestamps is not None and index != len(self.timestamps):
+            raise CaptureError(self._times_mismatch(f"only {index}"))
+
+    def _times_mismatch(self, frames: str) -> str:
+        assert self.timestamps is not None
+        return (
+            f"{self.path}: the timestamps give {len(self.timestamps)} frame times but the video "
+            f"has {frames} frames: they are not this recording's (a spool's are the .times "
+            "file beside it)"
+        )
 
 
 def _kind(path: Path) -> str:

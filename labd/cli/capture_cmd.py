@@ -8,8 +8,12 @@ import contextlib
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labd.errors import UsageError
+
+if TYPE_CHECKING:
+    from labd.capture import AnalysisOptions
 
 
 def _colors(text: str, what: str) -> list[tuple[int, int, int]]:
@@ -23,7 +27,6 @@ def _colors(text: str, what: str) -> list[tuple[int, int, int]]:
 
 def analyze(args: argparse.Namespace) -> int:
     from labd.capture import (
-        AnalysisOptions,
         Artifacts,
         Checkerboard,
         VideoFile,
@@ -44,7 +47,7 @@ def analyze(args: argparse.Namespace) -> int:
         c1, c2 = _colors(",".join(colors), "--checkerboard")
         checkerboard = Checkerboard(colors=(c1, c2), square=int(size))
     blank = args.blank_color.strip().lower()
-    options = AnalysisOptions(
+    options = _options(
         start_color=parse_color(args.start_color),
         end_color=parse_color(args.end_color),
         tolerance=args.tolerance,
@@ -59,7 +62,13 @@ def analyze(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--video-out {args.video_out}: write a .webm (VP8); this OpenCV cannot encode H.264"
         )
-    timestamps = _timestamps(args.timestamps) if args.timestamps else None
+    sidecar = Path(args.video).with_suffix(".times")  # where `labd capture` writes them
+    if args.timestamps:
+        timestamps = _timestamps(args.timestamps)
+    elif sidecar.is_file() and sidecar != Path(args.video):
+        timestamps = _timestamps(str(sidecar))  # a spool's container holds the nominal rate
+    else:
+        timestamps = None
     artifacts = Artifacts(
         video=Path(args.video_out) if args.video_out else None,
         heatmap=Path(args.heatmap) if args.heatmap else None,
@@ -106,13 +115,28 @@ def analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _options(**values: object) -> AnalysisOptions:
+    """The options, or a usage error naming what cannot work together (e.g. sync colours a
+    frame would match both of)."""
+    from pydantic import ValidationError
+
+    from labd.capture import AnalysisOptions
+
+    try:
+        return AnalysisOptions.model_validate(values)
+    except ValidationError as e:
+        raise UsageError(
+            "\n".join(err["msg"].removeprefix("Value error, ") for err in e.errors())
+        ) from None
+
+
 def _timestamps(name: str) -> list[float]:
     """Per-frame times in ms, one a line: each a finite number."""
     try:
         words = Path(name).read_text().split()
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"--timestamps {name}: {e}") from e
-    times = []
+    times: list[float] = []
     for number, word in enumerate(words, 1):
         try:
             t = float(word)
@@ -122,7 +146,14 @@ def _timestamps(name: str) -> list[float]:
             raise UsageError(
                 f"--timestamps {name}: value {number} ({word!r}) is not a finite time in ms"
             )
+        if times and t <= times[-1]:
+            raise UsageError(
+                f"--timestamps {name}: value {number} ({word}) is not after the one before it "
+                f"({times[-1]:g}): frame times must increase"
+            )
         times.append(t)
+    if not times:
+        raise UsageError(f"--timestamps {name}: no time in it (one per frame, in ms)")
     return times
 
 

@@ -160,7 +160,12 @@ def add_capture_commands(nouns: Any) -> None:
         "--video-out", metavar="OUT.webm", help="write the analysed span (VP8 WebM)"
     )
     analyze.add_argument("--progress-out", metavar="OUT.json", help="write the per-frame progress")
-    analyze.add_argument("--timestamps", metavar="FILE", help="per-frame times in ms, one per line")
+    analyze.add_argument(
+        "--timestamps",
+        metavar="FILE",
+        help="per-frame times in ms, one per line (default: the .times file beside the video, "
+        "as `labd capture` writes, when there is one)",
+    )
     analyze.add_argument("--checkerboard", metavar="C1,C2,SIZE", help="measure checkerboarding")
     analyze.add_argument("--tearing-colors", metavar="C1,C2,...", help="detect tearing")
     analyze.add_argument(

@@ -27,6 +27,10 @@ def labd(*args: str) -> subprocess.CompletedProcess[str]:
 def test_bad_options_and_inputs_are_usage_errors(video: Path, tmp_path: Path) -> None:
     times = tmp_path / "times.txt"
     times.write_text("0\n16.7\nnan\n50\n")
+    backwards = tmp_path / "backwards.txt"
+    backwards.write_text("0\n16.7\n16.7\n50\n")
+    short = tmp_path / "short.txt"
+    short.write_text("0\n16.7\n33.3\n")
     cases = [
         (["--tolerance", "-5"], "argument --tolerance: must be from 0 to 765, got -5"),
         (["--tolerance", "100000"], "argument --tolerance: must be from 0 to 765"),
@@ -34,6 +38,13 @@ def test_bad_options_and_inputs_are_usage_errors(video: Path, tmp_path: Path) ->
         (["--timestamps", str(times)], "value 3 ('nan') is not a finite time in ms"),
         (["--progress-out", "/dev/full"], "/dev/full: cannot write it (No space left on device)"),
         (["--blank-color", "sky"], "colour 'sky'"),
+        (["--timestamps", str(backwards)], "value 3 (16.7) is not after the one before it"),
+        (["--timestamps", str(short)], "the timestamps give 3 frame times but the video has more"),
+        (
+            ["--start-color", "red", "--end-color", "#F01010"],
+            "start colour red and end colour #F01010 are within the tolerance (100)",
+        ),
+        (["--tearing-colors", "blue"], "tearing colours: give two or more"),
     ]
     for args, message in cases:
         out = labd("analyze", str(video), *args)
@@ -51,3 +62,24 @@ def test_a_path_that_is_not_a_video_file_says_what_it_is(tmp_path: Path) -> None
         out = labd("analyze", path)
         assert out.returncode == 2
         assert message in out.stderr
+
+
+def test_a_spools_times_file_beside_the_video_gives_the_frame_times(
+    video: Path, tmp_path: Path
+) -> None:
+    """A spool's container claims the nominal rate; the capture times are in the .times file
+    `labd capture` writes beside it, and `labd analyze` reads them without being told."""
+    import json
+    import shutil
+
+    import cv2
+
+    spool = shutil.copy(video, tmp_path / "spool.mkv")
+    nominal = json.loads(labd("analyze", str(spool), "--json").stdout)
+    frames = int(cv2.VideoCapture(str(spool)).get(cv2.CAP_PROP_FRAME_COUNT))
+    step = 1000 / nominal["fps_capture"]
+    (tmp_path / "spool.times").write_text("".join(f"{3 * step * i:.3f}\n" for i in range(frames)))
+    slowed = json.loads(labd("analyze", str(spool), "--json").stdout)
+    expected = 3 * nominal["visually_complete_ms"]
+    assert slowed["visually_complete_ms"] == pytest.approx(expected, rel=0.01)
+    assert slowed["fps_capture"] == pytest.approx(nominal["fps_capture"] / 3, rel=0.01)
