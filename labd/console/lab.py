@@ -12,6 +12,7 @@ from labd.console.layout import form, job_link, page, state, table, when
 from labd.daemon.api import Api
 from labd.daemon.guard import CALLER
 from labd.model import AdminState, Device, DeviceState, Job, JobState
+from labd.store import fleet_devices
 
 QUEUE_SHOWN = 200  # queued jobs explained on the page (each costs a look at the devices)
 JOBS_SHOWN = 100
@@ -28,7 +29,7 @@ class LabPages:
         store = self.api.store
         admin = request[CALLER].principal.may(Action.ADMINISTER)
         rows = []
-        for device in await store.list_devices():
+        for device in await fleet_devices(store):
             running = await store.active_job_on(device.id)
             rows.append(
                 f"<tr id='device-{escape(device.id)}'><td>{escape(device.id)}</td>"

@@ -34,6 +34,8 @@ from labd.store import (
     JobConflict,
     Store,
     StoreError,
+    fleet_device,
+    fleet_devices,
     history_page,
     out_of_space,
     results_page,
@@ -311,14 +313,14 @@ class Api:
         )
 
     async def list_devices(self, _: web.Request) -> web.Response:
-        devices = await self.store.list_devices()
+        devices = await fleet_devices(self.store)
         return web.json_response({"devices": [d.model_dump(mode="json") for d in devices]})
 
     async def show_device(self, request: web.Request) -> web.Response:
         device_id = request.match_info["id"]
         if problem := id_problem(device_id, "device id"):
             return _error(400, [problem])
-        device = await self.store.get_device(device_id)
+        device = await fleet_device(self.store, device_id)
         if device is None:
             return _error(404, [f"no device {device_id!r}"])
         view = device.model_dump(mode="json")

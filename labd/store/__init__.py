@@ -4,7 +4,7 @@ from labd.store.advisory import SessionLock
 from labd.store.base import JobConflict, Lane, Lease, StoreError, lane_key
 from labd.store.blips import database_blip, outlasting, passing
 from labd.store.fencing import LeaseLost
-from labd.store.hostname import HostName
+from labd.store.hostname import HostName, fleet_device, fleet_devices, running_hosts
 from labd.store.nonces import NonceSeen
 from labd.store.outbox import OutboxRow
 from labd.store.results import (
@@ -40,6 +40,8 @@ __all__ = [
     "compare_variants",
     "database_blip",
     "default_sqlite_url",
+    "fleet_device",
+    "fleet_devices",
     "free_bytes",
     "history_page",
     "history_view",
@@ -51,6 +53,7 @@ __all__ = [
     "passing",
     "results_page",
     "results_view",
+    "running_hosts",
     "set_aside",
     "storage_problem",
     "summary_of",

@@ -13,11 +13,13 @@ import contextlib
 import fcntl
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+import sqlalchemy as sa
 import structlog
 
 from labd.errors import LabdError
+from labd.model import Device, DeviceState
 from labd.store.advisory import SessionLock
 from labd.store.store import Store
 
@@ -75,6 +77,50 @@ class HostName:
         if self._file is not None:
             os.close(self._file)
             self._file = None
+
+
+async def running_hosts(store: Store, hosts: Iterable[str]) -> set[str]:
+    """Which of these host names a running labd holds: this store's own, and on PostgreSQL
+    those whose advisory lock some session holds (a daemon killed lets go of it when its
+    connection dies). Only one daemon can use a SQLite database: other names there are a
+    daemon.host since renamed."""
+    hosts = set(hosts)
+    if store.dialect != "postgresql":
+        return {store.host} & hosts
+    # pg_locks shows a bigint key's high and low 32 bits as classid and objid (objsubid 1).
+    query = sa.text(
+        "SELECT classid::bigint, objid::bigint FROM pg_locks WHERE locktype = 'advisory' "
+        "AND objsubid = 1 AND granted "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    )
+    rows = await store.read(lambda conn: conn.execute(query).all())
+    held = {_signed((high << 32) | low) for high, low in rows}
+    return {host for host in hosts if host_key(host) in held} | {store.host} & hosts
+
+
+def _signed(key: int) -> int:
+    return key - (1 << 64) if key >= 1 << 63 else key
+
+
+async def fleet_devices(store: Store) -> list[Device]:
+    """Every device of the lab as its host last recorded it, except that a device whose host
+    runs no labd is offline, saying so: its row keeps the state it had when the host died."""
+    devices = await store.list_devices()
+    running = await running_hosts(store, {device.host for device in devices})
+    return [device if device.host in running else _host_gone(device) for device in devices]
+
+
+async def fleet_device(store: Store, device_id: str) -> Device | None:
+    """One device as `fleet_devices` shows it."""
+    device = await store.get_device(device_id)
+    if device is None or device.host in await running_hosts(store, [device.host]):
+        return device
+    return _host_gone(device)
+
+
+def _host_gone(device: Device) -> Device:
+    reason = f"its host {device.host!r} runs no labd (it last reported {device.state.value})"
+    return device.model_copy(update={"state": DeviceState.OFFLINE, "reason": reason})
 
 
 def _hold_file(path: str) -> int | None:

@@ -1,0 +1,77 @@
+"""The fleet view: a device whose host runs no labd is shown offline, saying so, whatever state
+its row kept when the host died (a kill -9, a power cut, a daemon.host renamed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labd.model import Device, DeviceState
+from labd.store import HostName, Store, fleet_device, fleet_devices
+
+
+def _busy(device_id: str, host: str) -> Device:
+    return Device(id=device_id, driver="host", platform="host", host=host, state=DeviceState.BUSY)
+
+
+async def test_a_dead_hosts_devices_are_offline_in_the_fleet_view(postgres_url: str) -> None:
+    here = await Store.open(postgres_url, host="rack-a")
+    other = await Store.open(postgres_url, host="rack-b")
+    name_a, name_b = HostName(here, "rack-a"), HostName(other, "rack-b")
+    try:
+        await name_a.take()
+        await here.upsert_device(_busy("phone-a", "rack-a"))
+        await other.upsert_device(_busy("phone-b", "rack-b"))
+
+        await name_b.take()  # rack-b's daemon runs
+        shown = {d.id: d for d in await fleet_devices(here)}
+        assert shown["phone-a"].state is DeviceState.BUSY
+        assert shown["phone-b"].state is DeviceState.BUSY
+
+        await name_b.release()  # rack-b died: its session, and the lock with it, are gone
+        shown = {d.id: d for d in await fleet_devices(here)}
+        assert shown["phone-a"].state is DeviceState.BUSY
+        gone = shown["phone-b"]
+        assert gone.state is DeviceState.OFFLINE
+        assert gone.reason == "its host 'rack-b' runs no labd (it last reported busy)"
+        assert await fleet_device(here, "phone-b") == gone
+        # Only the view changes: the row keeps what rack-b last wrote, for when it comes back.
+        stored = await here.get_device("phone-b")
+        assert stored is not None and stored.state is DeviceState.BUSY
+
+        await name_b.take()  # back
+        again = await fleet_device(here, "phone-b")
+        assert again is not None and again.state is DeviceState.BUSY
+    finally:
+        for name in (name_a, name_b):
+            await name.release()
+        await here.close()
+        await other.close()
+
+
+async def test_on_sqlite_a_renamed_hosts_devices_are_offline(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'labd.db'}"
+    before = await Store.open(url, host="old-name")
+    await before.upsert_device(_busy("phone", "old-name"))
+    await before.close()
+    store = await Store.open(url, host="new-name")
+    try:
+        await store.upsert_device(_busy("desk", "new-name"))
+        shown = {d.id: d for d in await fleet_devices(store)}
+        assert shown["desk"].state is DeviceState.BUSY
+        assert shown["phone"].state is DeviceState.OFFLINE
+        assert "its host 'old-name' runs no labd" in shown["phone"].reason
+        assert await fleet_device(store, "nothing") is None
+    finally:
+        await store.close()
+
+
+async def test_this_hosts_devices_are_never_shown_gone(postgres_url: str) -> None:
+    """The daemon answering is running, even while its name's lock is being taken back after a
+    database restart."""
+    store = await Store.open(postgres_url, host="rack-a")  # its name not held
+    try:
+        await store.upsert_device(_busy("phone", "rack-a"))
+        (device,) = await fleet_devices(store)
+        assert device.state is DeviceState.BUSY
+    finally:
+        await store.close()
