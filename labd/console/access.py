@@ -28,6 +28,14 @@ from labd.auth import Action, Audit, Principal, Principals
 from labd.daemon.guard import CALLER, ApiGuard, Caller, Refused, audit_refusal, source_of
 
 COOKIE = "labd_console"
+
+
+def cookie_name(request: web.BaseRequest) -> str:
+    """The session cookie's name, one per listening port: browsers keep cookies by host and
+    path, not port, so two consoles on one machine would replace each other's sessions (and
+    be sent each other's)."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    return f"{COOKIE}_{sockname[1]}" if isinstance(sockname, tuple) else COOKIE
 SESSION_IDLE_S = 8 * 3600
 SESSIONS_PER_PRINCIPAL = 20  # a principal's new sign-in past these closes its own oldest
 MAX_SESSIONS = 1000  # a last resort: it takes 50 principals each at their cap to reach it
@@ -167,7 +175,7 @@ class ConsoleGuard:
         if request.method == "POST":
             self._check_form_post(request)
             await _read_form(request, self.form_within_s)  # handlers get aiohttp's cached form
-        sid = request.cookies.get(COOKIE, "")
+        sid = request.cookies.get(cookie_name(request), "")
         session = self.sessions.get(sid) if sid else None
         principal = self.principals.get(session.principal) if session else None
         if action is None:  # the sign-in page and the static files

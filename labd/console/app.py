@@ -18,12 +18,12 @@ from aiohttp import web
 from labd.auth import Action, Audit, Principals
 from labd.config import HttpSettings
 from labd.console.access import (
-    COOKIE,
     SESSION_IDLE_S,
     ConsoleGuard,
     Handler,
     Sessions,
     TooManySignIns,
+    cookie_name,
     security_headers,
     with_security_headers,
 )
@@ -161,16 +161,21 @@ class SignIn:
         self.audit.allowed(CHANNEL, principal.name, "sign_in", target, source)
         response = web.HTTPSeeOther(_local(str(data.get("next", ""))))
         response.set_cookie(
-            COOKIE, sid, path=PREFIX, httponly=True, samesite="Strict", max_age=SESSION_IDLE_S
+            cookie_name(request),
+            sid,
+            path=PREFIX,
+            httponly=True,
+            samesite="Strict",
+            max_age=SESSION_IDLE_S,
         )
         raise response
 
     async def sign_out(self, request: web.Request) -> web.Response:
         caller = request[CALLER]
-        self.sessions.close(request.cookies.get(COOKIE, ""))
+        self.sessions.close(request.cookies.get(cookie_name(request), ""))
         self.audit.allowed(CHANNEL, caller.principal.name, "sign_out", request.path, caller.source)
         response = web.HTTPSeeOther(f"{PREFIX}/login")
-        response.del_cookie(COOKIE, path=PREFIX)
+        response.del_cookie(cookie_name(request), path=PREFIX)
         raise response
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from labd.console.access import COOKIE, Sessions
+from labd.console.access import Sessions, cookie_name
 from labd.daemon.guard import CALLER
 from labd.events import (
     Event,
@@ -65,7 +65,8 @@ class LiveFeed:
         sessions.on_close.append(self._session_closed)
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
-        sid, principal = request.cookies.get(COOKIE, ""), request[CALLER].principal.name
+        sid = request.cookies.get(cookie_name(request), "")
+        principal = request[CALLER].principal.name
         own = [sub for sub, (_, who) in self.streams.items() if who == principal]
         if len(own) >= MAX_STREAMS_PER_PRINCIPAL:
             # The principal's oldest stream ends: most likely a page closed or reloaded that

@@ -61,7 +61,7 @@ class Lab:
         conn = http.client.HTTPConnection("127.0.0.1", self.daemon.port, timeout=30)
         sent = dict(headers or {})
         if cookie:
-            sent["Cookie"] = f"labd_console={cookie}"
+            sent["Cookie"] = f"labd_console_{self.daemon.port}={cookie}"
         body = None
         if form is not None:
             body = urllib.parse.urlencode(form).encode()

@@ -7,6 +7,7 @@ import http.client
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -174,3 +175,35 @@ def test_a_sign_in_posted_from_another_port_of_this_machine_is_refused(
         }, form)  # fmt: skip
         assert status == 403 and b"cross-origin" in body, origin
     assert sign_in(daemon, daemon.token)[0] == 303
+
+
+async def test_two_consoles_on_one_machine_keep_their_own_sessions(
+    start_labd: Any, labd_config: Path
+) -> None:
+    """Browsers keep cookies by host, not port: signed in to a second labd's console on the
+    same machine, a browser is still signed in to the first."""
+    import aiohttp
+
+    second = labd_config.parent / "second" / "labd.toml"
+    second.parent.mkdir()
+    second.write_text(
+        labd_config.read_text()
+        .replace(str(labd_config.parent / "state"), str(second.parent / "state"))
+        .replace('lab = "t-', 'lab = "u-')
+    )
+    daemons = [start_labd(), start_labd(second)]
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:
+        for daemon in daemons:
+            base = f"http://127.0.0.1:{daemon.port}"
+            async with browser.post(
+                f"{base}/console/login",
+                data={"token": daemon.token},
+                headers={"Origin": base},
+                allow_redirects=False,
+            ) as answer:
+                assert answer.status == 303
+        for daemon in daemons:
+            async with browser.get(
+                f"http://127.0.0.1:{daemon.port}/console/devices", allow_redirects=False
+            ) as answer:
+                assert answer.status == 200, daemon.port
