@@ -25,6 +25,7 @@ from labd_android.adb import ADB_ERRORS, failure
 from labd_android.names import shown
 
 STATUS = re.compile(rb"\s*(\d{1,3})\s*")  # what `echo $?` prints
+MAX_ANSWER = 16 * 2**20  # one command's output held; the driver's commands print kilobytes
 
 
 def command_line(argv: Sequence[str]) -> str:
@@ -85,15 +86,23 @@ class PersistentShell:
         marker = sentinel.encode()
         deadline = time.monotonic() + timeout
         # The answer is complete once the sentinel's line is: its status may come in a
-        # chunk of its own.
-        while (at := self.pending.find(marker)) < 0 or self.pending.find(b"\n", at) < 0:
+        # chunk of its own. Each search starts where the last left off (linear time).
+        pending, searched = bytearray(self.pending), 0
+        while (at := pending.find(marker, searched)) < 0 or pending.find(b"\n", at) < 0:
+            searched = at if at >= 0 else max(0, len(pending) - len(marker) + 1)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no answer in {timeout:.0f} s")
+            if len(pending) > MAX_ANSWER:
+                self.close()  # the rest of its answer would be read as the next one's
+                raise InfrastructureError(
+                    f"device {self.device.serial}: {shown(line)}: answered more than "
+                    f"{MAX_ANSWER // 2**20} MiB"
+                )
             chunk = connection.conn.recv(65536)
             if not chunk:
                 raise EOFError("the device closed the shell")
-            self.pending += chunk
-        output, _, rest = self.pending.partition(marker)
+            pending += chunk
+        output, _, rest = bytes(pending).partition(marker)
         status, _, self.pending = rest.partition(b"\n")
         if (number := STATUS.fullmatch(status)) is None:
             self.close()  # what else it sent is no answer to the next command either

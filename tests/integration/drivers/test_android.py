@@ -151,6 +151,18 @@ def test_a_vanished_device_and_an_adb_server_restart(adb: AdbStandIn) -> None:
     assert shell.run(["getprop", "ro.product.model"]) == ("Pixel 7\n", 0)
 
 
+def test_a_long_answer_arrives_whole_and_an_endless_one_is_cut(adb: AdbStandIn) -> None:
+    """A command's output is read in linear time and held up to 16 MiB: a device that sends
+    more fails that command, saying so, and the next one gets its own answer."""
+    line = "x" * 1023 + "\n"
+    device = adb.add(phone(**{"dumpsys meminfo": line * 4096, "cat /dev/zero": line * 17000}))
+    shell = PersistentShell(driver_for(adb).adb_device(device.serial))
+    assert shell.run(["dumpsys", "meminfo"]) == (line * 4096, 0)
+    with pytest.raises(InfrastructureError, match=r"'cat /dev/zero': answered more than 16 MiB"):
+        shell.run(["cat", "/dev/zero"])
+    assert shell.run(["getprop", "ro.product.model"]) == ("Pixel 7\n", 0)
+
+
 async def test_expose_port_is_adb_reverse(adb: AdbStandIn) -> None:
     device = adb.add(phone())
     driver = driver_for(adb)
