@@ -43,7 +43,7 @@ class JobPage:
         its: list[Iteration] = []
         try:
             # Reading and summarising every iteration is a heavy query like the API's results.
-            async with self.api.heavy.turn():
+            async with self.api.heavy.turn(request[CALLER].principal.name):
                 its = await self.api.store.iterations(job.id, attempt=job.attempts)
                 offset = _offset(request.query.get("values", ""), len(its))
                 figures = await asyncio.to_thread(_figures, job, its, offset)

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from labd.console.layout import job_link, page, table
 from labd.daemon.api import Api
+from labd.daemon.guard import CALLER
 from labd.daemon.heavy import Busy
 from labd.metric_specs import directions_of
 from labd.model import Job, JobState
@@ -47,7 +48,7 @@ class TrendPages:
                 body += f"<p class='finding'>{escape(problem)}</p>"
             else:
                 try:
-                    async with self.api.heavy.turn():
+                    async with self.api.heavy.turn(request[CALLER].principal.name):
                         body += await self._comparison(pairs, effect)
                 except Busy:
                     body += "<p class='note'>The daemon is busy; reload shortly.</p>"
@@ -121,7 +122,7 @@ class TrendPages:
         if not suite or not test:
             return page(request, "History", await self._tests(), "history")
         try:
-            async with self.api.heavy.turn():
+            async with self.api.heavy.turn(request[CALLER].principal.name):
                 found = await history_view(self.api.store, suite, test)
                 units = await self._units(suite, test)
                 sections = await asyncio.to_thread(

@@ -284,7 +284,8 @@ class Api:
         job = await self.store.get_job(job_id)
         if job is None:
             return _error(404, [f"no job {job_id!r}"])
-        return await heavy_answer(self.heavy, lambda: self._results_page(job, offset, limit))
+        who = request[CALLER].principal.name
+        return await heavy_answer(self.heavy, who, lambda: self._results_page(job, offset, limit))
 
     async def _results_page(self, job: Job, offset: int, limit: int) -> dict[str, Any]:
         page = await results_page(self.store, job, offset, limit)
@@ -308,8 +309,9 @@ class Api:
             return _error(400, [str(e)])
         if before and await self.store.get_job(before) is None:
             return _error(400, [f"before: no job {before!r}"])
+        who = request[CALLER].principal.name
         return await heavy_answer(
-            self.heavy, lambda: history_page(self.store, suite, test, limit, before)
+            self.heavy, who, lambda: history_page(self.store, suite, test, limit, before)
         )
 
     async def list_devices(self, _: web.Request) -> web.Response:

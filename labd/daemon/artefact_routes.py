@@ -115,7 +115,8 @@ class ArtefactRoutes:
         job = await self.store.get_job(job_id)
         if job is None:
             return _error(404, [f"no job {job_id!r}"])
-        return await heavy_answer(self.heavy, lambda: self.listing(job, offset, limit))
+        who = request[CALLER].principal.name
+        return await heavy_answer(self.heavy, who, lambda: self.listing(job, offset, limit))
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
         job_id, name = request.match_info["id"], request.match_info["name"]

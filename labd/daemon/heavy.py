@@ -5,6 +5,7 @@ or its loop."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -17,42 +18,59 @@ RETRY_AFTER_S = 2
 
 
 class Busy(Exception):
-    """Too many heavy queries are running and waiting."""
+    """Too many heavy queries are running and waiting (all of them, or the caller's own)."""
 
 
 class HeavyQueries:
+    """`running` at once, `waiting` more in line; one principal holds at most half the places
+    (running and waiting), so a burst from one viewer leaves the others theirs."""
+
     def __init__(self, running: int, waiting: int) -> None:
         self._slots = asyncio.Semaphore(running)
         self._max_waiting = waiting
         self._waiting = 0
+        self.share = max(1, (running + waiting) // 2)
+        self._held: collections.Counter[str] = collections.Counter()  # principal -> places
 
     @contextlib.asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        """Hold one of the slots for the block; Busy when every slot and queue place is taken."""
+    async def turn(self, who: str) -> AsyncIterator[None]:
+        """Hold one of the slots for the block; Busy when every slot and queue place is taken,
+        or `who` holds its share of them already."""
+        if self._held[who] >= self.share:
+            raise Busy(
+                f"{who} has {self.share} results, history and artefact queries running or "
+                "waiting, its share of them; retry once one has been answered"
+            )
         if self._slots.locked() and self._waiting >= self._max_waiting:
-            raise Busy
-        self._waiting += 1
+            raise Busy("too many results, history and artefact queries at once; retry shortly")
+        self._held[who] += 1
         try:
-            await self._slots.acquire()
+            self._waiting += 1
+            try:
+                await self._slots.acquire()
+            finally:
+                self._waiting -= 1
+            try:
+                yield
+            finally:
+                self._slots.release()
         finally:
-            self._waiting -= 1
-        try:
-            yield
-        finally:
-            self._slots.release()
+            self._held[who] -= 1
+            if not self._held[who]:
+                del self._held[who]
 
 
 async def heavy_answer(
-    heavy: HeavyQueries, view: Callable[[], Awaitable[dict[str, Any]]]
+    heavy: HeavyQueries, who: str, view: Callable[[], Awaitable[dict[str, Any]]]
 ) -> web.Response:
-    """A heavy answer: computed in its turn, encoded off the event loop; 503 with Retry-After
-    when it cannot have a turn."""
+    """A heavy answer for principal `who`: computed in its turn, encoded off the event loop;
+    503 with Retry-After when it cannot have a turn."""
     try:
-        async with heavy.turn():
+        async with heavy.turn(who):
             body = await asyncio.to_thread(_encode, await view())
-    except Busy:
+    except Busy as e:
         return web.json_response(
-            {"errors": ["too many results, history and artefact queries at once; retry shortly"]},
+            {"errors": [str(e)]},
             status=503,
             headers={"Retry-After": str(RETRY_AFTER_S)},
         )

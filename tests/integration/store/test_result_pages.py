@@ -101,7 +101,7 @@ async def test_heavy_queries_wait_their_turn_and_the_rest_are_told_to_retry() ->
     order: list[str] = []
 
     async def query(name: str) -> None:
-        async with heavy.turn():
+        async with heavy.turn(name):
             order.append(name)
             await release.wait()
 
@@ -110,12 +110,38 @@ async def test_heavy_queries_wait_their_turn_and_the_rest_are_told_to_retry() ->
     second = asyncio.create_task(query("second"))
     await asyncio.sleep(0)
     with pytest.raises(Busy):
-        async with heavy.turn():
+        async with heavy.turn("third"):
             pass
     release.set()
     await asyncio.gather(first, second)
     assert order == ["first", "second"]
-    async with heavy.turn():  # free again
+    async with heavy.turn("third"):  # free again
+        pass
+
+
+async def test_one_principals_burst_leaves_the_others_their_turns() -> None:
+    """A viewer flooding results and history holds at most half the places: the CI still
+    gets its answer, and the viewer gets its places back once its queries end."""
+    heavy = HeavyQueries(running=2, waiting=4)
+    release = asyncio.Event()
+    answered: list[str] = []
+
+    async def query(who: str) -> None:
+        async with heavy.turn(who):
+            answered.append(who)
+            await release.wait()
+
+    flood = [asyncio.create_task(query("viewer")) for _ in range(heavy.share)]
+    await asyncio.sleep(0)
+    with pytest.raises(Busy, match="viewer has 3 results, history and artefact queries"):
+        async with heavy.turn("viewer"):
+            pass
+    ci = asyncio.create_task(query("ci"))
+    await asyncio.sleep(0)
+    release.set()
+    await asyncio.gather(*flood, ci)
+    assert answered.count("viewer") == 3 and "ci" in answered
+    async with heavy.turn("viewer"):
         pass
 
 

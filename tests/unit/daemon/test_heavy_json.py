@@ -15,7 +15,7 @@ async def test_a_non_finite_value_in_a_heavy_answer_is_sent_as_null() -> None:
     async def view() -> dict[str, object]:
         return {"iterations": [{"values": {"x_ms": math.nan, "y_ms": -math.inf, "z": 5.0}}]}
 
-    response = await heavy_answer(HeavyQueries(1, 1), view)
+    response = await heavy_answer(HeavyQueries(1, 1), "ci", view)
     assert response.body is not None
     strict = json.loads(
         bytes(response.body),  # type: ignore[arg-type]
