@@ -27,15 +27,7 @@ from aiohttp import web
 from labd.auth import Action, Audit, Principal, Principals
 from labd.daemon.guard import CALLER, ApiGuard, Caller, Refused, audit_refusal, source_of
 
-COOKIE = "labd_console"
-
-
-def cookie_name(request: web.BaseRequest) -> str:
-    """The session cookie's name, one per listening port: browsers keep cookies by host and
-    path, not port, so two consoles on one machine would replace each other's sessions (and
-    be sent each other's)."""
-    sockname = request.transport.get_extra_info("sockname") if request.transport else None
-    return f"{COOKIE}_{sockname[1]}" if isinstance(sockname, tuple) else COOKIE
+COOKIE = "labd_console"  # and the port: cookie_name
 SESSION_IDLE_S = 8 * 3600
 SESSIONS_PER_PRINCIPAL = 20  # a principal's new sign-in past these closes its own oldest
 MAX_SESSIONS = 1000  # a last resort: it takes 50 principals each at their cap to reach it
@@ -44,6 +36,14 @@ FORM = "application/x-www-form-urlencoded"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CSRF = web.RequestKey("csrf", str)
 OPEN_PATHS = frozenset({"/console/login", "/console/static/console.css", "/console/static/live.js"})
+
+
+def cookie_name(request: web.BaseRequest) -> str:
+    """The session cookie's name, one per listening port: browsers keep cookies by host and
+    path, not port, so two consoles on one machine would replace each other's sessions (and
+    be sent each other's)."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    return f"{COOKIE}_{sockname[1]}" if isinstance(sockname, tuple) else COOKIE
 
 
 @dataclass
