@@ -22,6 +22,7 @@ class ScriptParams(BaseModel):
     infra_failures: int = 0  # the first N attempts fail with an InfrastructureError
     fail_iteration: int = -1  # this iteration raises TestFailure
     disk_full_attempts: int = 0  # the first N attempts find no space left (ENOSPC) to write
+    read_only_attempts: int = 0  # the first N attempts find the job's folder read-only
     timeout_attempts: int = 0  # the first N attempts time out talking to the device
     env: dict[str, str] = {}  # unused: there to hold secrets that answers must redact
 
@@ -38,6 +39,8 @@ class ScriptScenario(Scenario):
             raise InfrastructureError(f"device fell over (attempt {self.ctx.attempt})")
         if self.ctx.attempt <= p.disk_full_attempts:
             raise OSError(errno.ENOSPC, "No space left on device", "capture.mkv")
+        if self.ctx.attempt <= p.read_only_attempts:
+            raise OSError(errno.EROFS, "Read-only file system", str(self.ctx.workdir))
         if self.ctx.attempt <= p.timeout_attempts:
             raise TimeoutError("the device did not answer")
         self.ctx.fingerprint["stabilisation"] = {"scripted": True}

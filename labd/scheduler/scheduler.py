@@ -32,7 +32,7 @@ from labd.logs import bind_context
 from labd.model import AdminState, Device, Job, JobState
 from labd.pool import Pool
 from labd.runner import Outcome, run_job
-from labd.scheduler.space import StateSpace
+from labd.scheduler.space import StateSpace, storage_fault
 from labd.scheduler.start_check import start_check
 from labd.scheduler.submit import JobService
 from labd.store import (
@@ -370,6 +370,15 @@ class Scheduler:
                 # Not written either: the lease will expire, and the expiry says why.
                 self._unsettled[job.id] = error
                 raise
+            return ""
+        if fault := storage_fault(e, self.workdir):
+            # The jobs' folder (read-only, removed by hand, failing): this host's condition.
+            # Retried elsewhere, nothing held against the device; leasing here pauses while
+            # the folder cannot be written.
+            error = f"the jobs' folder on {self.owner} failed: {fault}"
+            log.warning("job attempt failed", error=error)
+            await self.space.check()
+            await self._retry_or_fail(job, token, error, device_id)
             return ""
         kind = "infrastructure failure" if isinstance(e, InfrastructureError) else "driver bug"
         error = f"{kind}: {e}"

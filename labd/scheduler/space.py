@@ -5,6 +5,8 @@ no device its good name. Leasing resumes by itself once space is freed."""
 from __future__ import annotations
 
 import asyncio
+import errno
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from labd.events import ComponentDown, ComponentUp, EventBus
-from labd.store import free_bytes
+from labd.store import causes, free_bytes
 
 log = structlog.get_logger("labd.scheduler")
 
@@ -52,7 +54,10 @@ class StateSpace(Collector):
             self._set("")
             return
         self._unmeasured = ""
-        if self.free >= self.min_free:
+        unwritable = await asyncio.to_thread(write_problem, existing(self.path))
+        if unwritable:
+            self._set(f"{unwritable}: no new job is leased until it can be written again")
+        elif self.free >= self.min_free:
             self._set("")
         else:
             self._set(
@@ -65,7 +70,7 @@ class StateSpace(Collector):
         self.low, self._announced = low, True
         if low:
             if not was:
-                log.warning("leasing paused: the state directory is low on space", reason=low)
+                log.warning("leasing paused: the jobs' folder cannot take them", reason=low)
             if low != was:  # /readyz and the host status show the latest figure
                 self.bus.publish(
                     ComponentDown(component=COMPONENT, error=low, retry_in_s=CHECK_EVERY_S)
@@ -74,7 +79,7 @@ class StateSpace(Collector):
             self.bus.publish(ComponentUp(component=COMPONENT))
             if was:
                 log.info(
-                    "leasing resumed: the state directory has space again", free_bytes=self.free
+                    "leasing resumed: the jobs' folder can take them again", free_bytes=self.free
                 )
                 self.on_recovered()
 
@@ -93,3 +98,34 @@ def existing(path: Path) -> Path:
     while not path.exists() and path.parent != path:
         path = path.parent
     return path
+
+
+# What a write in the jobs' folder fails with when the fault is the host's storage: read-only,
+# denied, gone (a folder removed by hand), an I/O error, full.
+STORAGE_ERRNOS = frozenset(
+    {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT, errno.EIO, errno.ENOSPC, errno.EDQUOT}
+)
+
+
+def write_problem(folder: Path) -> str:
+    """Why a file cannot be made in `folder` ("" when it can): a read-only remount leaves
+    free space, so space alone does not say the folder can take a job."""
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".labd-probe-"):
+            return ""
+    except OSError as e:
+        return f"cannot write in {folder}: {e.strerror or e}"
+
+
+def storage_fault(error: BaseException, folder: Path) -> OSError | None:
+    """The storage error, among `error` and its causes, about a path in `folder` (the jobs'
+    folder): the host's condition, not the device's nor the job's."""
+    for cause in causes(error):
+        if (
+            isinstance(cause, OSError)
+            and cause.errno in STORAGE_ERRNOS
+            and cause.filename
+            and Path(str(cause.filename)).resolve().is_relative_to(folder.resolve())
+        ):
+            return cause
+    return None

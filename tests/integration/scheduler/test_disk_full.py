@@ -3,6 +3,8 @@ state directory is short of space and resumes by itself once space is freed."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,60 @@ async def test_a_job_that_finds_the_disk_full_is_retried_and_its_device_not_blam
         assert (d1.state, d1.consecutive_failures) == (DeviceState.AVAILABLE, 0)
         requeued = [e for e in lab.events if isinstance(e, JobRequeued)]
         assert requeued and "out of disk space on test-host" in requeued[0].reason
+    finally:
+        await stop(lab)
+
+
+async def test_a_job_whose_folder_is_read_only_is_retried_and_its_device_not_blamed(
+    store: Store, tmp_path: Path
+) -> None:
+    """A read-only remount of the jobs' folder is the host's condition, as a full disk is: an
+    operator's tester saw it quarantine the device as a "driver bug"."""
+    lab = await make_lab(store, tmp_path, ["d1"], quarantine_after=1)
+    try:
+        await lab.submit("ro", read_only_attempts=1)
+        job = await lab.wait_state("ro", JobState.SUCCEEDED, JobState.FAILED)
+        assert (job.state, job.attempts) == (JobState.SUCCEEDED, 2)
+        d1 = lab.pool.devices["d1"]
+        assert (d1.state, d1.consecutive_failures) == (DeviceState.AVAILABLE, 0)
+        requeued = [e for e in lab.events if isinstance(e, JobRequeued)]
+        assert requeued and "the jobs' folder on test-host failed" in requeued[0].reason
+        assert "Read-only file system" in requeued[0].reason
+    finally:
+        await stop(lab)
+
+
+@pytest.fixture
+def jobs_mount(tmp_path: Path) -> Iterator[Callable[[str], None]]:
+    """The jobs' folder as a bind mount of itself, and a way to remount it `ro` or `rw`."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    if subprocess.run(["mount", "--bind", jobs, jobs], capture_output=True).returncode:
+        pytest.skip("this machine does not let the tests mount (needs root and CAP_SYS_ADMIN)")
+    try:
+        yield lambda mode: subprocess.run(["mount", "-o", f"remount,bind,{mode}", jobs], check=True)
+    finally:
+        subprocess.run(["umount", jobs], check=False)
+
+
+async def test_leasing_pauses_while_the_jobs_folder_is_read_only(
+    store: Store, tmp_path: Path, jobs_mount: Callable[[str], None]
+) -> None:
+    """Free space alone does not say the folder can take a job: a read-only remount (real,
+    by a bind mount) pauses leasing, says why, and leasing resumes once it is writable."""
+    jobs_mount("ro")
+    lab = await make_lab(store, tmp_path, ["d1"])  # its jobs' folder: tmp_path / "jobs"
+    try:
+        await lab.submit("waits")
+        await until(lambda: any(isinstance(e, ComponentDown) for e in lab.events))
+        (down,) = [e for e in lab.events if isinstance(e, ComponentDown)]
+        assert down.component == "storage"
+        assert f"cannot write in {tmp_path / 'jobs'}: Read-only file system" in down.error
+        job = await lab.store.get_job("waits")
+        assert job is not None and job.state is JobState.QUEUED
+        jobs_mount("rw")
+        await lab.scheduler.space.check()
+        assert (await lab.wait_state("waits", JobState.SUCCEEDED)).attempts == 1
     finally:
         await stop(lab)
 
