@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 
 from labd.config import LoadedConfig, load_config, secret_values
-from labd.errors import EXIT_RUNTIME
+from labd.errors import EXIT_RUNTIME, LabdError
 from labd.logs import configure_logging
 
 
@@ -26,11 +26,23 @@ def load_and_log(args: argparse.Namespace) -> LoadedConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the daemon in the foreground until SIGTERM or SIGINT."""
+    """Run the daemon in the foreground until SIGTERM or SIGINT. Once logging is set up, a
+    reason to stop is a log line like any other (JSON for jq, a priority for journald), not
+    bare text in the middle of the log."""
     loaded = load_and_log(args)
+    import structlog
+
     from labd.daemon import Daemon
 
-    return asyncio.run(Daemon(loaded).run())
+    log = structlog.get_logger("labd")
+    try:
+        return asyncio.run(Daemon(loaded).run())
+    except LabdError as e:
+        log.error("labd cannot run", error=str(e), exit_code=e.exit_code)
+        return e.exit_code
+    except Exception:  # a bug: the traceback in the log (no local variables, secrets masked)
+        log.critical("labd stopped on an unexpected error", exc_info=True, exit_code=EXIT_RUNTIME)
+        return EXIT_RUNTIME
 
 
 def status(args: argparse.Namespace) -> int:

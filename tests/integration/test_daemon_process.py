@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -138,6 +139,9 @@ def test_a_second_daemon_on_the_same_state_directory_stops_before_touching_anyth
     refusal = refused_start(labd_config)
     assert f"another labd (pid {first.proc.pid}) runs on the state directory" in refusal
     assert "took back" not in refusal
+    # A log line like any other (labd_config asks for JSON): jq and journald read it.
+    last = json.loads(refusal.splitlines()[-1])
+    assert (last["event"], last["level"], last["exit_code"]) == ("labd cannot run", "error", 3)
     assert first.get("/readyz")[0] == 200
     assert first.stop() == 0
     restarted: LabdProcess = start_labd()  # the lock went with the first daemon
