@@ -117,13 +117,16 @@ class ClientErrorsQuiet(logging.Filter):
             if len(reason) > self.REASON_LIMIT:
                 reason = reason[: self.REASON_LIMIT] + "..."
             remote = record.args[0] if isinstance(record.args, tuple) and record.args else None
-            record.msg, record.args = "bad HTTP request refused from %s: %s", (remote, reason)
+            # One event to select on; who and why in fields (a Unix socket has no address).
+            record.msg, record.args = "bad HTTP request refused", ()
+            record.peer, record.reason = remote or "a Unix socket", reason
             record.levelno, record.levelname = logging.WARNING, "WARNING"
             record.exc_info, record.exc_text = None, None
         return True
 
 
 AIOHTTP_SERVER_LOGGER = "aiohttp.server"
+FOREIGN_FIELDS = ("peer", "reason")  # what ClientErrorsQuiet adds to a library's record
 
 
 def wants_json(fmt: str) -> bool:
@@ -155,7 +158,7 @@ def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[
             ),
         ]
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=_shared_processors(),
+        foreign_pre_chain=[*_shared_processors(), structlog.stdlib.ExtraAdder(FOREIGN_FIELDS)],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],
     )
     handler = logging.StreamHandler(sys.stderr)

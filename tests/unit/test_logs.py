@@ -139,5 +139,6 @@ async def test_a_request_aiohttp_cannot_parse_is_one_warning_a_handler_error_sta
         await side.stop(1)
     bad, bug = [x for x in json_lines(capsys.readouterr().err) if x["logger"] == "aiohttp.server"]
     assert bad["level"] == "warning" and "exception" not in bad
-    assert str(bad["event"]).startswith("bad HTTP request refused from 127.0.0.1: LineTooLong: ")
+    assert (bad["event"], bad["peer"]) == ("bad HTTP request refused", "127.0.0.1")
+    assert str(bad["reason"]).startswith("LineTooLong: ")
     assert bug["level"] == "error" and "a real server bug" in str(bug["exception"])
