@@ -254,6 +254,8 @@ class Scheduler:
         for job in await self.store.expire_leases(why=self._unsettled):
             self._unsettled.pop(job.id, None)
             log.warning("lease expired", job_id=job.id, state=job.state.value, error=job.error)
+            if job.state.terminal:  # out of attempts: its last line, as every job has one
+                log.info("job finished", job_id=job.id, state=job.state.value, error=job.error)
         reasons = {}
         for job in await self.store.overdue_jobs():
             assert job.queue_deadline is not None  # overdue: it has one
@@ -262,6 +264,7 @@ class Scheduler:
             reasons[job.id] = f"not started within its queue_timeout_s ({waited:g} s): {why}"
         for job in await self.store.time_out_queued(reasons):
             log.warning("job timed out in the queue", job_id=job.id, error=job.error)
+            log.info("job finished", job_id=job.id, state=job.state.value, error=job.error)
 
     # One job ----------------------------------------------------------------------------------
 
@@ -419,9 +422,12 @@ class Scheduler:
 
     async def cancel(self, job_id: str) -> Job | None:
         """Cancel in any state: queued at once, running by interrupting its runner."""
+        before = await self.store.get_job(job_id)
         job = await self.store.request_cancel(job_id)
-        if job is None:
-            return None
+        if job is None or before is None:
+            return job
+        if before.state is JobState.QUEUED and job.state is JobState.CANCELLED:
+            log.info("job finished", job_id=job.id, state=job.state.value, error=job.error)
         if task := self.running.get(job_id):
             self._interrupts[job_id] = Interrupt.CANCELLED
             task.cancel()

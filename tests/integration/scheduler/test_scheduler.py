@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from labd.config import PoolSettings, SchedulerSettings
 from labd.errors import InvalidSpec
@@ -176,10 +177,15 @@ async def test_cancel_a_running_and_a_queued_job(lab: Lab) -> None:
     waiting = await lab.store.get_job("next")
     assert waiting is not None
     assert "d1 busy (job long)" in await lab.jobs.why_waiting(waiting)
-    await lab.scheduler.cancel("next")
-    await lab.scheduler.cancel("long")
-    assert (await lab.wait_state("long", JobState.CANCELLED)).error == "cancelled while running"
-    assert (await lab.wait_state("next", JobState.CANCELLED)).error == "cancelled while queued"
+    with structlog.testing.capture_logs() as logs:
+        await lab.scheduler.cancel("next")
+        await lab.scheduler.cancel("next")  # again: nothing more happened to it
+        await lab.scheduler.cancel("long")
+        assert (await lab.wait_state("long", JobState.CANCELLED)).error == "cancelled while running"
+        assert (await lab.wait_state("next", JobState.CANCELLED)).error == "cancelled while queued"
+    # Followed by its id, every job's log ends with its line, a queued one's too.
+    ended = [(x["job_id"], x["state"]) for x in logs if x["event"] == "job finished"]
+    assert sorted(ended) == [("long", "cancelled"), ("next", "cancelled")]
 
 
 async def test_a_runner_that_loses_its_lease_stops(lab: Lab) -> None:
