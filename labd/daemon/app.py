@@ -244,6 +244,16 @@ class Daemon:
             state_dir / "jobs",
         )
         self.metrics.registry.register(self.scheduler.space)
+        # Subscribed before the scheduler starts (started later, its events wait for it): the
+        # jobs a restarted host takes back at once are leased before the broker is up.
+        lab_metrics = LabMetrics(
+            self.metrics.registry,
+            self.bus,
+            store.store,
+            self.pool,
+            settings.metrics,
+            lambda: self._bridge is not None and self._bridge.connected,
+        )
         yield self.scheduler
         yield BaselineAnalyst(store.store, self.bus)
         keeper = ArtefactKeeper(state_dir, settings.artefacts, store.store, self.bus)
@@ -254,11 +264,7 @@ class Daemon:
         if settings.mqtt.enabled:
             async for component in self._mqtt(store.store, lambda job: keeper.links(job, host)):
                 yield component
-        bridge = self._bridge
-        connected = (lambda: bridge.connected) if bridge is not None else None
-        yield LabMetrics(
-            self.metrics.registry, self.bus, store.store, self.pool, settings.metrics, connected
-        )
+        yield lab_metrics
         if settings.http.enabled:
             from labd.daemon.api import Api, api_application
             from labd.daemon.heavy import HeavyQueries

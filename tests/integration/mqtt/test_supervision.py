@@ -175,3 +175,27 @@ async def test_a_component_that_stays_down_is_named_everywhere(
         finally:
             daemon.request_stop("test")
             assert await asyncio.wait_for(task, 30) == 0
+
+
+async def test_the_lab_metrics_listen_before_the_scheduler_leases(
+    mosquitto_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restarted host leases the jobs it takes back as soon as its scheduler starts, before
+    its broker connection is up: the metrics that subscribed after it missed those leases,
+    and the jobs never reached the wait and duration histograms."""
+    listening: list[bool] = []
+    start = Scheduler.start
+
+    async def start_and_look(self: Scheduler) -> None:
+        listening.append(any(s.name == "metrics" for s in self.bus._subscriptions))
+        await start(self)
+
+    monkeypatch.setattr(Scheduler, "start", start_and_look)
+    broker = mosquitto_factory()
+    daemon = Daemon(load_config(daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')))
+    task = await running(daemon)
+    try:
+        assert listening == [True]
+    finally:
+        daemon.request_stop("test")
+        assert await asyncio.wait_for(task, 30) == 0

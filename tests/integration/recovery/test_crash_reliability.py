@@ -97,7 +97,18 @@ def test_every_job_ends_once_with_every_raw_value_after_three_sigkills(
         assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
         interrupted += len(by_attempt) > 1
     assert interrupted >= 1, "no kill landed mid-job; the test proved nothing"
+    # Every job the last daemon ended is in its duration histogram, those it took back at
+    # start (leased before its broker was up) included.
+    metrics = daemon.get("/metrics")[1]
+    finished = _sample(metrics, 'labd_jobs_finished_total{state="succeeded"}')
+    assert finished > 0
+    assert _sample(metrics, 'labd_job_duration_seconds_count{state="succeeded"}') == finished
     assert daemon.stop() == 0
+
+
+def _sample(metrics: str, series: str) -> float:
+    (line,) = [line for line in metrics.splitlines() if line.startswith(series + " ")]
+    return float(line.split()[-1])
 
 
 def _t(stamp: str) -> datetime:
