@@ -4,10 +4,12 @@ when asked, `labd artefacts gc`), and knows how much disk each suite's artefacts
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,9 @@ UNKNOWN_SUITE = "(unknown)"  # a folder whose job the store does not know
 # Files linked in a job's MQTT result message, in name order: about 25 KiB of links, well
 # inside the 256 KiB a message may take; the rest are counted, and listed by the API.
 RESULT_LINKS = 100
+# Job ids a pass's log line names; the rest are counted (a first pass on a full disk may remove
+# thousands, and a log line should stay readable).
+LOGGED_JOB_IDS = 50
 
 
 @dataclass
@@ -109,15 +114,7 @@ class ArtefactKeeper:
         # A pass at the start too: a daemon restarted more often than gc_interval_s applies
         # the limits all the same.
         while True:
-            report = await self.collect(dry_run=False)
-            if report.removed or report.failed:
-                log.info(
-                    "artefacts removed by the retention limits",
-                    jobs=len(report.removed),
-                    freed_bytes=report.freed_bytes,
-                    kept_bytes=report.kept_bytes,
-                    failed=report.failed,
-                )
+            await self.collect(dry_run=False)  # logs what it removed
             await asyncio.sleep(self.settings.gc_interval_s)
 
     async def _on_event(self, event: Event) -> None:
@@ -181,38 +178,102 @@ class ArtefactKeeper:
             entry.jobs += 1
         self.usage = usage
 
-    async def collect(self, dry_run: bool) -> GcReport:
-        """Apply the limits now; dry, only say what would go."""
+    async def collect(self, dry_run: bool, asked_by: str = "") -> GcReport:
+        """Apply the limits now; dry, only say what would go. `asked_by`: the principal who
+        asked for this pass (empty: the periodic one), for the log."""
         async with self._lock:
-            folders = await self.folders()
-            settings = self.settings
-            removals = plan(folders, settings.limits, settings.host_max_total_mb, time.time())
+            folders = {f.job_id: f for f in await self.folders()}
             report = GcReport(dry_run)
-            for removal in removals:
-                if dry_run:
-                    report.removed.append(removal)
-                    report.freed_bytes += removal.bytes
-                    continue
-                left, problem = await asyncio.to_thread(self._remove, removal.job_id)
-                if problem:
-                    report.failed.append(f"{removal.job_id}: {problem}")
-                self._ended.pop(removal.job_id, None)
-                self._folders.pop(removal.job_id, None)
-                report.removed.append(removal)
-                report.freed_bytes += removal.bytes - left
-                self.usage.setdefault(removal.suite, SuiteUsage()).removed_bytes += (
-                    removal.bytes - left
-                )
-            gone = {r.job_id for r in report.removed}
-            report.kept_bytes = sum(f.bytes for f in folders if f.job_id not in gone)
+            trigger = {"asked_by": asked_by} if asked_by else {"trigger": "periodic"}
+            if dry_run:
+                report.removed = self._plan(folders.values())
+                report.freed_bytes = sum(r.bytes for r in report.removed)
+            else:
+                await self._remove_planned(folders, report, trigger)
+            report.kept_bytes = sum(f.bytes for f in folders.values())
+            if not dry_run:
+                _log_pass(report, trigger)
             self._count()
             return report
 
+    def _plan(self, folders: Iterable[JobFolder]) -> list[Removal]:
+        settings = self.settings
+        return plan(folders, settings.limits, settings.host_max_total_mb, time.time())
+
+    async def _remove_planned(
+        self, folders: dict[str, JobFolder], report: GcReport, trigger: dict[str, str]
+    ) -> None:
+        """Remove what the limits call for from `folders` (left with what stays). A folder that
+        cannot be removed stays, counted with what is left of it, and the limits are applied
+        again: the next-oldest jobs go in its place. Each failure takes one folder out of the
+        running, so this ends."""
+        while True:
+            for removal in self._plan(folders.values()):
+                left, problem = await asyncio.to_thread(self._remove, removal.job_id)
+                freed = max(0, removal.bytes - left)  # a failed removal may have freed some
+                report.freed_bytes += freed
+                self.usage.setdefault(removal.suite, SuiteUsage()).removed_bytes += freed
+                if problem:
+                    self._could_not_remove(folders, removal, left, problem, trigger)
+                    report.failed.append(f"{removal.job_id}: {problem}")
+                    break  # plan again: what the limits call for has changed
+                report.removed.append(removal)
+                del folders[removal.job_id]
+                self._ended.pop(removal.job_id, None)
+                self._folders.pop(removal.job_id, None)
+            else:
+                return
+
+    def _could_not_remove(
+        self,
+        folders: dict[str, JobFolder],
+        removal: Removal,
+        left: int,
+        problem: str,
+        trigger: dict[str, str],
+    ) -> None:
+        log.warning(
+            "artefacts of a job could not be removed",
+            job_id=removal.job_id,
+            suite=removal.suite,
+            error=problem,
+            bytes_left=left,
+            **trigger,
+        )
+        remaining = replace(folders[removal.job_id], bytes=left)
+        self._folders[removal.job_id] = remaining  # what /metrics counts: what du finds
+        # Planned from now on as a job still running is: counted, never chosen again.
+        folders[removal.job_id] = replace(remaining, finished=False)
+
     def _remove(self, job_id: str) -> tuple[int, str]:
         """Remove a job's folder: (bytes left behind, why), (0, "") when all went."""
-        problems: list[str] = []
         folder = self.jobs_dir / job_id
-        shutil.rmtree(folder, onerror=lambda _f, path, exc: problems.append(f"{path}: {exc[1]}"))
-        if not problems:
+        failures: list[tuple[str, BaseException]] = []
+        shutil.rmtree(folder, onerror=lambda _f, path, exc: failures.append((path, exc[1])))
+        if not failures:
             return 0, ""
-        return disk_usage(folder), "; ".join(problems[:3])
+        # A folder left non-empty by a file that would not go says nothing more: the file does.
+        causes = [f for f in failures if getattr(f[1], "errno", None) != errno.ENOTEMPTY]
+        why = [f"{os.path.relpath(path, folder)}: {_reason(e)}" for path, e in causes or failures]
+        return disk_usage(folder), "; ".join(why[:3])
+
+
+def _reason(error: BaseException) -> str:
+    return (error.strerror if isinstance(error, OSError) else None) or str(error)
+
+
+def _log_pass(report: GcReport, trigger: dict[str, str]) -> None:
+    """What a pass removed, by job id (the first LOGGED_JOB_IDS of them, the rest counted)."""
+    if not report.removed and not report.failed:
+        return
+    ids = [r.job_id for r in report.removed]
+    log.info(
+        "artefacts removed by the retention limits",
+        jobs=len(ids),
+        job_ids=ids[:LOGGED_JOB_IDS],
+        job_ids_left_out=max(0, len(ids) - LOGGED_JOB_IDS),
+        freed_bytes=report.freed_bytes,
+        kept_bytes=report.kept_bytes,
+        failed=len(report.failed),
+        **trigger,
+    )

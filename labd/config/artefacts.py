@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 
 from labd.config.section import Section
+from labd.model import id_problem
 
 
 class SuiteRetention(Section):
@@ -55,6 +56,16 @@ class ArtefactSettings(Section):
         default_factory=dict,
         description="Per suite limits, e.g. [artefacts.suites.browser] max_age_days = 90.",
     )
+
+    @field_validator("suites")
+    @classmethod
+    def _suite_names(cls, suites: dict[str, SuiteRetention]) -> dict[str, SuiteRetention]:
+        # A suite name becomes a metric label: held to the job spec's grammar, no table may
+        # name a suite no job can have, nor take the labels `(other)` and `(unknown)`.
+        for name in suites:
+            if problem := id_problem(name, "suite name"):
+                raise ValueError(problem)
+        return suites
 
     @field_validator("base_url")
     @classmethod

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from labd.config.section import Section
+from labd.visible import quoted
+
+# Treeherder's performance-artifact schema: an extraOptions entry holds at most 100
+# characters, and the entries are unique (at most 8: the device model, the network profile
+# and these 6).
+PERFHERDER_MAX_OPTION = 100
 
 
 class ReplaySettings(Section):
@@ -108,5 +114,25 @@ class PerfherderSettings(Section):
         default_factory=list,
         max_length=6,
         description="Options added to every suite's extraOptions (they name the series: never "
-        "anything that changes per revision).",
+        f"anything that changes per revision); each at most {PERFHERDER_MAX_OPTION} characters.",
     )
+
+    @field_validator("extra_options")
+    @classmethod
+    def _options_as_perfherder_takes_them(cls, options: list[str]) -> list[str]:
+        # The export would cut a longer entry, drop a blank one and merge repeats: another
+        # series than the one configured, without a word. Refused here instead.
+        seen: set[str] = set()
+        for number, option in enumerate(options, 1):
+            entry = option.strip()
+            if not entry:
+                raise ValueError(f"entry {number} is blank")
+            if len(entry) > PERFHERDER_MAX_OPTION:
+                raise ValueError(
+                    f"entry {number} ({quoted(entry)}) is {len(entry)} characters long; "
+                    f"Perfherder takes at most {PERFHERDER_MAX_OPTION}"
+                )
+            if entry in seen:
+                raise ValueError(f"entry {number} ({quoted(entry)}) repeats an earlier one")
+            seen.add(entry)
+        return options

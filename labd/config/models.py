@@ -10,6 +10,7 @@ import importlib.util
 import os
 import re
 import socket
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,6 +50,15 @@ class DaemonSettings(Section):
         description="Seconds running work may take to finish after SIGTERM before it is stopped.",
     )
 
+    @field_validator("state_dir")
+    @classmethod
+    def _a_directory_may_be_there(cls, value: str) -> str:
+        # A file where the directory would be passed the check and failed `labd run` with a
+        # traceback; whether a directory may be created there is only known at start.
+        if value and (problem := not_a_directory_problem(Path(value).expanduser())):
+            raise ValueError(problem)
+        return value
+
     @property
     def host_name(self) -> str:
         if self.host:
@@ -67,6 +77,38 @@ class DaemonSettings(Section):
             return Path("/var/lib/labd")
         xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         return Path(xdg) / "labd"
+
+
+def not_a_directory_problem(path: Path) -> str | None:
+    """Why `path` can never be a directory (it, or a folder above it, is something else), or
+    None. Whether it may be created is only known by trying, at start."""
+    for candidate in (path, *path.parents):
+        try:
+            info = candidate.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # the folder above says why
+        except OSError:  # not ours to look into: the start says what it finds
+            return None
+        if stat.S_ISDIR(info.st_mode):
+            return None
+        return f"{candidate} is not a directory"
+    return None
+
+
+def not_a_file_problem(path: Path) -> str | None:
+    """Why `path` is no file for anyone (missing, or a folder, a device...), links followed;
+    else None. Whether labd's account may read it is not judged: every `labd` command loads
+    this configuration, as whichever account runs it, and a key readable by labd's account
+    only is right."""
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError) as e:
+        return f"{path}: {e.strerror}"
+    except OSError:  # e.g. in a folder this account may not search: not ours to judge
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path} is not a regular file"
+    return None
 
 
 class LogSettings(Section):
@@ -316,6 +358,15 @@ class MqttSettings(Section):
     reconnect_max_s: float = Field(
         30, ge=1, le=3600, description="Longest wait between reconnection attempts."
     )
+
+    @field_validator("tls_ca", "tls_cert", "tls_key")
+    @classmethod
+    def _a_readable_file(cls, value: str) -> str:
+        # ssl reports a missing file as a bare "No such file or directory", at every
+        # reconnection, naming neither the file nor the key: refused here, naming both.
+        if value and (problem := not_a_file_problem(Path(value))):  # as ssl opens it
+            raise ValueError(problem)
+        return value
 
 
 class MetricsSettings(Section):

@@ -38,6 +38,8 @@ from labd.daemon.query import int_query
 from labd.daemon.ranges import range_to_honour
 from labd.model import Job, id_problem
 from labd.store import Store
+from labd.validation import did_you_mean
+from labd.visible import quoted
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 V1 = "/api/v1"
@@ -148,19 +150,46 @@ class ArtefactRoutes:
     async def gc(self, request: web.Request) -> web.Response:
         caller = request[CALLER]
         try:
-            body = json.loads(await request.read() or b"{}")
-        except (ValueError, UnicodeDecodeError) as e:
-            return _error(400, [f"request body is not JSON: {e}"])
-        dry_run = body.get("dry_run", False) if isinstance(body, dict) else None
-        if not isinstance(dry_run, bool):
-            return _error(400, ['request body must be {"dry_run": true|false}'])
+            dry_run = gc_request(await request.read())
+        except ValueError as e:
+            return _error(400, [str(e)])
         if not dry_run:
             self.audit.allowed(
                 CHANNEL, caller.principal.name, Action.ADMINISTER.value, "artefacts gc",
                 caller.source,
             )  # fmt: skip
-        report = await self.keeper.collect(dry_run)
+        report = await self.keeper.collect(dry_run, asked_by=caller.principal.name)
         return web.json_response(report.as_dict())
+
+
+GC_BODY = '{"dry_run": true|false}'
+SHOWN_KEYS = 5  # unknown keys a refusal names
+
+
+def gc_request(raw: bytes) -> bool:
+    """`dry_run` of a gc request's body, which must be exactly {"dry_run": true|false}: a pass
+    deletes files, so that is never what an empty body or a misspelt or mistyped field falls
+    back to. ValueError says what is wrong."""
+    if not raw.strip():
+        raise ValueError(f"request body is empty; send {GC_BODY} (false removes files)")
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"request body is not JSON: {e}") from None
+    except RecursionError:
+        raise ValueError("request body is nested too deeply") from None
+    if not isinstance(body, dict):
+        raise ValueError(f"request body must be {GC_BODY}")
+    if unknown := [key for key in body if key != "dry_run"]:
+        named = [f"{quoted(k)}{did_you_mean(k, ['dry_run'])}" for k in unknown[:SHOWN_KEYS]]
+        more = f" and {len(unknown) - SHOWN_KEYS} more" if len(unknown) > SHOWN_KEYS else ""
+        keys = "key" if len(unknown) == 1 else "keys"
+        raise ValueError(f"unknown {keys} {', '.join(named)}{more}; the body is {GC_BODY}")
+    if "dry_run" not in body:
+        raise ValueError(f"dry_run is missing: send {GC_BODY} (false removes files)")
+    if not isinstance(dry_run := body["dry_run"], bool):
+        raise ValueError(f"dry_run must be true or false, got {quoted(dry_run)}")
+    return dry_run
 
 
 class OpenedFile(web.FileResponse):

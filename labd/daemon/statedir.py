@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from labd.errors import LabdError
+from labd.errors import ConfigError, LabdError
 
 # Others may reach api.sock by its name (their credentials decide what they may do there), but
 # may not list the directory or read what is in it.
@@ -23,11 +23,18 @@ PID_FILE = "labd.pid"  # SQLite gives -wal/-shm the db's mode
 def prepare_state_dir(path: Path, sqlite: bool) -> None:
     """Create the state directory, or tighten one an older labd left readable by everyone;
     `sqlite` when the database is the default one in it."""
-    path.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
-    _tighten(path, STATE_DIR_MODE)
-    for private in ("jobs", "archives"):  # artefacts; the replay archives an admin puts there
-        (path / private).mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
-        _tighten(path / private, PRIVATE_DIR_MODE)
+    try:
+        path.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+        _tighten(path, STATE_DIR_MODE)
+        for private in ("jobs", "archives"):  # artefacts; the replay archives an admin puts there
+            (path / private).mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+            _tighten(path / private, PRIVATE_DIR_MODE)
+    except OSError as e:  # e.g. under /proc, or read-only: the key to change, not a traceback
+        where = f" ({e.filename})" if e.filename and str(e.filename) != str(path) else ""
+        reason = f"{e.strerror or e}{where}"
+        raise ConfigError(
+            [f"daemon.state_dir: cannot use {path} as the state directory: {reason}"]
+        ) from None
     if sqlite:
         with contextlib.suppress(FileExistsError):  # SQLite then keeps the mode it finds
             os.close(os.open(path / DATABASE_FILES[0], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))

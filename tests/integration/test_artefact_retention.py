@@ -95,6 +95,9 @@ def test_gc_removes_old_artefacts_and_says_what_it_freed(
 
     done = _labd(daemon.config, "gc")
     assert f"freed {old_bytes / 1024:.1f} KiB" in done, (done, old_bytes)
+    # A manual pass is logged with the jobs it removed and who asked, besides the audit line.
+    line = daemon.wait_for_log("artefacts removed by the retention limits")
+    assert line["job_ids"] == ["o1"] and line["asked_by"], line
     assert not (jobs / "o1").exists()
     assert (jobs / "k1" / "data.bin").exists() and (jobs / "r1").exists()
     assert _metric(daemon, "labd_artefacts_removed_bytes_total", "old") == old_bytes
@@ -111,5 +114,6 @@ def test_the_daemon_applies_the_limits_by_itself(start_labd: Any, labd_config: P
     _wait_state(daemon, "p1", {"succeeded"})
     line = daemon.wait_for_log("artefacts removed by the retention limits", timeout=20)
     assert line["jobs"] == 1 and line["freed_bytes"] > 300 * 1024
+    assert line["job_ids"] == ["p1"] and line["trigger"] == "periodic"
     listing = daemon.get("/api/v1/jobs/p1/artefacts")[1]
     assert listing["artefacts"] == []

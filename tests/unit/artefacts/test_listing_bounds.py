@@ -15,8 +15,10 @@ from aiohttp.test_utils import make_mocked_request
 
 from labd.artefacts import ARTEFACTS_PAGE, ARTEFACTS_PAGE_MAX, ArtefactKeeper, artefact_page
 from labd.artefacts.keeper import RESULT_LINKS
+from labd.auth.principals import Principal, Role
 from labd.config import ArtefactSettings, MqttSettings
 from labd.daemon.artefact_routes import ArtefactRoutes
+from labd.daemon.guard import CALLER, Caller
 from labd.events import EventBus
 from labd.model import Job, JobState, TestSpec
 from labd.mqtt import bridge as bridge_module
@@ -77,6 +79,7 @@ def _listing(state_dir: Path) -> Callable[[str], Awaitable[tuple[int, dict[str, 
         request = make_mocked_request(
             "GET", f"/api/v1/jobs/many/artefacts{query}", match_info={"id": "many"}
         )
+        request[CALLER] = Caller(Principal("viewer", Role.VIEWER), "test")  # as the guard sets
         answer = await routes.list_job(request)
         assert answer.body is not None
         return answer.status, json.loads(bytes(answer.body))  # type: ignore[arg-type]
