@@ -66,7 +66,7 @@ def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[st
             }
         )
     suite: dict[str, Any] = {
-        "name": f"{spec['suite']}.{spec['test']}",
+        "name": suite_name(spec["suite"], spec["test"]),
         "subtests": subtests,
         "extraOptions": _options(last, settings),
     }
@@ -89,16 +89,45 @@ def perfherder_line(results: dict[str, Any], settings: PerfherderSettings) -> st
     return "PERFHERDER_DATA: " + json.dumps(perfherder(results, settings), sort_keys=True)
 
 
+def suite_name(suite: str, test: str) -> str:
+    """The Perfherder suite of a labd (suite, test): `<suite>.<test>`, or `<suite>/<test>` when
+    the suite's name holds a dot. Joined with a dot alone, suite `numbers.x` and test `y` and
+    suite `numbers` and test `x.y` were one series, `numbers.x.y`; `/` is in no labd name, so
+    every pair keeps a name of its own, and a name without `/` splits at its first dot."""
+    return f"{suite}/{test}" if "." in suite else f"{suite}.{test}"
+
+
 def _options(iterations: list[dict[str, Any]], settings: PerfherderSettings) -> list[str]:
+    """The suite's extraOptions: the device class, the network profile, the configured ones.
+    They name the series, so one Perfherder would not take is refused, never cut: two cut
+    to the same 100 characters were one series (as were options past the 8th, dropped)."""
     fingerprint = iterations[0].get("fingerprint", {}) if iterations else {}
-    options = [
-        fingerprint.get("model", ""),
+    named = [
+        ("the device model", fingerprint.get("model", "")),
         # As labd.runner.network_fingerprint writes it: the profile's fields, its name included.
-        str((fingerprint.get("network") or {}).get("name", "")),
-        *settings.extra_options,
+        ("the network profile", str((fingerprint.get("network") or {}).get("name", ""))),
+        *(("[perfherder] extra_options entry", option) for option in settings.extra_options),
     ]
-    unique = dict.fromkeys(o.strip()[:MAX_OPTION] for o in options if o and o.strip())
-    return list(unique)[:MAX_OPTIONS]
+    # In order, each once (the schema wants unique items); a blank one names nothing.
+    options = dict.fromkeys(_option(source, o) for source, o in named if o and o.strip())
+    if len(options) > MAX_OPTIONS:
+        raise UsageError(
+            f"{len(options)} extraOptions ({', '.join(map(repr, options))}) are over the"
+            f" {MAX_OPTIONS} Perfherder takes; nothing exported: list fewer in [perfherder]"
+            " extra_options"
+        )
+    return list(options)
+
+
+def _option(source: str, option: str) -> str:
+    """`option` as an extraOptions entry, or UsageError naming where it came from."""
+    entry = option.strip()
+    if len(entry) > MAX_OPTION:
+        raise UsageError(
+            f"{source} {entry!r} is {len(entry)} characters, over the {MAX_OPTION} Perfherder"
+            " takes in extraOptions; nothing exported"
+        )
+    return entry
 
 
 def _version(iterations: list[dict[str, Any]]) -> str:

@@ -382,6 +382,15 @@ class MetricsSettings(Section):
             "and device class is exported as a gauge; empty exports none (bounded labels)."
         ),
     )
+    max_result_series: int = Field(
+        500,
+        ge=0,
+        le=100_000,
+        description=(
+            "Most labd_latest_result series exported: a pattern with a wildcard lets whoever "
+            "submits name new tests and metrics; past this, new ones are not exported."
+        ),
+    )
 
 
 class Settings(Section):

@@ -200,6 +200,8 @@ class LabMetrics:
         self.snapshot = SnapshotCollector(mqtt_connected)
         r.register(self.snapshot)
         self._leased_at: dict[str, float] = {}
+        self._latest_series: set[tuple[str, ...]] = set()
+        self._refused_logged = False
         # (when, priority) of jobs queued through this host, until leased: the wait without
         # a read of the store (a job queued elsewhere, or before a restart, is read).
         self._queued: dict[str, tuple[float, int]] = {}
@@ -312,4 +314,19 @@ class LabMetrics:
         device_class = str(iterations[0].fingerprint.get("model") or job.device_id)
         for metric, values in measured(iterations).items():
             labels = (job.spec.suite, job.spec.test, metric, device_class)
+            if labels not in self._latest_series:
+                if len(self._latest_series) >= self.settings.max_result_series:
+                    self._series_refused(labels)
+                    continue
+                self._latest_series.add(labels)
             self.latest.labels(*labels).set(statistics.median(values))
+
+    def _series_refused(self, labels: tuple[str, ...]) -> None:
+        if not self._refused_logged:  # once: the series count stays at the cap
+            self._refused_logged = True
+            log.warning(
+                "labd_latest_result is at metrics.max_result_series: new series not exported",
+                limit=self.settings.max_result_series,
+                suite=labels[0],
+                test=labels[1],
+            )

@@ -73,7 +73,7 @@ def test_a_real_job_end_to_end_on_embedded_defaults(
         job_id = listed[0]["id"]
         raw = labd(bare_env, tmp_path, "jobs", "results", job_id, "--format", "csv").stdout
         rows = raw.strip().splitlines()
-        assert rows[0] == "job_id,attempt,iteration,warmup,metric,value,error"
+        assert rows[0] == "job_id,attempt,iteration,warmup,metric,value,error,variant,set_aside"
         assert len(rows) == 1 + 22 * 3  # 2 warm-up + 20 measured iterations, 3 metrics each
         devices = json.loads(labd(bare_env, tmp_path, "devices", "list", "--json").stdout)
         assert [d["state"] for d in devices["devices"]] == ["available"]

@@ -66,3 +66,29 @@ def test_metrics_after_a_job(start_labd: Any, labd_config: Path) -> None:
     )
     assert check.returncode == 0, check.stdout + check.stderr
     assert daemon.stop() == 0
+
+
+def test_a_wildcard_pattern_exports_no_more_series_than_the_cap(
+    start_labd: Any, labd_config: Path
+) -> None:
+    """Whoever submits names tests and metrics: past metrics.max_result_series, a new test's
+    results are not exported, and the series number stays bounded."""
+    labd_config.write_text(
+        labd_config.read_text()
+        + '[metrics]\nresult_series = ["met/*"]\nmax_result_series = 3\n'
+    )
+    daemon: LabdProcess = start_labd()
+    for test in ("first", "second"):  # three metrics each: wall and CPU time, memory
+        spec = {"suite": "met", "test": test, "scenario": "command", "iterations": 1,
+                "warmup": 0, "params": {"command": ["true"]}}  # fmt: skip
+        assert daemon.post("/api/v1/jobs", {"id": test, "spec": spec})[0] == 201
+        deadline = time.monotonic() + 30
+        while daemon.get(f"/api/v1/jobs/{test}")[1]["job"]["state"] != "succeeded":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    daemon.wait_for_log(
+        "labd_latest_result is at metrics.max_result_series: new series not exported"
+    )
+    latest = [x for x in daemon.get("/metrics")[1].splitlines() if x.startswith("labd_latest_")]
+    assert len(latest) == 3 and all('test="first"' in line for line in latest), latest
+    assert daemon.stop() == 0
