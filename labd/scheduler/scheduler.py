@@ -55,6 +55,7 @@ DISPATCH_CONCURRENCY = 8
 RETRY_ELSEWHERE_GRACE_S = 3.0
 # How long a stop waits at least for a dispatch pass under way to finish its claims.
 PASS_WAIT_S = 2.0
+JOBS_FOLDER_MODE = 0o700  # the jobs' folder is labd's alone (labd.daemon.statedir)
 
 
 class Interrupt(enum.Enum):
@@ -314,6 +315,9 @@ class Scheduler:
                 await self._finish(job, token, JobState.FAILED, f"cannot start: {problem}")
                 return ""
             log.info("job running", iterations=job.spec.warmup + job.spec.iterations)
+            # Private, as labd made it at start: a jobs' folder removed by hand would come back
+            # with the job's own folder, under the umask (0755).
+            await asyncio.to_thread(self.workdir.mkdir, JOBS_FOLDER_MODE, True, True)
             workdir = self.workdir / job.id
             async with deadline:
                 outcome = await run_job(

@@ -159,3 +159,16 @@ async def test_a_devices_own_time_out_is_still_the_devices(store: Store, tmp_pat
         assert requeued.reason == "driver bug: the device did not answer"
     finally:
         await stop(lab)
+
+
+async def test_a_jobs_folder_removed_by_hand_comes_back_private(
+    store: Store, tmp_path: Path
+) -> None:
+    lab = await make_lab(store, tmp_path, ["d1"])
+    try:
+        assert not (tmp_path / "jobs").exists()  # as after `rm -rf state/jobs`
+        await lab.submit("after")
+        await lab.wait_state("after", JobState.SUCCEEDED)
+        assert (tmp_path / "jobs").stat().st_mode & 0o777 == 0o700
+    finally:
+        await stop(lab)
