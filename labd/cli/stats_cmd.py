@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from labd.cli.text import markup, shown
 from labd.errors import EXIT_NEGATIVE, UsageError
 from labd.stats import Samples, read_sample_file, read_samples, samples_from_results
+from labd.visible import quoted
 
 
 def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any] | None]:
@@ -20,15 +23,27 @@ def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any
     # (or a pipe: <(labd jobs results ID --format json)).
     if path.exists() or "/" in arg or path.suffix in (".csv", ".json", ".txt"):
         samples, results = read_sample_file(path)
-        return samples, None if results is None else _records(results, path.name)
+        return samples, None if results is None else _records(results, samples.source)
     from labd.cli.client import Client
     from labd.report import one_variant
 
     job_id, _, variant = arg.partition("@")
     results = Client.from_args(args).results(job_id)
     if variant:
+        _check_ab_job(results, arg, job_id)
         results = one_variant(results, variant, arg)
     return samples_from_results(results, f"job {arg}"), results
+
+
+def _check_ab_job(results: dict[str, Any], arg: str, job_id: str) -> None:
+    """JOB@base and JOB@new name a side of an A/B job; any other job has no sides (it was
+    refused as having "no measured iteration with values")."""
+    spec = results.get("job", {}).get("spec") or {}
+    if not spec.get("ab") and not any(it.get("variant") for it in results["iterations"]):
+        raise UsageError(
+            f"{arg}: job {job_id} is not an A/B job, so it has no base and new sides; "
+            f"compare the whole job as {job_id}"
+        )
 
 
 def _records(results: dict[str, Any], name: str) -> dict[str, Any]:
@@ -58,13 +73,7 @@ def compare(args: argparse.Namespace) -> int:
     from labd.report import comparability
     from labd.stats import compare as run_compare
 
-    shared = [m for m in base.values if m in new.values]
-    if args.metric:
-        shared = [m for m in shared if m in args.metric]
-    if not shared:
-        raise UsageError(
-            f"no metric in common: base has {sorted(base.values)}, new has {sorted(new.values)}"
-        )
+    shared, missing = _metrics_to_compare(base, new, args.metric)
     direction = {
         # The new job's, as every comparison reads it; where the base's differs, the context
         # printed below says so.
@@ -79,12 +88,96 @@ def compare(args: argparse.Namespace) -> int:
         method=args.method,
     )
     context = comparability(base_results, new_results)
+    context["conditions_differ"] += _units_differ(base, new, shared)
+    context["missing"] = missing
+    context["not_succeeded"] = _not_succeeded({"base": base_results, "new": new_results})
     if args.json:
         print(json.dumps({"metrics": [r.as_dict() for r in results], **context}, indent=2))
+        # stdout stays one JSON document; what makes the verdicts partial is said on stderr too.
+        for line in _warnings(context):
+            print(line, file=sys.stderr)
     else:
         _print_comparison(results, args)
         _print_context(context)
     return EXIT_NEGATIVE if any(r.verdict == "regression" for r in results) else 0
+
+
+def _metrics_to_compare(
+    base: Samples, new: Samples, wanted: list[str] | None
+) -> tuple[list[str], dict[str, list[str]]]:
+    """The metrics both sides have (of those --metric asks for), and those left out because
+    one side lacks them: {"base": missing from base, "new": missing from new}."""
+    known = f"base has {_listed(base.values)}, new has {_listed(new.values)}"
+    for metric in wanted or []:
+        if metric not in base.values and metric not in new.values:
+            raise UsageError(f"--metric {quoted(metric)}: in neither base nor new ({known})")
+
+    def asked(metric: str) -> bool:
+        return not wanted or metric in wanted
+
+    shared = [m for m in base.values if m in new.values and asked(m)]
+    missing = {
+        "base": sorted(m for m in new.values if m not in base.values and asked(m)),
+        "new": sorted(m for m in base.values if m not in new.values and asked(m)),
+    }
+    if shared:
+        return shared, missing
+    if wanted:
+        lacks = "; ".join(
+            f"{quoted(m)} is missing from {side}" for side in missing for m in missing[side]
+        )
+        raise UsageError(f"nothing to compare: {lacks} ({known})")
+    raise UsageError(f"no metric in common: {known}")
+
+
+def _listed(names: Iterable[str], most: int = 10) -> str:
+    """Metric names for a message; a file may hold 1,000 of them."""
+    ordered = sorted(names)
+    if len(ordered) <= most:
+        return str(ordered)
+    return f"[{', '.join(map(repr, ordered[:most]))}, ...] ({len(ordered):,} in all)"
+
+
+def _units_differ(base: Samples, new: Samples, compared: list[str]) -> list[str]:
+    """Compared metrics whose result JSONs declare different units (a CSV declares none)."""
+    return [
+        f"unit of {m}: {quoted(base.units[m])} -> {quoted(new.units[m])} (the values are "
+        "compared as they are)"
+        for m in compared
+        if m in base.units and m in new.units and base.units[m] != new.units[m]
+    ]
+
+
+def _not_succeeded(sides: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, str]]:
+    """Each side that is a job (or its result JSON) that did not succeed: {side: {"job",
+    "state", "error"}}. Its values may be partial: a failed run stops early."""
+    found = {}
+    for side, results in sides.items():
+        job = (results or {}).get("job") or {}
+        state = job.get("state")
+        if isinstance(state, str) and state != "succeeded":
+            error = job.get("error")
+            found[side] = {
+                "job": str(job.get("id") or "?"),
+                "state": state,
+                "error": error if isinstance(error, str) else "",
+            }
+    return found
+
+
+def _warnings(context: dict[str, Any]) -> list[str]:
+    """What makes the verdicts partial: a job that did not succeed, metrics one side lacks."""
+    lines = []
+    for side, job in context["not_succeeded"].items():
+        error = f" ({job['error']})" if job["error"] else ""
+        lines.append(
+            f"warning: {side}: job {job['job']} did not succeed (state {job['state']}): its "
+            f"values may be partial{error}"
+        )
+    for side, metrics in context["missing"].items():
+        if metrics:
+            lines.append(f"warning: not compared, missing from {side}: {', '.join(metrics)}")
+    return [shown(line) for line in lines]
 
 
 def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
@@ -131,6 +224,8 @@ def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
 
 
 def _print_context(context: dict[str, Any]) -> None:
+    for line in _warnings(context):
+        print(line)
     for side in ("base", "new"):
         aside = context["set_aside"].get(side)
         if aside and aside["count"]:
@@ -161,33 +256,129 @@ def detect(args: argparse.Namespace) -> int:
         source = f"{args.suite}/{args.test} in the store"
     else:
         raise UsageError("give a history file, or --suite and --test for the stored history")
+    from labd.stats import REACH
     from labd.stats import detect as run_detect  # SciPy: once the history is read
 
-    alerts = []
+    reach = REACH[args.method]
+    alerts: list[dict[str, Any]] = []
+    judged: list[dict[str, Any]] = []
     for name, (builds, values) in history.items():
-        for alert in run_detect(values, args.method):
-            alerts.append({"series": name, "build": builds[alert.index], **alert.as_dict()})
+        found = [
+            {"series": name, "build": builds[a.index], **a.as_dict()}
+            for a in run_detect(values, args.method)
+        ]
+        alerts.extend(found)
+        monitored = reach.first_dated if len(values) > reach.first_dated else None
+        judged.append(
+            {
+                "series": name,
+                "builds": len(values),
+                # Too short for the method to raise any alert is not "no change" (an alert
+                # raised shows the history was long enough, whatever REACH says).
+                "judged": bool(found) or len(values) >= reach.fewest_builds,
+                "monitored_from": monitored,
+                "monitored_from_build": None if monitored is None else builds[monitored],
+                "alerts": len(found),
+            }
+        )
     if args.json:
-        print(json.dumps({"alerts": alerts}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "alerts": alerts,
+                    "series": judged,
+                    "method": args.method,
+                    "first_dated": reach.first_dated,
+                    "fewest_builds": reach.fewest_builds,
+                },
+                indent=2,
+            )
+        )
     else:
-        from rich.console import Console
-        from rich.table import Table
+        _print_detection(source, args.method, alerts, judged)
+    # Exit 1 only for a change found. A series too short to judge is no usage error (every
+    # new test's history starts short): it is said per series, and in JSON by `judged`.
+    return EXIT_NEGATIVE if alerts else 0
 
-        table = Table(title=f"{markup(source)}: {len(history)} series, method {args.method}")
+
+def _print_detection(
+    source: str, method: str, alerts: list[dict[str, Any]], judged: list[dict[str, Any]]
+) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from labd.stats import REACH
+
+    reach = REACH[method]
+    console = Console(width=max(110, Console().width))
+    if alerts:
+        table = Table(title=f"{markup(source)}: {len(judged)} series, method {markup(method)}")
         for column in ("series", "first build", "index", "raised at", "change [95% CI]", "conf."):
             table.add_column(column)
         for a in alerts:
+            early = a["index"] == reach.first_dated  # a change in the builds before may be it
             table.add_row(
                 markup(a["series"]),
                 markup(a["build"]),
-                str(a["index"]),
+                f"{a['index']}{'*' if early else ''}",
                 str(a["raised_at"]),
-                f"{100 * a['magnitude']:+.1f}% [{100 * a['magnitude_low']:+.1f}%, "
-                f"{100 * a['magnitude_high']:+.1f}%]",
-                f"{a['confidence']:.3f}",
+                markup(_detected_change(a), lines=True),
+                "-" if a["confidence"] is None else f"{a['confidence']:.3f}",
             )
-        Console(width=max(110, Console().width)).print(table if alerts else "no change found")
-    return EXIT_NEGATIVE if alerts else 0
+        console.print(table)
+        if any(a["index"] == reach.first_dated for a in alerts):
+            console.print(
+                f"* dated at the first build monitored: the change may have begun within the "
+                f"{reach.first_dated} builds before it, which set the reference level"
+            )
+    before = f"the {reach.first_dated} builds before it set the reference level"
+    for s in judged:
+        name = markup(s["series"])
+        if not s["judged"]:
+            console.print(
+                f"{name}: {s['builds']} build{'s' if s['builds'] != 1 else ''}, too few to "
+                f"judge ({markup(method)} needs {reach.fewest_builds}: its first "
+                f"{reach.first_dated} set the reference level, and a change is confirmed by "
+                "the builds after it)"
+            )
+            continue
+        found = (
+            f"{s['alerts']} change{'s' if s['alerts'] != 1 else ''}"
+            if s["alerts"]
+            else "no change found"
+        )
+        where = f"build {markup(s['monitored_from_build'])} (index {s['monitored_from']})"
+        console.print(f"{name}: {found}; monitored from {where} on ({before})")
+
+
+def _detected_change(alert: dict[str, Any]) -> str:
+    """The change relative to the level before, or, where that is undefined (a level of 0, or
+    one within its own interval of 0), the absolute change in the series' unit."""
+    if alert["magnitude"] is not None:
+        return (
+            f"{100 * alert['magnitude']:+.1f}% [{_percent(alert['magnitude_low'])}, "
+            f"{_percent(alert['magnitude_high'])}]"
+        )
+    level = alert["level_before"]
+    why = (
+        "the level before was 0"
+        if level == 0
+        else f"the level before, {level:.4g}, is within its interval of 0"
+    )
+    # On a line of its own: the numbers stay on one line (an interval on two reads as two
+    # numbers), the label wraps where the terminal is narrow.
+    return (
+        f"{_signed(alert['absolute_change'])} [{_signed(alert['absolute_change_low'])}, "
+        f"{_signed(alert['absolute_change_high'])}]\n(absolute; {why})"
+    )
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:+.1f}%"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.4g}"
 
 
 def calibrate(args: argparse.Namespace) -> int:

@@ -177,6 +177,13 @@ def _history(history: dict[str, Any], units: dict[str, str]) -> str:
     return "\n".join(out)
 
 
+def _size(alert: Any) -> str:
+    """A change's size: relative, or absolute where no relative one is defined (from 0)."""
+    if alert.relative:
+        return f"{100 * alert.magnitude:+.1f}%"
+    return f"{alert.absolute_change:+.4g} (absolute: the level before was {alert.level_before:.4g})"
+
+
 def history_section(name: str, series: dict[str, Any], units: dict[str, str]) -> str:
     """One series of a test's history (`suite/test/metric/device class`): its changes in
     words and the chart with builds, prediction band and alerts."""
@@ -190,8 +197,7 @@ def history_section(name: str, series: dict[str, Any], units: dict[str, str]) ->
         return f"<p class='note'>{escape(name)}: {len(values)} builds; not analysed: {reason}.</p>"
     band = prediction_band(values)
     found = ", ".join(
-        f"{a.direction} {100 * a.magnitude:+.1f}% at {escape(series['builds'][a.index])}"
-        for a in alerts
+        f"{a.direction} {_size(a)} at {escape(series['builds'][a.index])}" for a in alerts
     )
     metric = name.split("/")[2] if name.count("/") >= 3 else name
     return (

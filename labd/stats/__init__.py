@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from labd.stats.bounds import refusal
     from labd.stats.calibration import Calibration, calibrate, enough_iterations
     from labd.stats.comparison import Comparison, compare
-    from labd.stats.detection import DEFAULT_METHOD, METHODS, detect
+    from labd.stats.detection import DEFAULT_METHOD, METHODS, REACH, detect
     from labd.stats.diagnostics import Finding, diagnose, tukey_outliers
     from labd.stats.ets import prediction_band
     from labd.stats.io import (
@@ -41,6 +41,7 @@ _HOMES = {
     "compare": "comparison",
     "DEFAULT_METHOD": "detection",
     "METHODS": "detection",
+    "REACH": "detection",
     "detect": "detection",
     "Finding": "diagnostics",
     "diagnose": "diagnostics",
@@ -69,6 +70,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_METHOD",
     "METHODS",
+    "REACH",
     "Alert",
     "Calibration",
     "Comparison",

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from labd.stats.alert import Alert, describe_change
@@ -51,7 +52,9 @@ __all__ = [
     "DEFAULT_METHOD",
     "ETS_Z",
     "METHODS",
+    "REACH",
     "Alert",
+    "Reach",
     "describe_change",
     "detect",
     "detect_cusum",
@@ -75,6 +78,37 @@ METHODS = (
     "talos",
 )
 DEFAULT_METHOD = "ets+rank+vote"  # chosen by benchmarks/stats/lofo_bench.py
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Where a method can see a change in a history (for reports: the detectors do not read
+    it). `first_dated`: no change is dated before this build, the builds before it setting
+    the reference level (the warm-up of ETS and of the CUSUM, the rank scan's 10 builds
+    before a split, Talos's back window of 12), so a change that began among them is dated
+    here or not at all. `fewest_builds`: the shortest history on which the method can raise
+    an alert at all (ETS confirms a change over the builds after it, 3 in the ensembles; the
+    CUSUM's sum takes 3 builds to pass its threshold; an ensemble alert must also rank on its
+    side; the rank scan first measures its own statistic over 20 quiet builds, 20 builds
+    back; Talos fills its fore window of 5). Measured on extreme steps, spikes and random
+    walks, and checked by tests/unit/stats/test_detect_reach.py. The rank scan alone seldom
+    dates a change as early as its bound: one that early spoils the quiet builds it
+    calibrates on."""
+
+    first_dated: int
+    fewest_builds: int
+
+
+REACH = {
+    "ets+rank+vote": Reach(10, 14),
+    "ets+rank": Reach(10, 14),
+    "ets+cusum": Reach(10, 14),
+    "ets+cusum+rank": Reach(10, 14),
+    "ets": Reach(10, 12),
+    "cusum": Reach(10, 13),
+    "rank": Reach(10, 54),
+    "talos": Reach(12, 17),
+}
 
 
 def detect_ensemble(

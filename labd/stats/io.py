@@ -34,10 +34,13 @@ MOST_METRICS, MOST_SERIES = 1_000, 10_000
 
 @dataclass
 class Samples:
-    """Measured values per metric, in iteration order, and which direction is better."""
+    """Measured values per metric, in iteration order, which direction is better, the unit
+    where a result JSON declares one, and how messages name where they came from."""
 
     values: dict[str, list[float]] = field(default_factory=dict)
     higher_is_better: dict[str, bool] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    source: str = ""
 
 
 # Magnitudes the statistics handle: their squares and sums stay finite and normal, so no
@@ -88,17 +91,26 @@ def read_samples(path: Path) -> Samples:
     return read_sample_file(path)[0]
 
 
+def _file_name(path: Path) -> str:
+    """How errors name a file: by its name, but a device or a pipe (/dev/null, bash's
+    <(...) as /dev/fd/63) by its path as given: "null" or "63" alone says nothing."""
+    return str(path) if path.absolute().parts[1:2] in (("dev",), ("proc",)) else path.name
+
+
 def read_sample_file(path: Path) -> tuple[Samples, dict[str, Any] | None]:
     """Values per metric from any of the sample formats, and the labd result JSON itself
     when it is one."""
+    name = _file_name(path)
     with TextFile(path) as file:
         texts, first = first_text(file.texts())
         if not first:
-            raise DataError(f"{path.name}: the file is empty")
+            raise DataError(f"{name}: the file is empty")
         if first in "{[":
-            data = _json(whole(file, texts, path.name), path.name)
-            return samples_from_results(data, path.name), data
-        return _from_csv(_csv_rows(texts, path.name), path.name), None
+            data = _json(whole(file, texts, name), name)
+            return samples_from_results(data, name), data
+        samples = _from_csv(_csv_rows(texts, name), name)
+        samples.source = name
+        return samples, None
 
 
 def _from_csv(rows: Iterator[tuple[int, list[str]]], name: str) -> Samples:
@@ -110,13 +122,18 @@ def _from_csv(rows: Iterator[tuple[int, list[str]]], name: str) -> Samples:
             if len(row) != 2:
                 raise DataError(f"{where}: expected 2 columns (metric,value), got {len(row)}")
             metric = row[0].strip()
+            if not metric:
+                raise DataError(f"{where}: no metric name before the value")
             if metric not in samples.values:
                 _one_more(samples.values, "metrics", where, metric)
             samples.values.setdefault(metric, []).append(_number(row[1].strip(), where, metric))
     else:
         for line, row in itertools.chain([first] if first else [], rows):
             if len(row) != 1:
-                raise DataError(f"{name}: line {line}: expected one number per line")
+                raise DataError(
+                    f"{name}: line {line}: {len(row)} columns; expected one number per line, "
+                    "or the header metric,value and then one metric,value pair per line"
+                )
             value = _number(row[0].strip(), f"{name}: line {line}")
             samples.values.setdefault("value", []).append(value)
     if not samples.values:
@@ -151,7 +168,7 @@ def samples_from_results(data: Any, name: str) -> Samples:
     job = _field(data, "job", dict, name)
     attempt = _field(job, "attempts", int, f"{name}: job")
     metrics = _field(_field(job, "spec", dict, f"{name}: job"), "metrics", list, name, [])
-    samples = Samples()
+    samples = Samples(source=name)
     manifest = []
     for spec in metrics:
         metric = _field(spec, "name", str, f"{name}: a metric of the job")
@@ -159,9 +176,11 @@ def samples_from_results(data: Any, name: str) -> Samples:
             _field(spec, "higher_is_better", bool, f"{name}: metric {metric}")
         manifest.append(spec)
     iterations = _field(data, "iterations", list, name)
+    _whole_answer(data, iterations, job, name)
     fingerprints = [it.get("fingerprint") for it in iterations if isinstance(it, dict)]
     declared = metric_specs(manifest, (f for f in fingerprints if isinstance(f, dict)))
     samples.higher_is_better.update(directions_of(declared))
+    samples.units.update({m: spec["unit"] for m, spec in declared.items() if spec["unit"]})
     for number, it in enumerate(iterations):
         if not isinstance(it, dict):
             raise DataError(f"{name}: iteration {number}: not a labd result JSON (not an object)")
@@ -171,8 +190,12 @@ def samples_from_results(data: Any, name: str) -> Samples:
             continue
         where = f"{name}: iteration {it.get('index')}"
         for metric, value in _field(it, "values", dict, where, {}).items():
-            if isinstance(value, bool) or not isinstance(value, int | float | str):
-                raise DataError(f"{where}: {metric}: not a number: {quoted(value)}")
+            if not metric:
+                raise DataError(f"{where}: a value without a metric name")
+            # JSON has numbers: "12" is text (the daemon never writes one), true is not 1.
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                kind = " (a string)" if isinstance(value, str) else ""
+                raise DataError(f"{where}: {metric}: not a number: {quoted(value)}{kind}")
             if metric not in samples.values:
                 _one_more(samples.values, "metrics", where, metric)
             samples.values.setdefault(metric, []).append(_number(str(value), where, metric))
@@ -187,6 +210,38 @@ def samples_from_results(data: Any, name: str) -> Samples:
             )
         raise DataError(f"{name}: no measured iteration with values in the last attempt")
     return samples
+
+
+def _whole_answer(
+    data: dict[str, Any], iterations: list[Any], job: dict[str, Any], name: str
+) -> None:
+    """Refuses one page of the API's paged answer (GET /api/v1/jobs/J/results): read as the
+    whole job, its first 1,000 iterations were once compared as all of them. The joined
+    answer of `labd jobs results` has no next page and starts at offset 0."""
+    offset, later, total = data.get("offset", 0), data.get("next"), data.get("total")
+    for key, value in (("offset", offset), ("next", later), ("total", total)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            found = _JSON_KINDS.get(type(value), repr(value))
+            raise DataError(
+                f"{name}: not a labd result JSON ({key} must be a whole number, is {found})"
+            )
+    if later is None and not offset:
+        return
+    size = len(iterations)
+    # Every page but the last holds `limit` iterations, so a full page knows its number.
+    page = (
+        f"page {offset // size + 1}"
+        if later is not None and size and not offset % size
+        else "a page"
+    )
+    held = f"iterations {offset} to {offset + size - 1}" if size else "no iteration"
+    job_id = job["id"] if isinstance(job.get("id"), str) and job["id"] else "ID"
+    raise DataError(
+        f"{name}: {page} of a paged answer, not the whole job: {held}"
+        + (f" of {total}" if total is not None else "")
+        + (f", the next page from offset {later}" if later is not None else "")
+        + f"; `labd jobs results {job_id} --format json` writes every page in one file"
+    )
 
 
 def _field(data: Any, key: str, kind: type, where: str, default: Any = None) -> Any:
@@ -217,16 +272,17 @@ _JSON_KINDS = {
 
 def read_history(path: Path) -> dict[str, tuple[list[str], list[float]]]:
     """Series of (builds, values) from a `series,build,value` CSV, in file order."""
+    label = _file_name(path)
     with TextFile(path) as file:
-        rows = _csv_rows(file.texts(), path.name)
+        rows = _csv_rows(file.texts(), label)
         line, header = next(rows, (0, []))
         if not header:
-            raise DataError(f"{path.name}: the file is empty")
+            raise DataError(f"{label}: the file is empty")
         if [c.strip().lower() for c in header] != ["series", "build", "value"]:
-            raise DataError(f"{path.name}: line {line}: expected the header series,build,value")
+            raise DataError(f"{label}: line {line}: expected the header series,build,value")
         series: dict[str, tuple[list[str], list[float]]] = {}
         for line, row in rows:
-            where = f"{path.name}: line {line}"
+            where = f"{label}: line {line}"
             if len(row) != 3:
                 raise DataError(f"{where}: expected 3 columns (series,build,value), got {len(row)}")
             name, build, value = (c.strip() for c in row)
@@ -240,7 +296,7 @@ def read_history(path: Path) -> dict[str, tuple[list[str], list[float]]]:
             builds.append(build)
             values.append(_number(value, where, name))
     if not series:
-        raise DataError(f"{path.name}: no values")
+        raise DataError(f"{label}: no values")
     return series
 
 

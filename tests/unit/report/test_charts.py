@@ -58,3 +58,14 @@ def test_a_history_band_never_runs_below_zero_for_a_time() -> None:
 def test_the_interval_chart_reads_in_percent() -> None:
     chart = svg.intervals("i", [("m", 1.02, 1.05, 1.08), ("n", -math.inf, 1.0, math.inf)], 0.01)
     assert "5%" in texts(chart) and "0%" in texts(chart)
+
+
+def test_a_change_from_zero_is_reported_in_absolute_terms() -> None:
+    """From a level of 0 no relative change exists: the report said "+200.0%" for 0 to 2."""
+    from labd.report.html import history_section
+
+    values = [0.0] * 30 + [2.0] * 10
+    builds = [f"r{i}" for i in range(40)]
+    section = history_section("s/t/errors/pixel", {"values": values, "builds": builds}, {})
+    assert "+2 (absolute: the level before was 0) at r30" in section
+    assert "%" not in section.split("</p>")[0]

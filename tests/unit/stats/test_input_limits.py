@@ -68,7 +68,12 @@ def fifo(tmp_path: Path) -> Iterator[Callable[[str, bytes, bytes], Feeder]]:
 @pytest.mark.parametrize(
     ("reader", "start", "message"),
     [
-        (read_samples, b"not,a,number\n", "garbage.csv: line 1: expected one number per line"),
+        (
+            read_samples,
+            b"not,a,number\n",
+            "garbage.csv: line 1: 3 columns; expected one number per line, or the header "
+            "metric,value and then one metric,value pair per line",
+        ),
         (read_samples, b"1\n2\nabc\n", "garbage.csv: line 3: not a number: 'abc'"),
         (
             read_history,
