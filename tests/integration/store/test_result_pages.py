@@ -4,6 +4,7 @@ job of thousands of iterations or a test of thousands of builds, a page at a tim
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -95,16 +96,24 @@ async def test_history_comes_in_pages_newest_first(store: Store) -> None:
     assert next(iter(oldest["series"].values()))["builds"] == ["r0"] and oldest["next"] is None
 
 
+def holding(
+    heavy: HeavyQueries, release: asyncio.Event, answered: list[str]
+) -> Callable[[str], Awaitable[None]]:
+    """A query by `who` that holds its turn until `release`, noting when it got it."""
+
+    async def query(who: str) -> None:
+        async with heavy.turn(who):
+            answered.append(who)
+            await release.wait()
+
+    return query
+
+
 async def test_heavy_queries_wait_their_turn_and_the_rest_are_told_to_retry() -> None:
     heavy = HeavyQueries(running=1, waiting=1)
     release = asyncio.Event()
     order: list[str] = []
-
-    async def query(name: str) -> None:
-        async with heavy.turn(name):
-            order.append(name)
-            await release.wait()
-
+    query = holding(heavy, release, order)
     first = asyncio.create_task(query("first"))
     await asyncio.sleep(0)
     second = asyncio.create_task(query("second"))
@@ -125,12 +134,7 @@ async def test_one_principals_burst_leaves_the_others_their_turns() -> None:
     heavy = HeavyQueries(running=2, waiting=4)
     release = asyncio.Event()
     answered: list[str] = []
-
-    async def query(who: str) -> None:
-        async with heavy.turn(who):
-            answered.append(who)
-            await release.wait()
-
+    query = holding(heavy, release, answered)
     flood = [asyncio.create_task(query("viewer")) for _ in range(heavy.share)]
     await asyncio.sleep(0)
     with pytest.raises(Busy, match="viewer has 3 results, history and artefact queries"):
