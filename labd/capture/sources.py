@@ -50,6 +50,10 @@ class VideoFile:
             # The container's word, for progress only: 0 when it does not say (some WebM).
             count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
             self.frame_count = count if count > 0 else len(timestamps or ())
+            # Checked here too: an analysis stops reading at the red screen, so extra times
+            # (another, longer recording's) would never be met.
+            if timestamps is not None and count > 0 and len(timestamps) != count:
+                raise CaptureError(self._times_mismatch(str(count)))
             self.size = (
                 int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)),
                 int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)),

@@ -387,8 +387,8 @@ class MetricsSettings(Section):
         ge=0,
         le=100_000,
         description=(
-            "Most labd_latest_result series exported: a pattern with a wildcard lets whoever "
-            "submits name new tests and metrics; past this, new ones are not exported."
+            "Most labd_latest_result series exported (0: none): a pattern with a wildcard lets "
+            "whoever submits name new tests and metrics; past this, new ones are not exported."
         ),
     )
 

@@ -173,7 +173,7 @@ def gc_request(raw: bytes) -> bool:
     if not raw.strip():
         raise ValueError(f"request body is empty; send {GC_BODY} (false removes files)")
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, object_pairs_hook=_no_repeats)
     except (ValueError, UnicodeDecodeError) as e:
         raise ValueError(f"request body is not JSON: {e}") from None
     except RecursionError:
@@ -190,6 +190,15 @@ def gc_request(raw: bytes) -> bool:
     if not isinstance(dry_run := body["dry_run"], bool):
         raise ValueError(f"dry_run must be true or false, got {quoted(dry_run)}")
     return dry_run
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once: {"dry_run": true, "dry_run": false} ran a
+    real pass (the last one wins in json.loads)."""
+    keys = [key for key, _ in pairs]
+    if repeated := sorted({key for key in keys if keys.count(key) > 1}):
+        raise ValueError(f"key {', '.join(map(quoted, repeated))} given more than once")
+    return dict(pairs)
 
 
 class OpenedFile(web.FileResponse):

@@ -382,7 +382,7 @@ class Scheduler:
             # The jobs' folder (read-only, removed by hand, failing): this host's condition.
             # Retried elsewhere, nothing held against the device; leasing here pauses while
             # the folder cannot be written.
-            error = f"the jobs' folder on {self.owner} failed: {fault}"
+            error = f"the jobs' folder on {self.owner} failed: {fault.strerror}: {fault.filename}"
             log.warning("job attempt failed", error=error)
             await self.space.check()
             await self._retry_or_fail(job, token, error, device_id)

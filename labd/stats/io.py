@@ -225,9 +225,12 @@ def _whole_answer(
             raise DataError(
                 f"{name}: not a labd result JSON ({key} must be a whole number, is {found})"
             )
-    if later is None and not offset:
-        return
+    if offset is not None and offset < 0:
+        raise DataError(f"{name}: not a labd result JSON (offset must be 0 or more, is {offset})")
     size = len(iterations)
+    # A page whose `next` was dropped still says how many the job has.
+    if later is None and not offset and (total is None or size >= total):
+        return
     # Every page but the last holds `limit` iterations, so a full page knows its number.
     page = (
         f"page {offset // size + 1}"

@@ -106,6 +106,7 @@ async def test_a_gc_request_removes_only_when_asked_exactly(tmp_path: Path) -> N
         b'{"dryRun": true}': "unknown key 'dryRun' (did you mean 'dry_run'?)",
         b'{"dryrun": true}': "unknown key 'dryrun' (did you mean 'dry_run'?)",
         b'{"dry_run": true, "x": 1}': "unknown key 'x';",
+        b'{"dry_run": true, "dry_run": false}': "key 'dry_run' given more than once",
         b'{"dry_run": "false"}': "dry_run must be true or false, got 'false'",
         b'{"dry_run": 0}': "dry_run must be true or false, got 0",
         b"[]": 'request body must be {"dry_run": true|false}',

@@ -31,6 +31,8 @@ def test_bad_options_and_inputs_are_usage_errors(video: Path, tmp_path: Path) ->
     backwards.write_text("0\n16.7\n16.7\n50\n")
     short = tmp_path / "short.txt"
     short.write_text("0\n16.7\n33.3\n")
+    long = tmp_path / "long.txt"  # another, longer recording's: the analysis never reads past red
+    long.write_text("".join(f"{16.7 * i:.1f}\n" for i in range(1000)))
     cases = [
         (["--tolerance", "-5"], "argument --tolerance: must be from 0 to 765, got -5"),
         (["--tolerance", "100000"], "argument --tolerance: must be from 0 to 765"),
@@ -39,7 +41,8 @@ def test_bad_options_and_inputs_are_usage_errors(video: Path, tmp_path: Path) ->
         (["--progress-out", "/dev/full"], "/dev/full: cannot write it (No space left on device)"),
         (["--blank-color", "sky"], "colour 'sky'"),
         (["--timestamps", str(backwards)], "value 3 (16.7) is not after the one before it"),
-        (["--timestamps", str(short)], "the timestamps give 3 frame times but the video has more"),
+        (["--timestamps", str(short)], "the timestamps give 3 frame times but the video has "),
+        (["--timestamps", str(long)], "the timestamps give 1000 frame times but the video has "),
         (
             ["--start-color", "red", "--end-color", "#F01010"],
             "start colour red and end colour #F01010 are within the tolerance (100)",

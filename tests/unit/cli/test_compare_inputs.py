@@ -76,6 +76,12 @@ def test_one_page_of_the_api_is_refused_and_the_joined_file_is_accepted(
         "last.json: a page of a paged answer, not the whole job: iterations 1000 to 1499 of "
         "1500; `labd jobs results J --format json` writes every page in one file"
     )
+    # A first page whose "next" was dropped still says the job has 1,500.
+    cut = pages.call("GET", "/jobs/J/results") | {"next": None}
+    assert run(capsys, good, write(tmp_path / "cut.json", cut))[2] == (
+        "cut.json: a page of a paged answer, not the whole job: iterations 0 to 999 of 1500; "
+        "`labd jobs results J --format json` writes every page in one file"
+    )
     # What `labd jobs results J --format json` writes (every page joined) is the whole job.
     monkeypatch.setattr("labd.cli.client.Client.call", lambda _, *a, **k: pages.call(*a, **k))
     assert main(["jobs", "results", "J", "--format", "json", "--via", "api"]) == 0
