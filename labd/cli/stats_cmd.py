@@ -301,6 +301,9 @@ def detect(args: argparse.Namespace) -> int:
     return EXIT_NEGATIVE if alerts else 0
 
 
+SERIES_NAMED = 20  # series without a change named one by one; more are counted
+
+
 def _print_detection(
     source: str, method: str, alerts: list[dict[str, Any]], judged: list[dict[str, Any]]
 ) -> None:
@@ -332,6 +335,13 @@ def _print_detection(
                 f"{reach.first_dated} builds before it, which set the reference level"
             )
     before = f"the {reach.first_dated} builds before it set the reference level"
+    quiet = [s for s in judged if s["judged"] and not s["alerts"]]
+    if len(quiet) > SERIES_NAMED:  # a file of 10,000 series: one line for the quiet ones
+        console.print(
+            f"{len(quiet):,} series: no change found; each monitored from index "
+            f"{reach.first_dated} on ({before})"
+        )
+        judged = [s for s in judged if s not in quiet]
     for s in judged:
         name = markup(s["series"])
         if not s["judged"]:

@@ -163,3 +163,15 @@ def test_builds_before_monitoring_are_named(
     (alert,) = answer["alerts"]
     assert alert["series"] == "eight" and alert["index"] == 10
     assert [s["monitored_from"] for s in answer["series"]] == [10, 10]
+
+
+def test_many_quiet_series_take_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file of thousands of series printed a line for each one without a change."""
+    series = {f"q{i}": [100.0] * 20 for i in range(30)} | {"short": [1.0] * 3}
+    code, text = run(capsys, write(tmp_path / "quiet.csv", series))
+    text = unwrapped(text)
+    assert code == 0
+    assert "30 series: no change found; each monitored from index 10 on" in text
+    assert "q7:" not in text and "short: 3 builds, too few to judge" in text
