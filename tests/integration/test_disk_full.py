@@ -75,7 +75,7 @@ def test_a_job_filling_the_disk_pauses_leasing_until_space_is_freed(
     ballast.unlink()  # the operator frees space
     until(lambda: daemon.get("/api/v1/jobs/next")[1]["job"]["state"] == "succeeded")
     assert daemon.get("/readyz")[0] == 200
-    assert daemon.wait_for_log("leasing resumed: the state directory has space again")
+    assert daemon.wait_for_log("leasing resumed: the jobs' folder can take them again")
 
 
 def test_a_start_on_a_full_disk_says_so(
