@@ -20,7 +20,8 @@ def one_variant(results: dict[str, Any], variant: str, name: str) -> dict[str, A
     iterations = [
         {**it, "variant": ""} for it in results["iterations"] if it.get("variant") == variant
     ]
-    return {**results, "iterations": iterations}
+    # A whole of its own: the job's `total` counts both variants, and would read as a page.
+    return {**results, "iterations": iterations, "total": len(iterations), "next": None}
 
 
 def comparability(base: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:

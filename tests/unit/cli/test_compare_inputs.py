@@ -161,6 +161,21 @@ def test_a_side_of_a_job_that_is_not_ab_is_named_as_such(
     )  # fmt: skip
 
 
+def test_the_sides_of_an_ab_job_are_compared_whole(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job's `total` counts both variants: each side, half of it, is no page."""
+    ab = result("AB", count=40)
+    for i, it in enumerate(ab["iterations"]):
+        it["variant"] = "base" if i % 2 else "new"
+    ab["job"]["spec"]["ab"] = {}
+    answer = ab | {"offset": 0, "total": 40, "next": None}
+    monkeypatch.setattr("labd.cli.client.Client.call", lambda *_: json.loads(json.dumps(answer)))
+    code, out, err = run(capsys, "AB@base", "AB@new", "--json")
+    assert code == 0, err
+    assert json.loads(out)["metrics"][0]["n_base"] == 20
+
+
 def test_a_value_written_as_a_string_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
