@@ -106,6 +106,8 @@ class StoreComponent:
             await self._store.close()
             raise
         self._tasks.spawn("host-name", self._name.keep(self.name_lost))
+        if self._store.dialect == "postgresql":  # hosts that share a database share its clock
+            self._tasks.spawn("database-clock", self._store.follow_clock_for_ever())
         if not self.delivers_outbox:
             self._tasks.spawn("outbox-discard", self._store.discard_outbox_for_ever())
 
@@ -221,6 +223,7 @@ class Daemon:
         url = settings.store.url or default_sqlite_url(state_dir)
         store = StoreComponent(url, host, self.bus, self._name_lost, settings.mqtt.enabled)
         yield store
+        self.metrics.follow_clock(lambda: store.store.clock.offset)
         self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)
         yield self.pool
         self.jobs = JobService(

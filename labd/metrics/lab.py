@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import statistics
-import time
 from collections import Counter as Tally
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -251,7 +250,7 @@ class LabMetrics:
 
     async def refresh(self) -> None:
         """Count jobs, the queue, devices, the outbox and the broker link now."""
-        now = time.time()
+        now = self.store.clock.now()  # submission times are the lab's clock
         fleet = await self.fleet.held()
         queue: dict[str, tuple[int, float]] = {}
         for priority, count, oldest in await self.store.queue_by_priority() if fleet else []:

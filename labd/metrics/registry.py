@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram, Info, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -70,6 +70,15 @@ class DaemonMetrics:
             registry=self.registry,
         )
         self.registry.register(EventBusCollector(bus))
+
+    def follow_clock(self, offset: Callable[[], float]) -> None:
+        """Export the offset of the lab's clock (the database's) from this host's."""
+        Gauge(
+            "labd_clock_offset_seconds",
+            "The database's clock less this host's (0 on SQLite): how far this host's clock is "
+            "off the lab's, which leases and deadlines follow.",
+            registry=self.registry,
+        ).set_function(offset)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -62,7 +62,7 @@ class Job(BaseModel):
     state: JobState
     submitter: str = ""
     attempts: int = 0
-    error: str = ""
+    error: str = ""  # why it ended, or why its last attempt was requeued (until the next starts)
     device_id: str = ""
     lease_owner: str = ""
     cancel_requested: bool = False

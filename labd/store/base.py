@@ -23,6 +23,7 @@ from labd.model import (
     JobState,
     TestSpec,
 )
+from labd.store.clock import LabClock
 
 T = TypeVar("T")
 
@@ -100,6 +101,7 @@ class StoreBase:
     known_lanes: set[str]  # lanes this process has committed (lanes are never deleted)
     sqlite_thread: SqliteThread | None
     bus: EventBus | None  # where the events of committed changes are published
+    clock: LabClock  # every time another host compares is written by it
 
     def announce(self, events: Sequence[Event]) -> None:
         """Publish on the bus the events of a transaction that has just committed."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -44,7 +43,7 @@ class Leases(JobQueue):
         """Lease the best queued job of the given lanes for device_id, or None if none waits.
         A job whose last attempt failed on device_id's infrastructure is left to other devices
         for `avoid_grace_s` after it became due; then device_id may take it back."""
-        now = time.time()
+        now = self.clock.now()
         token = uuid.uuid4().hex
 
         def claim(conn: sa.Connection) -> Any:
@@ -114,7 +113,7 @@ class Leases(JobQueue):
             jobs.update()
             .where(jobs.c.id == job_id, jobs.c.lease_token == token)
             .where(jobs.c.state.in_(ACTIVE_STATES))
-            .values(lease_expires=time.time() + ttl)
+            .values(lease_expires=self.clock.now() + ttl)
             .returning(jobs.c.cancel_requested)
         )
         row = await self.write(lambda conn: conn.execute(update).first())
@@ -131,7 +130,8 @@ class Leases(JobQueue):
             lambda row: JobRunning(job_id=job_id, device_id=row.device_id, attempt=row.attempts),
             from_states=("leased",),
             where=jobs.c.cancel_requested.is_(False),
-            started_at=time.time(),
+            started_at=self.clock.now(),
+            error="",  # the last attempt's, which no longer says where the job stands
         ):
             return True
         await self._move(
@@ -142,7 +142,7 @@ class Leases(JobQueue):
             from_states=("leased",),
             where=jobs.c.cancel_requested.is_(True),
             error=CANCELLED_BEFORE_START,
-            finished_at=time.time(),
+            finished_at=self.clock.now(),
         )
         return False
 
@@ -158,7 +158,7 @@ class Leases(JobQueue):
             lambda row: _finished(row, JobState.CANCELLED.value, CANCELLED_WHILE_RUNNING),
             where=jobs.c.cancel_requested.is_(True),
             error=CANCELLED_WHILE_RUNNING,
-            finished_at=time.time(),
+            finished_at=self.clock.now(),
         ):
             return True
         return await self._move(
@@ -167,7 +167,7 @@ class Leases(JobQueue):
             state,
             lambda row: _finished(row, state.value, error),
             error=error,
-            finished_at=time.time(),
+            finished_at=self.clock.now(),
         )
 
     async def requeue_job(
@@ -206,12 +206,12 @@ class Leases(JobQueue):
                 attempt_counted=not refund,
             ),
             error=error,
-            not_before=time.time() + delay,
+            not_before=self.clock.now() + delay,
             device_id="",
             lease_owner="",
             lease_token="",
             avoid_device=avoid_device,
-            queue_deadline=deadline_from(time.time()),
+            queue_deadline=deadline_from(self.clock.now()),
             then=forget if refund else None,
             **extra,
         )
@@ -267,7 +267,7 @@ class Leases(JobQueue):
                 .where(jobs.c.id == job_id, jobs.c.state == JobState.QUEUED.value)
                 .values(
                     state=JobState.CANCELLED.value,
-                    finished_at=time.time(),
+                    finished_at=self.clock.now(),
                     error="cancelled while queued",
                     cancel_requested=True,
                 )
@@ -300,7 +300,7 @@ class Leases(JobQueue):
         `owner`, every lease that owner holds (a restarted host's leases are all dead).
         `why`: what ended a job's attempt, by job id, when its host knows and could not write
         it (a full disk): said with the expiry."""
-        now = time.time() if now is None else now
+        now = self.clock.now() if now is None else now
         moved = []
         query = sa.select(jobs).where(jobs.c.state.in_(ACTIVE_STATES))
         if owner:
@@ -337,7 +337,7 @@ class Leases(JobQueue):
                     values = {"state": "queued", "error": f"{held_by}; requeued"}
                 finished = now if values["state"] != "queued" else None
                 if values["state"] == "queued":  # from the clock's now, not the reaper's
-                    values["queue_deadline"] = deadline_from(time.time())
+                    values["queue_deadline"] = deadline_from(self.clock.now())
                 conn.execute(
                     jobs.update()
                     .where(jobs.c.seq == row.seq)
@@ -370,7 +370,7 @@ class Leases(JobQueue):
 
     async def overdue_jobs(self, now: float | None = None) -> list[Job]:
         """Queued jobs past their queue deadline."""
-        now = time.time() if now is None else now
+        now = self.clock.now() if now is None else now
         query = sa.select(jobs).where(
             jobs.c.state == JobState.QUEUED.value, jobs.c.queue_deadline < now
         )
@@ -382,7 +382,7 @@ class Leases(JobQueue):
     ) -> list[Job]:
         """Time out each job of `reasons` (job id: why) that is still queued past its
         deadline; one started meanwhile is left alone. Returns the jobs timed out."""
-        now = time.time() if now is None else now
+        now = self.clock.now() if now is None else now
 
         def time_out(conn: sa.Connection) -> list[JobEvent]:
             events: list[JobEvent] = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -54,7 +53,7 @@ class JobQueue(Nonces):
         `quota_exceeded` when the submitter has that many jobs queued or running, counted in
         the transaction that inserts, so parallel submissions, on any host, cannot all pass.
         A job not started `queue_timeout_s` after `now` times out (None: it waits for ever)."""
-        now = time.time() if now is None else now
+        now = self.clock.now() if now is None else now
         deadline = None if queue_timeout_s is None else now + queue_timeout_s
         digest, lane = spec_hash(spec), lane_key(spec.device, spec.scenario)
         queued = JobQueued(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Sequence
 
 import sqlalchemy as sa
@@ -53,7 +52,7 @@ class Records(StoreBase):
                     seq=row.seq,
                     body=row.body,
                     error=error,
-                    set_aside_at=time.time(),
+                    set_aside_at=self.clock.now(),
                 )
             )
             conn.execute(outbox_table.delete().where(outbox_table.c.id == row.id))
@@ -121,7 +120,7 @@ class Records(StoreBase):
                 "record": seen.model_dump(mode="json"),
                 "state": seen.state.value,
                 "admin": seen.admin.value,
-                "updated_at": time.time(),
+                "updated_at": self.clock.now(),
             }
             if admin is None:
                 conn.execute(devices.insert().values(id=seen.id, **values))

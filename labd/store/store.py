@@ -9,6 +9,8 @@ thread, one hop from the event loop; writes begin IMMEDIATE, reads DEFERRED.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from labd.events import EventBus
 from labd.store import outbox
 from labd.store.base import SqliteThread, StoreError
+from labd.store.clock import LabClock
 from labd.store.leases import Leases
 from labd.store.migrations import migrate
 from labd.store.records import Records
@@ -45,6 +48,7 @@ class Store(Leases, Records, Views):
         host: str = "",
         sqlite_thread: SqliteThread | None = None,
         bus: EventBus | None = None,
+        clock: LabClock | None = None,
     ) -> None:
         self.engine = engine
         self.sqlite_thread = sqlite_thread  # SQLite's transactions (see StoreBase.write)
@@ -52,11 +56,19 @@ class Store(Leases, Records, Views):
         self.host = host  # who delivers the outbox rows this store writes
         self.known_lanes: set[str] = set()
         self.bus = bus
+        self.clock = clock or LabClock()
 
     @classmethod
-    async def open(cls, url: str, host: str = "", bus: EventBus | None = None) -> Store:
+    async def open(
+        cls,
+        url: str,
+        host: str = "",
+        bus: EventBus | None = None,
+        local_time: Callable[[], float] = time.time,
+    ) -> Store:
         """Connect, apply pending migrations, and return the store. The events of the changes
-        it commits are published on `bus`."""
+        it commits are published on `bus`. `local_time`: this host's clock (see LabClock)."""
+        clock = LabClock(local_time)
         if url.startswith("sqlite"):
             # labd's own transactions run on SqliteThread's synchronous connections; the async
             # engine (no connection until used) is for tools and tests that want one.
@@ -70,12 +82,13 @@ class Store(Leases, Records, Views):
             # Reads begin DEFERRED: in WAL mode they see the last commit without taking the
             # write lock (a submit waited ~3x longer when every read took it too).
             _configure_sqlite(reader, writes=False)
-            store = cls(engine, host, SqliteThread(writer, reader), bus)
+            store = cls(engine, host, SqliteThread(writer, reader), bus, clock)
         else:
             engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
-            store = cls(engine, host, bus=bus)
+            store = cls(engine, host, bus=bus, clock=clock)
         try:
             applied = await store.write(migrate)
+            await store.read_clock()
         except Exception as e:
             await store.close()
             raise StoreError(f"cannot open the store at {_safe_url(engine)}: {e}") from e
@@ -110,6 +123,25 @@ class Store(Leases, Records, Views):
                     log.info("outbox rows discarded: MQTT is disabled on this host", rows=dropped)
                     said = True
             await asyncio.sleep(self.DISCARD_EVERY_S)
+
+    async def read_clock(self) -> None:
+        """Measure the database clock's offset from this host's (PostgreSQL; SQLite has one
+        host, whose clock is the lab's)."""
+        if self.dialect == "postgresql":
+            await self.read(self.clock.read)
+
+    async def follow_clock_for_ever(self) -> None:
+        """`read_clock` every `LabClock.EVERY_S` seconds, a database away waited out (the
+        last offset kept meanwhile)."""
+        failures = Failures("reading the database's clock", log)
+        while True:
+            await asyncio.sleep(self.clock.EVERY_S)
+            try:
+                await self.read_clock()
+            except Exception as e:
+                failures.failed(e)
+            else:
+                failures.succeeded()
 
     async def ping(self) -> str | None:
         """None when the database answers, else why not (for /readyz)."""

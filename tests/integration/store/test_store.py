@@ -137,6 +137,10 @@ async def test_retry_backoff_delays_the_next_claim(store: Store) -> None:
     await asyncio.sleep(0.35)
     again = await claim(store)
     assert again is not None and again.job.attempts == 2 and again.job.error == "device lost"
+    # Once the next attempt runs, the last one's error no longer says where the job stands.
+    assert await store.mark_running("j", again.token)
+    running = await store.get_job("j")
+    assert running is not None and running.state is JobState.RUNNING and running.error == ""
 
 
 async def test_iterations_are_kept_raw_per_attempt(store: Store) -> None:
