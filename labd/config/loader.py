@@ -86,7 +86,11 @@ def _apply_env(
     """Overlay LABD_SECTION__KEY variables onto data; return problems with unknown names."""
     problems = []
     for name in sorted(environ):
-        if not name.startswith(ENV_PREFIX) or ENV_SEPARATOR not in name:
+        if not name.startswith(ENV_PREFIX):
+            continue
+        if ENV_SEPARATOR not in name:
+            if one_underscore := _single_separator(name):
+                problems.append(f"{name}: {one_underscore}")
             continue
         path = tuple(part.lower() for part in name[len(ENV_PREFIX) :].split(ENV_SEPARATOR))
         if unknown := _unknown_key(path):
@@ -100,6 +104,26 @@ def _apply_env(
             del origins[replaced]  # a table given whole replaces the file's
         origins[path] = name
     return problems
+
+
+def _single_separator(name: str) -> str | None:
+    """What is wrong with `name` when it reads as a section's key with one underscore for
+    two (LABD_HTTP_PORT): ignored, it would leave the setting silently as it was. Variables
+    of labd's own (LABD_CONFIG, LABD_API_URL, ...) name no section."""
+    rest = name[len(ENV_PREFIX) :].lower()
+    for section, field in Settings.model_fields.items():
+        if not rest.startswith(section + "_"):
+            continue
+        key = rest[len(section) + 1 :]
+        model = field.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel) and key in model.model_fields:
+            right = ENV_PREFIX + ENV_SEPARATOR.join((section, key)).upper()
+            return f"not read: a section and its key are joined by two underscores: {right}"
+        return (
+            f"not read: a section and its key are joined by two underscores "
+            f"({ENV_PREFIX}{section.upper()}{ENV_SEPARATOR}KEY)"
+        )
+    return None
 
 
 def _leaf_paths(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -134,6 +134,22 @@ def test_bad_environment_value_names_the_variable() -> None:
     ]
 
 
+def test_a_section_and_key_joined_by_one_underscore_are_refused_not_ignored() -> None:
+    # Ignored, LABD_ARTEFACTS_MAX_AGE_DAYS would leave retention at its default unnoticed.
+    env = {
+        "LABD_ARTEFACTS_MAX_AGE_DAYS": "3",
+        "LABD_HTTP_PROT": "1",
+        "LABD_API_URL": "http://lab:9500",  # labd's own variables name no section
+        "LABD_CACHE_DIR": "/tmp",
+    }
+    assert problems_of(None, env) == [
+        "LABD_ARTEFACTS_MAX_AGE_DAYS: not read: a section and its key are joined by two "
+        "underscores: LABD_ARTEFACTS__MAX_AGE_DAYS",
+        "LABD_HTTP_PROT: not read: a section and its key are joined by two underscores "
+        "(LABD_HTTP__KEY)",
+    ]
+
+
 def test_file_is_found_through_labd_config_then_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
