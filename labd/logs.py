@@ -102,13 +102,15 @@ class ClientErrorsQuiet(logging.Filter):
     """aiohttp's servers log a request they cannot parse (a request line or header too long,
     a malformed one) at error level with a traceback: anyone who can reach a port could fill
     `journalctl -p err`. Such a request is the client's fault: one warning line, no traceback.
-    Anything else (a handler's exception, a 500) stays an error with its traceback."""
+    Anything else (a handler's exception, a 500) stays an error with its traceback. Bytes
+    that are not HTTP at all (a scanner, TLS on the plain port) aiohttp logs at debug level,
+    as noise on a reachable port: the same line then, at debug level."""
 
     REASON_LIMIT = 200  # the reason can quote the client's bytes (a bad request line)
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        if exc is None or record.levelno < logging.WARNING:
+        if exc is None:
             return True
         from aiohttp.http_exceptions import BadHttpMessage  # imported by then: aiohttp logs
 
@@ -120,7 +122,8 @@ class ClientErrorsQuiet(logging.Filter):
             # One event to select on; who and why in fields (a Unix socket has no address).
             record.msg, record.args = "bad HTTP request refused", ()
             record.peer, record.reason = remote or "a Unix socket", reason
-            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            if record.levelno >= logging.WARNING:
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
             record.exc_info, record.exc_text = None, None
         return True
 

@@ -142,3 +142,35 @@ async def test_a_request_aiohttp_cannot_parse_is_one_warning_a_handler_error_sta
     assert (bad["event"], bad["peer"]) == ("bad HTTP request refused", "127.0.0.1")
     assert str(bad["reason"]).startswith("LineTooLong: ")
     assert bug["level"] == "error" and "a real server bug" in str(bug["exception"])
+
+
+async def test_bytes_that_are_not_http_are_one_debug_line_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """aiohttp logs non-HTTP bytes (a scanner, TLS on the plain port) at debug level, as the
+    noise of a reachable port; at debug level they are the same one line as a malformed request,
+    not a traceback, and at info level nothing."""
+    import asyncio
+
+    from labd.config import HttpSettings
+    from labd.daemon.http import SidePort
+
+    for level in ("debug", "info"):
+        configure_logging(level, "json")
+        side = SidePort(HttpSettings(port=0, api_host=""), lambda: b"")
+        await side.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", side.port)
+            writer.write(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 GARBAGE\r\n\r\n")
+            assert (await reader.read()).split(b" ")[1] == b"400"
+            writer.close()
+        finally:
+            await side.stop(1)
+        lines = [x for x in json_lines(capsys.readouterr().err) if x["logger"] == "aiohttp.server"]
+        if level == "info":
+            assert lines == []
+            continue
+        [line] = lines
+        assert (line["level"], line["event"]) == ("debug", "bad HTTP request refused")
+        assert line["peer"] == "127.0.0.1" and "exception" not in line
+        assert line["reason"] == "BadHttpMethod: Received HTTPS traffic on an HTTP port"
