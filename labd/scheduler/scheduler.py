@@ -88,6 +88,7 @@ class Scheduler:
         self.workdir = workdir
         self.running: dict[str, asyncio.Task[None]] = {}
         self._interrupts: dict[str, Interrupt] = {}
+        self._beat_now: dict[str, asyncio.Event] = {}  # by job id: renew its lease at once
         self._wake = asyncio.Event()
         self._accepting = True
         self._tasks = TaskSet("scheduler")
@@ -119,6 +120,8 @@ class Scheduler:
         self._tasks.supervise("news", lambda: dispatch(news, self._on_news), self.bus)
         self._tasks.supervise("dispatch", self._dispatch_loop, self.bus)
         self._tasks.supervise("reaper", self._reap_loop, self.bus)
+        if self.store.dialect == "postgresql":  # a cancel asked on another host
+            self._tasks.spawn("cancels", self.store.follow_cancels(self._cancel_heard))
 
     async def _on_news(self, event: Event) -> None:
         self.wake()
@@ -395,11 +398,32 @@ class Scheduler:
         held = await self._retry_or_fail(job, token, error, device_id)
         return error if held else ""
 
+    def _cancel_heard(self, job_id: str) -> None:
+        """Another host asked to cancel `job_id`: if it runs here, its heartbeat reads the
+        cancel now rather than in up to `heartbeat_s`."""
+        if beat_now := self._beat_now.get(job_id):
+            beat_now.set()
+
     async def _heartbeat(self, lease: Lease) -> None:
         job_id = lease.job.id
+        beat_now = self._beat_now[job_id] = asyncio.Event()
+        try:
+            await self._beat(lease, beat_now)
+        finally:
+            if self._beat_now.get(job_id) is beat_now:
+                del self._beat_now[job_id]
+
+    async def _beat(self, lease: Lease, beat_now: asyncio.Event) -> None:
+        job_id = lease.job.id
         renewed = time.monotonic()
+        loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(self.settings.heartbeat_s)
+            timer = loop.call_later(self.settings.heartbeat_s, beat_now.set)
+            try:
+                await beat_now.wait()
+            finally:
+                timer.cancel()
+            beat_now.clear()
             try:
                 held, cancel = await self.store.heartbeat(
                     job_id, lease.token, self.settings.lease_ttl_s

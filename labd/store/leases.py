@@ -24,6 +24,7 @@ from labd.store.base import (
     Lease,
     row_to_job,
 )
+from labd.store.notices import notify_cancel
 from labd.store.outbox import JobEvent, append_job_event
 from labd.store.queue import JobQueue
 from labd.store.tables import ACTIVE_STATES, iterations, jobs
@@ -285,6 +286,8 @@ class Leases(JobQueue):
                 event = _finished(cancelled, JobState.CANCELLED.value, "cancelled while queued")
             elif (state := flagged.scalar()) is not None:
                 event = JobCancelRequested(job_id=job_id, state=state)
+                if self.dialect == "postgresql":  # the host running it may be another
+                    notify_cancel(conn, job_id)
             if event is not None:
                 append_job_event(conn, self.host, event)
             return event

@@ -20,7 +20,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from labd.events import EventBus
-from labd.store import outbox
+from labd.store import notices, outbox
 from labd.store.base import SqliteThread, StoreError
 from labd.store.clock import LabClock
 from labd.store.leases import Leases
@@ -142,6 +142,12 @@ class Store(Leases, Records, Views):
                 failures.failed(e)
             else:
                 failures.succeeded()
+
+    async def follow_cancels(self, heard: Callable[[str], None]) -> None:
+        """Call `heard(job_id)` as soon as any host asks to cancel a leased or running job, for
+        ever (PostgreSQL; on SQLite the one host hears its own cancels directly)."""
+        if self.dialect == "postgresql":
+            await notices.follow_cancels(self.engine, heard)
 
     async def ping(self) -> str | None:
         """None when the database answers, else why not (for /readyz)."""

@@ -1,0 +1,69 @@
+"""Cancels reach the other hosts of a PostgreSQL lab as notices, and keep reaching them after
+the listening connection is lost."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import sqlalchemy as sa
+
+from labd.model import DeviceSelector, TestSpec
+from labd.store import Store, lane_key, notices
+
+LANE = lane_key(DeviceSelector(platform="host"), "command")
+SPEC = TestSpec(
+    suite="s",
+    test="t",
+    scenario="command",
+    params={"command": ["true"]},
+    device=DeviceSelector(platform="host"),
+)
+
+
+async def leased_then_cancelled(runner: Store, other: Store, job_id: str) -> None:
+    await other.submit_job(job_id, SPEC, "ci")
+    assert await runner.claim_job(f"d-{job_id}", [LANE], "a", ttl=30) is not None
+    await other.request_cancel(job_id)
+
+
+async def test_a_cancel_is_heard_by_the_other_host_even_after_its_connection_was_cut(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(notices, "RETRY_S", 0.2)
+    a = await Store.open(postgres_url, host="a")
+    b = await Store.open(postgres_url, host="b")
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    listening = asyncio.create_task(a.follow_cancels(heard.put_nowait))
+    try:
+        await asyncio.sleep(0.5)  # the listener connects
+        await b.submit_job("queued", SPEC, "ci")
+        await b.request_cancel("queued")  # cancelled in the queue: no host to tell
+        await leased_then_cancelled(a, b, "first")
+        assert await asyncio.wait_for(heard.get(), 5) == "first"
+        # Every other connection to the database is cut, the listener's among them.
+        await b.write(
+            lambda conn: conn.execute(
+                sa.text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+        )
+        await asyncio.sleep(1)  # it reconnects
+        await leased_then_cancelled(a, b, "second")
+        assert await asyncio.wait_for(heard.get(), 5) == "second"
+        assert heard.empty()
+    finally:
+        listening.cancel()
+        await asyncio.gather(listening, return_exceptions=True)
+        await a.close()
+        await b.close()
+
+
+async def test_sqlite_has_no_other_host_to_hear(tmp_path: object) -> None:
+    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path}/labd.db")
+    try:
+        await asyncio.wait_for(store.follow_cancels(lambda _: None), 1)  # returns at once
+    finally:
+        await store.close()
