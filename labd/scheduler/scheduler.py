@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
-import time
 from pathlib import Path
 
 import structlog
@@ -32,6 +30,7 @@ from labd.logs import bind_context
 from labd.model import AdminState, Device, Job, JobState
 from labd.pool import Pool
 from labd.runner import Outcome, run_job
+from labd.scheduler.heartbeat import Heartbeats, Interrupt
 from labd.scheduler.space import StateSpace, storage_fault
 from labd.scheduler.start_check import start_check
 from labd.scheduler.submit import JobService
@@ -58,14 +57,6 @@ PASS_WAIT_S = 2.0
 JOBS_FOLDER_MODE = 0o700  # the jobs' folder is labd's alone (labd.daemon.statedir)
 
 
-class Interrupt(enum.Enum):
-    CANCELLED = "cancelled"
-    LEASE_LOST = "lease lost"
-    CUT_OFF = "lease not renewed"  # the database did not answer for the lease's whole TTL
-    SHUTDOWN = "shutdown"
-    MAINTENANCE = "maintenance"  # an administrator took the device out at once
-
-
 class Scheduler:
     name = "scheduler"
 
@@ -88,7 +79,7 @@ class Scheduler:
         self.workdir = workdir
         self.running: dict[str, asyncio.Task[None]] = {}
         self._interrupts: dict[str, Interrupt] = {}
-        self._beat_now: dict[str, asyncio.Event] = {}  # by job id: renew its lease at once
+        self.heartbeats = Heartbeats(store, settings, owner, self._stop_run)
         self._wake = asyncio.Event()
         self._accepting = True
         self._tasks = TaskSet("scheduler")
@@ -121,7 +112,7 @@ class Scheduler:
         self._tasks.supervise("dispatch", self._dispatch_loop, self.bus)
         self._tasks.supervise("reaper", self._reap_loop, self.bus)
         if self.store.dialect == "postgresql":  # a cancel asked on another host
-            self._tasks.spawn("cancels", self.store.follow_cancels(self._cancel_heard))
+            self._tasks.spawn("cancels", self.store.follow_cancels(self.heartbeats.cancel_heard))
 
     async def _on_news(self, event: Event) -> None:
         self.wake()
@@ -238,8 +229,7 @@ class Scheduler:
                     device=device_id,
                     job_id=job_id,
                 )
-                self._interrupts[job_id] = Interrupt.MAINTENANCE
-                task.cancel()
+                self._stop_run(job_id, Interrupt.MAINTENANCE)
 
     async def _reap_loop(self) -> None:
         failures = Failures("lease reaper", log)
@@ -291,7 +281,7 @@ class Scheduler:
         """Run the job under its lease; settle the outcome. Returns an infrastructure error."""
         job, token = lease.job, lease.token
         driver = self.pool.drivers[device.driver]
-        heart = self._beats.spawn(job.id, self._heartbeat(lease))
+        heart = self._beats.spawn(job.id, self.heartbeats.keep(lease))
         deadline = asyncio.timeout(job.spec.timeout_s)
         try:
             await self.pool.acquire(device.id, job.id)
@@ -398,55 +388,18 @@ class Scheduler:
         held = await self._retry_or_fail(job, token, error, device_id)
         return error if held else ""
 
-    def _cancel_heard(self, job_id: str) -> None:
-        """Another host asked to cancel `job_id`: if it runs here, its heartbeat reads the
-        cancel now rather than in up to `heartbeat_s`."""
-        if beat_now := self._beat_now.get(job_id):
-            beat_now.set()
-
-    async def _heartbeat(self, lease: Lease) -> None:
-        job_id = lease.job.id
-        beat_now = self._beat_now[job_id] = asyncio.Event()
-        try:
-            await self._beat(lease, beat_now)
-        finally:
-            if self._beat_now.get(job_id) is beat_now:
-                del self._beat_now[job_id]
-
-    async def _beat(self, lease: Lease, beat_now: asyncio.Event) -> None:
-        job_id = lease.job.id
-        renewed = time.monotonic()
-        loop = asyncio.get_running_loop()
-        while True:
-            timer = loop.call_later(self.settings.heartbeat_s, beat_now.set)
-            try:
-                await beat_now.wait()
-            finally:
-                timer.cancel()
-            beat_now.clear()
-            try:
-                held, cancel = await self.store.heartbeat(
-                    job_id, lease.token, self.settings.lease_ttl_s
-                )
-                renewed = time.monotonic()
-            except Exception as e:  # a database hiccup: the next beat tries again
-                log.warning("lease heartbeat failed", job_id=job_id, error=repr(e))
-                if time.monotonic() - renewed < self.settings.lease_ttl_s:
-                    continue
-                # Cut off from the database for longer than the lease: another host may run
-                # the job already. Stop measuring rather than run it twice.
-                log.warning("lease not renewed within its TTL; stopping the run", job_id=job_id)
-                self._interrupts[job_id] = Interrupt.CUT_OFF
-                what = "out of disk space" if out_of_space(e) else "database unreachable"
-                self._unsettled[job_id] = f"{what} on {self.owner}: {e}"
-                if task := self.running.get(job_id):
-                    task.cancel()
-                return
-            if not held or cancel:
-                self._interrupts[job_id] = Interrupt.CANCELLED if held else Interrupt.LEASE_LOST
-                if task := self.running.get(job_id):
-                    task.cancel()
-                return
+    def _stop_run(self, job_id: str, reason: Interrupt, unsettled: str = "") -> None:
+        """Stop the run of `job_id` for `reason`; `unsettled`: why its attempt ended, where
+        the store could not be told. A run already being stopped is left to it: cancelled
+        twice, its runner was cut off while it ended the job (a local cancel is also heard
+        back as the database's notice)."""
+        if job_id in self._interrupts:
+            return
+        self._interrupts[job_id] = reason
+        if unsettled:
+            self._unsettled[job_id] = unsettled
+        if task := self.running.get(job_id):
+            task.cancel()
 
     async def cancel(self, job_id: str) -> Job | None:
         """Cancel in any state: queued at once, running by interrupting its runner."""
@@ -456,9 +409,8 @@ class Scheduler:
             return job
         if before.state is JobState.QUEUED and job.state is JobState.CANCELLED:
             log.info("job finished", job_id=job.id, state=job.state.value, error=job.error)
-        if task := self.running.get(job_id):
-            self._interrupts[job_id] = Interrupt.CANCELLED
-            task.cancel()
+        if job_id in self.running:
+            self._stop_run(job_id, Interrupt.CANCELLED)
         return job
 
     async def _interrupted(self, job: Job, token: str, reason: Interrupt) -> None:
