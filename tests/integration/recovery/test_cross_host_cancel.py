@@ -9,28 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import LabdProcess
-from tests.integration.recovery.test_takeover import LAB, sleeper, wait_job
-
-
-def config(tmp_path: Path, name: str, url: str) -> Path:
-    path = tmp_path / f"{name}.toml"
-    path.write_text(
-        f'[daemon]\nlab = "{LAB}"\n'
-        f'host = "{name}"\nstate_dir = "{tmp_path / name}"\nshutdown_grace = 2\n'
-        f'[http]\nport = 0\napi_port = 0\n[log]\nformat = "json"\n[store]\nurl = "{url}"\n'
-        # A minute between heartbeats: without a notice the cancel would wait that long.
-        "[scheduler]\nlease_ttl_s = 180\nheartbeat_s = 60\nreap_interval_s = 0.5\n"
-        f'[drivers.host]\nid = "dev-{name}"\n'
-        '[policy]\nprograms = ["sleep", "python3"]\n'
-    )
-    return path
+from tests.integration.recovery.test_takeover import config, sleeper, wait_job
 
 
 def test_a_cancel_on_another_host_stops_the_job_at_once(
     start_labd: Any, tmp_path: Path, postgres_url: str
 ) -> None:
-    a: LabdProcess = start_labd(config(tmp_path, "host-a", postgres_url))
-    b: LabdProcess = start_labd(config(tmp_path, "host-b", postgres_url))
+    # A minute between heartbeats: without a notice the cancel would wait that long.
+    a: LabdProcess = start_labd(config(tmp_path, "host-a", postgres_url, 180, 60))
+    b: LabdProcess = start_labd(config(tmp_path, "host-b", postgres_url, 180, 60))
     spec = {**sleeper(60), "device": {"device": "dev-host-a"}}
     assert a.post("/api/v1/jobs", {"id": "long", "spec": spec})[0] == 201
     assert wait_job(a, "long", {"running"})["lease_owner"] == "host-a"

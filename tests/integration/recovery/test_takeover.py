@@ -13,13 +13,16 @@ from tests.conftest import LabdProcess
 LAB = f"rec-{uuid.uuid4().hex[:10]}"  # its own topics on a shared broker
 
 
-def config(tmp_path: Path, name: str, url: str) -> Path:
+def config(
+    tmp_path: Path, name: str, url: str, lease_ttl_s: float = 3, heartbeat_s: float = 0.5
+) -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(
         f'[daemon]\nlab = "{LAB}"\n'
         f'host = "{name}"\nstate_dir = "{tmp_path / name}"\nshutdown_grace = 2\n'
         f'[http]\nport = 0\napi_port = 0\n[log]\nformat = "json"\n[store]\nurl = "{url}"\n'
-        "[scheduler]\nlease_ttl_s = 3\nheartbeat_s = 0.5\nreap_interval_s = 0.5\n"
+        f"[scheduler]\nlease_ttl_s = {lease_ttl_s}\nheartbeat_s = {heartbeat_s}\n"
+        "reap_interval_s = 0.5\n"
         f'[drivers.host]\nid = "dev-{name}"\n'
         '[policy]\nprograms = ["sleep", "python3"]\n'
     )

@@ -8,17 +8,10 @@ import asyncio
 import pytest
 import sqlalchemy as sa
 
-from labd.model import DeviceSelector, TestSpec
-from labd.store import Store, lane_key, notices
+from labd.store import Store, notices
+from tests.integration.store.test_store import LANE, spec
 
-LANE = lane_key(DeviceSelector(platform="host"), "command")
-SPEC = TestSpec(
-    suite="s",
-    test="t",
-    scenario="command",
-    params={"command": ["true"]},
-    device=DeviceSelector(platform="host"),
-)
+SPEC = spec()
 
 
 async def leased_then_cancelled(runner: Store, other: Store, job_id: str) -> None:

@@ -8,17 +8,11 @@ import time
 
 from structlog.testing import capture_logs
 
-from labd.model import DeviceSelector, JobState, TestSpec
-from labd.store import Store, lane_key
+from labd.model import JobState
+from labd.store import Store
+from tests.integration.store.test_store import LANE, spec
 
-LANE = lane_key(DeviceSelector(platform="host"), "command")
-SPEC = TestSpec(
-    suite="s",
-    test="t",
-    scenario="command",
-    params={"command": ["true"]},
-    device=DeviceSelector(platform="host"),
-)
+SPEC = spec()
 
 
 def ahead(seconds: float):  # type: ignore[no-untyped-def]
