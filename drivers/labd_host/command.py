@@ -136,7 +136,8 @@ class CommandScenario(Scenario[CommandParams]):
         self.ctx.fingerprint.update(
             environment(),
             launcher=launcher,
-            run_as=run_as.describe() if run_as else "labd's own user",
+            run_as=self.ctx.policy.run_as_record(),
+            run_as_account=run_as.name if run_as else "",
             stabilisation={
                 "cpu_affinity": [self.params.cpu] if self.params.cpu is not None else "all",
                 "aslr": "disabled" if self.params.disable_aslr else "enabled",

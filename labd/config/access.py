@@ -139,18 +139,25 @@ class PolicySettings(Section):
             "search-path variables (LD_*, PATH, PYTHONPATH ...) need an exact entry."
         ),
     )
-    run_as: str = Field(
+    run_as: str | list[str] = Field(
         "nobody",
         description=(
             "When labd runs as root: the unprivileged user measured programs and browsers "
-            "run as. Never root."
+            "run as. Never root. A list gives jobs running side by side (slots, several "
+            "displays) each an account no other running job has, so that none can read "
+            "another's environment or signal its programs."
         ),
     )
 
     @model_validator(mode="after")
     def _not_root(self) -> PolicySettings:
-        if self.run_as in ("root", "0"):
+        names = [self.run_as] if isinstance(self.run_as, str) else self.run_as
+        if not names:
+            raise ValueError("run_as: name at least one account")
+        if any(name in ("root", "0") for name in names):
             raise ValueError("run_as: measured programs never run as root")
+        if len(set(names)) < len(names):
+            raise ValueError("run_as: an account is named twice")
         return self
 
     def host_policy(self, source: str) -> Policy:

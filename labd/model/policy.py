@@ -8,8 +8,8 @@ import fnmatch
 import os
 import pwd
 import shutil
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 SHELLS = frozenset(
@@ -65,12 +65,18 @@ class Policy:
     programs: Mapping[str, str] = field(default_factory=dict)
     path: str = "/usr/local/bin:/usr/bin:/bin"
     env_keys: tuple[str, ...] = ()
-    run_as: RunAs | None = None
+    run_as: RunAs | None = None  # the job's account (the first of `accounts` until one is given)
     missing: tuple[str, ...] = ()  # listed programs not found on this host
+    accounts: tuple[RunAs, ...] = ()  # jobs side by side each take one no other running job has
 
     @classmethod
     def resolve(
-        cls, programs: list[str], path: str, env_keys: list[str], run_as: str, euid: int
+        cls,
+        programs: list[str],
+        path: str,
+        env_keys: list[str],
+        run_as: str | Sequence[str],
+        euid: int,
     ) -> Policy:
         """The policy of this host; raises ValueError for a run_as account that is unusable."""
         allowed: dict[str, str] = {}
@@ -81,8 +87,25 @@ class Policy:
                 allowed[os.path.realpath(found)] = entry
             else:
                 missing.append(entry)
-        account = _account(run_as) if euid == 0 else None
-        return cls(allowed, path, tuple(env_keys), account, tuple(missing))
+        names = [run_as] if isinstance(run_as, str) else list(run_as)
+        accounts = tuple(_account(name) for name in names) if euid == 0 else ()
+        if len({a.uid for a in accounts}) < len(accounts):
+            raise ValueError("policy.run_as: two entries are the same account")
+        first = accounts[0] if accounts else None
+        return cls(allowed, path, tuple(env_keys), first, tuple(missing), accounts)
+
+    def for_job(self, account: RunAs) -> Policy:
+        """This policy with the job's own account."""
+        return replace(self, run_as=account)
+
+    def run_as_record(self) -> str:
+        """Who measured programs run as, for a result's fingerprint: the same for every job of
+        this host, whichever of several accounts a job was given."""
+        if self.run_as is None:
+            return "labd's own user"
+        if len(self.accounts) > 1:
+            return "one of " + ", ".join(a.describe() for a in self.accounts)
+        return self.run_as.describe()
 
     def program(self, argv0: str) -> str:
         """The absolute path to start for argv[0]; ValueError naming the rule when the

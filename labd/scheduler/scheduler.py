@@ -30,6 +30,7 @@ from labd.logs import bind_context
 from labd.model import AdminState, Device, Job, JobState
 from labd.pool import Pool
 from labd.runner import Outcome, run_job
+from labd.scheduler.accounts import Accounts
 from labd.scheduler.heartbeat import Heartbeats, Interrupt
 from labd.scheduler.space import StateSpace, storage_fault
 from labd.scheduler.start_check import start_check
@@ -80,6 +81,7 @@ class Scheduler:
         self.running: dict[str, asyncio.Task[None]] = {}
         self._interrupts: dict[str, Interrupt] = {}
         self.heartbeats = Heartbeats(store, settings, owner, self._stop_run)
+        self.accounts = Accounts()
         self._wake = asyncio.Event()
         self._accepting = True
         self._tasks = TaskSet("scheduler")
@@ -312,6 +314,7 @@ class Scheduler:
             # with the job's own folder, under the umask (0755).
             await asyncio.to_thread(self.workdir.mkdir, JOBS_FOLDER_MODE, True, True)
             workdir = self.workdir / job.id
+            policy = self.accounts.take(job.id, self.jobs.policy)
             async with deadline:
                 outcome = await run_job(
                     job,
@@ -324,7 +327,7 @@ class Scheduler:
                     self.jobs.replay,
                     measurement=self.jobs.measurement,
                     perfherder=self.jobs.perfherder,
-                    policy=self.jobs.policy,
+                    policy=policy,
                     lease_token=token,
                 )
         except TimeoutError as e:
@@ -349,6 +352,7 @@ class Scheduler:
             return await self._attempt_failed(e, job, token, device.id)
         finally:
             heart.cancel()
+            self.accounts.give_back(job.id)
         await self._finish(job, token, outcome.state, outcome.error)
         return ""
 

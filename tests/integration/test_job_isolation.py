@@ -95,3 +95,64 @@ def test_labd_warns_when_a_labs_jobs_would_run_as_its_own_account(
     assert bool(found) is warned
     if warned:
         assert found[0]["principals"] == ["ci"] and found[0]["log_level"] == "warning"
+
+
+HOLDER = """
+import os, sys, time
+where = sys.argv[1]
+with open(f"{where}/holder.pid", "w") as out:
+    out.write(str(os.getpid()))
+deadline = time.monotonic() + 60
+while not os.path.exists(f"{where}/done") and time.monotonic() < deadline:
+    time.sleep(0.05)
+"""
+
+PEEKER = """
+import os, sys, time
+where = sys.argv[1]
+while not os.path.exists(f"{where}/holder.pid"):
+    time.sleep(0.05)
+pid = open(f"{where}/holder.pid").read()
+try:
+    open(f"/proc/{pid}/environ", "rb").read()
+    found = "read"
+except OSError as e:
+    found = type(e).__name__
+open(f"{where}/done", "w").close()
+sys.exit(f"the other job's environment: {found}")
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="labd drops jobs to another account as root only")
+@pytest.mark.parametrize(
+    ("run_as", "found"), [('"nobody"', "read"), ('["nobody", "daemon"]', "PermissionError")]
+)
+def test_jobs_side_by_side_with_an_account_each_cannot_read_each_others_environment(
+    reachable_dir: Path, start_labd: Callable[..., LabdProcess], run_as: str, found: str
+) -> None:
+    shared = reachable_dir / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # both jobs' accounts write here
+    config = reachable_dir / "labd.toml"
+    config.write_text(
+        f'[daemon]\nlab = "isolation"\nstate_dir = "{reachable_dir / "state"}"\n'
+        'shutdown_grace = 3\n[http]\nport = 0\napi_port = 0\n[log]\nformat = "json"\n'
+        '[mqtt]\nenabled = false\n[drivers.host]\nid = "side"\nslots = 2\n'
+        f'[policy]\nprograms = ["python3"]\nrun_as = {run_as}\n'
+    )
+    daemon = start_labd(config)
+    for name, program in (("holder", HOLDER), ("peeker", PEEKER)):
+        spec = {
+            "suite": "isolation",
+            "test": name,
+            "scenario": "command",
+            "iterations": 1,
+            "warmup": 0,
+            "params": {"command": ["python3", "-c", program, str(shared)]},
+        }
+        assert daemon.post("/api/v1/jobs", {"id": name, "spec": spec})[0] == 201
+    peeker = until(lambda: (j := daemon.get("/api/v1/jobs/peeker")[1]["job"])["finished_at"] and j)
+    assert f"the other job's environment: {found}" in peeker["error"], peeker["error"]
+    holder = until(lambda: (j := daemon.get("/api/v1/jobs/holder")[1]["job"])["finished_at"] and j)
+    assert holder["state"] == "succeeded", holder
+    assert daemon.stop() == 0
