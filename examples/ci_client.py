@@ -70,6 +70,8 @@ async def main(spec: dict, creds: dict, broker: str = "127.0.0.1", lab: str = "d
                 continue
             if body["event_id"] in seen:
                 continue
+            if body["kind"] == "rejected" and body["data"]["principal"] != creds["principal"]:
+                continue  # another principal's refused submission naming our id, not ours
             seen.add(body["event_id"])
             print(f"#{body['seq']} {body['kind']}: {body['state']} {body['data']}")
             if body["kind"] in ("rejected", "finished"):

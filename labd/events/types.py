@@ -88,6 +88,7 @@ class JobRejected(Event):
     source: str
     problems: list[str]
     reason: str = "invalid"
+    principal: str = ""  # who sent it (its signature held): a follower takes only its own
 
 
 class JobLeased(Event):

@@ -44,6 +44,7 @@ from labd.mqtt.messages import (
 )
 from labd.mqtt.outbound import job_event_message
 from labd.mqtt.requests import (
+    Envelope,
     Incoming,
     Refused,
     Reply,
@@ -108,6 +109,7 @@ class Inbound:
         claimed = correlation_claimed = ""
         signed: Signed | None = None
         incoming: Incoming | None = None
+        data: dict[str, Any] = {}
         try:
             if route is None:
                 raise Refused([f"labd does not take messages on {topic}"])
@@ -153,6 +155,11 @@ class Inbound:
         except Refused as refused:
             if signed is not None and refused.reason not in ("replayed", "unavailable"):
                 refused = await self._spend(topic, signed, refused)
+            if incoming is None and signed is not None and refused.reason != "replayed":
+                # Signed, but not to be read whole: still answered on its own reply topic.
+                incoming = self._envelope(topic, data, signed, response_topic, correlation)
+                if route is not None and route.model is SubmitRequest and incoming.request.id:
+                    refused.job_free = await self._free_unless_away(incoming.request.id)
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         except Exception as e:
             # A bug labd must own: said once to the asker, and the nonce spent, so a retained
@@ -204,6 +211,41 @@ class Inbound:
         if isinstance(request, JobQuery) and not request.reply_to:
             raise Refused([f"{topic}: reply_to: a query needs a topic under {mine}/"])
 
+    def _envelope(
+        self,
+        topic: str,
+        data: dict[str, Any],
+        signed: Signed,
+        response_topic: str,
+        correlation: bytes | None,
+    ) -> Incoming:
+        """The answering fields of a signed request refused before it was read whole."""
+
+        def text(key: str, limit: int) -> str:
+            value = data.get(key)
+            return value if isinstance(value, str) and len(value) <= limit else ""
+
+        mine = replies_prefix(self.topics.prefix, signed.principal.name)
+        reply_to = text("reply_to", 256)
+        if not reply_to.startswith(mine + "/") or topic_problem(reply_to):
+            reply_to = ""
+        job_id = text("id", 256)
+        envelope = Envelope(
+            reply_to=reply_to,
+            correlation=text("correlation", 128),
+            id="" if id_problem(job_id) else job_id,
+            query=shown(text("query", 16)),
+        )
+        return Incoming(
+            topic, envelope, signed, self._response_topic(response_topic, signed), correlation
+        )
+
+    async def _free_unless_away(self, job_id: str) -> bool:
+        try:
+            return await self._free(job_id)
+        except UNAVAILABLE:  # no "rejected" event then: only the answer
+            return False
+
     def _nonce(self, signed: Signed) -> tuple[str, str, float]:
         """(principal, nonce, until when a replay would be refused as expired anyway)."""
         expires = signed.time + self.auth.max_age_s + self.auth.clock_skew_s
@@ -253,8 +295,9 @@ class Inbound:
         # the answer already.
         if incoming is not None and refused.reason != "replayed":
             request = incoming.request
+            model = route.model if route else None
             answer: Message
-            if isinstance(request, SubmitRequest):
+            if model is SubmitRequest:
                 job_id = request.id or id_from_nonce(
                     incoming.principal.name, incoming.signed.nonce
                 )
@@ -272,10 +315,11 @@ class Inbound:
                         source=request.source or topic,
                         problems=refused.problems,
                         reason=refused.reason,
+                        principal=incoming.principal.name,
                     )
                     message = job_event_message(rejected, seq=0, host="")
                     replies.append(Reply(self.topics.job_events(job_id), message))
-            elif isinstance(request, JobQuery):
+            elif model is JobQuery:
                 answer = QueryAnswer(
                     query=request.query,
                     ok=False,

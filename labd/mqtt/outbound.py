@@ -66,7 +66,7 @@ class DeviceWire:
 
 
 OUTBOUND: dict[type[Event], JobWire | AlertWire | DeviceWire] = {
-    JobRejected: JobWire("rejected", "rejected", ("problems", "reason")),
+    JobRejected: JobWire("rejected", "rejected", ("problems", "reason", "principal")),
     JobQueued: JobWire("queued", "queued", ("submitter", "suite", "test", "priority")),
     JobLeased: JobWire("leased", "leased", ("device_id", "host", "attempt")),
     JobRunning: JobWire("running", "running"),

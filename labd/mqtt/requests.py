@@ -36,7 +36,7 @@ class Incoming:
     """One request whose signature held, on its way to its handler."""
 
     topic: str
-    request: Any  # the route's Request model
+    request: Any  # the route's Request model (an Envelope for a request refused unread)
     signed: Signed
     response_topic: str
     correlation: bytes | None
@@ -44,6 +44,19 @@ class Incoming:
     @property
     def principal(self) -> Principal:
         return self.signed.principal
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The answering fields of a signed request refused before it was read whole (its
+    principal may not do it, or a field is wrong): enough to answer that principal on its own
+    reply topic. A field is kept only where it keeps its own rules, else left empty."""
+
+    reply_to: str = ""
+    correlation: str = ""
+    id: str = ""  # a submission's job id
+    query: str = ""  # a query's kind
+    source: str = ""
 
 
 Handler = Callable[[Incoming], Awaitable[list[Reply]]]

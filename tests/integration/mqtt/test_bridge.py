@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
@@ -183,10 +184,12 @@ async def test_malformed_payloads_are_answered_and_other_jobs_unaffected(
     assert daemon.stop() == 0
 
 
+@pytest.mark.parametrize("iterations", [2, 0])
 async def test_the_ci_client_example_follows_a_job_to_its_verdict(
-    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path, iterations: int
 ) -> None:
-
+    """To its end, or to its refusal: a spec refused by its schema (0 iterations) was said
+    on <prefix>/errors alone, and the client waited for ever."""
     broker = mosquitto_factory()
     config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
     daemon: LabdProcess = start_labd(config)
@@ -194,17 +197,21 @@ async def test_the_ci_client_example_follows_a_job_to_its_verdict(
     process = await start_ci_client(
         tmp_path,
         broker.port,
-        'suite = "ci"\ntest = "true"\nscenario = "command"\niterations = 2\n'
+        f'suite = "ci"\ntest = "true"\nscenario = "command"\niterations = {iterations}\n'
         '[params]\ncommand = ["true"]\n',
     )
     out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
     lines = out.decode().splitlines()
-    assert (
-        lines[0].startswith("#1 queued")
-        and lines[-1].startswith("#")
-        and "finished: succeeded" in lines[-1]
-    )
+    if iterations:
+        assert process.returncode == 0, err.decode()
+        assert (
+            lines[0].startswith("#1 queued")
+            and lines[-1].startswith("#")
+            and "finished: succeeded" in lines[-1]
+        )
+    else:
+        assert process.returncode == 1, err.decode()
+        assert any("spec.iterations" in line for line in lines), lines
     assert daemon.stop() == 0
 
 

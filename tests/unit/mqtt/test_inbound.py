@@ -317,11 +317,44 @@ async def test_answers_never_go_where_the_asker_may_not_read(harness: Harness) -
     ):
         body = {"id": "mine-1", "reply_to": reply_to, "spec": SPEC}
         replies = await harness.send(TOPICS.submit, body, OTHER)
-        assert [r.topic for r in replies] == [TOPICS.errors], reply_to
+        # Said on errors, and as the "rejected" event of the (free) id it asked for.
+        assert [r.topic for r in replies] == [TOPICS.errors, TOPICS.job_events("mine-1")]
     # Another's job id with another spec: a conflict, said on errors and to the asker only.
     body = {"id": "theirs", "reply_to": replies_to(OTHER), "spec": {**SPEC, "priority": 7}}
     replies = await harness.send(TOPICS.submit, body, OTHER)
     assert sorted(r.topic for r in replies) == sorted([TOPICS.errors, replies_to(OTHER)])
+
+
+@pytest.mark.parametrize(
+    ("who", "body", "reason", "event"),
+    [
+        (DASH, {"id": "v2", "spec": SPEC}, "forbidden", True),  # a viewer may not submit
+        (CI, {"id": "z1", "spec": {**SPEC, "iterations": 0}}, "invalid", True),
+        (CI, {"id": "z2", "spec": SPEC, "bogus_key": 1}, "invalid", True),
+        (CI, {"id": "a/b", "spec": SPEC}, "invalid", False),  # no topic for a bad id
+    ],
+)
+async def test_a_signed_request_refused_unread_is_answered_on_its_own_reply_topic(
+    harness: Harness, who: Credentials, body: dict[str, Any], reason: str, event: bool
+) -> None:
+    """A refusal before the request was read whole (its role, a field) reached only
+    <prefix>/errors: a CI client waiting on its reply topic and its job's events (as
+    examples/ci_client.py does) waited for ever."""
+    body = {**body, "reply_to": replies_to(who), "correlation": "c-42"}
+    replies = await harness.send(TOPICS.submit, body, who)
+    assert error(replies).reason == reason
+    told = answer(replies, who)
+    assert not told.accepted and told.problems == error(replies).problems
+    assert told.correlation == "c-42"
+    events = [r.message for r in replies if r.topic.endswith("/events")]
+    assert bool(events) is event
+    if event:
+        # The follower of this id knows the refusal for its own by who sent it.
+        (rejected,) = events
+        assert rejected.kind == "rejected" and rejected.data["principal"] == who.principal
+        assert [r.topic for r in replies if r.message is rejected] == [
+            TOPICS.job_events(body["id"])
+        ]
 
 
 async def test_a_replay_is_answered_only_on_errors(harness: Harness) -> None:
