@@ -38,15 +38,22 @@ def submit(args: argparse.Namespace) -> int:
     body = {"spec": wire_spec(spec), "id": args.id or "", "source": path.name}
     answer = client.call("POST", "/jobs", body)
     job = answer["job"]
-    if answer.get("created") is False:
-        raise UsageError(f"job {job['id']} exists: {job['state']}")
+    exists = answer.get("created") is False  # submitted before: harmless, and followed
     if not args.wait:
-        _print(args, {"job": job}, lambda: print(f"queued {shown(job['id'])}"))
+        said = _exists(job["id"], job["state"]) if exists else f"queued {shown(job['id'])}"
+        _print(args, {"job": job, "duplicate": exists}, lambda: print(said))
         return 0
+    if exists and not args.json:
+        print(_exists(job["id"], job["state"]), file=sys.stderr)
     job = _follow(client, job["id"], quiet=args.json)
     results = client.results(job["id"])
     _print(args, results, lambda: _print_results(results))
     return waited_status(job["state"], results.get("summary") or {})
+
+
+def _exists(job_id: str, state: str) -> str:
+    return f"job {shown(job_id)} exists ({state}): submitted before with this spec"
+
 
 
 def waited_status(state: str, summary: dict[str, Any]) -> int:
@@ -107,6 +114,8 @@ def _submit_over_mqtt(
             )
         )
     events, result = outcome["events"], outcome["result"]
+    if outcome["duplicate"]:
+        return _followed_duplicate(args, settings, outcome)
     if args.json:
         print(json_text(outcome, indent=2))
     elif not args.wait:
@@ -124,6 +133,27 @@ def _submit_over_mqtt(
     if not args.wait:
         return 0
     return waited_status(events[-1]["state"], (result or {}).get("summary") or {})
+
+
+def _followed_duplicate(
+    args: argparse.Namespace, settings: Settings, outcome: dict[str, Any]
+) -> int:
+    """A job submitted before with this id and spec: said so; with --wait (followed to its
+    end already), its results as labd has them."""
+    import asyncio
+
+    from labd.cli import mqtt_client
+
+    said = _exists(outcome["job_id"], outcome["state"])
+    if not args.wait:
+        _print(args, outcome, lambda: print(said))
+        return 0
+    if not args.json:
+        print(said, file=sys.stderr)
+    request = {"query": "results", "job_id": outcome["job_id"]}
+    results = asyncio.run(mqtt_client.query(settings, request))
+    _print(args, results, lambda: _print_results(results))
+    return waited_status(results["job"]["state"], results.get("summary") or {})
 
 
 def _follow(client: Client, job_id: str, quiet: bool) -> dict[str, Any]:

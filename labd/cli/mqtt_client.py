@@ -29,6 +29,7 @@ from labd.auth import (
 )
 from labd.config import Settings
 from labd.errors import LabdError, UsageError
+from labd.model import TERMINAL
 
 SCHEMA_VERSION = 2  # of the requests labd takes
 
@@ -187,6 +188,9 @@ def _mqtt_failure(e: aiomqtt.MqttError) -> LabdError:
     )
 
 
+ENDED = {state.value for state in TERMINAL}
+
+
 async def submit_and_follow(
     settings: Settings,
     spec: dict[str, Any],
@@ -196,9 +200,12 @@ async def submit_and_follow(
     answer_within: float,
     on_event: Callable[[dict[str, Any]], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Submit; return {"job_id", "events", "result"} once answered (or, with wait, finished).
+    """Submit; return {"job_id", "events", "result", "duplicate", "state"} once answered
+    (or, with wait, finished). The id of a job this principal submitted already with this spec
+    is harmless: "duplicate" is then true, "state" its state when answered, and with wait it
+    is followed from then to its end (its results are the caller's to ask for).
 
-    UsageError when labd refuses it, or when the id names a job that exists already."""
+    UsageError when labd refuses it."""
     job_id = job_id or uuid.uuid4().hex
     events: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -221,7 +228,8 @@ async def submit_and_follow(
                     if answer is None and session.is_answer(found, body, correlation):
                         answer = body  # the first only: a copy replayed later says nothing
                         timer.reschedule(None)  # the daemon answered: no time limit now
-                        if not body.get("accepted") or body.get("duplicate") or not wait:
+                        over = body.get("state") in ENDED  # a duplicate that has ended
+                        if not body.get("accepted") or not wait or over:
                             break
                     elif found == results_topic and body.get("job_id") == job_id:
                         result = body
@@ -229,8 +237,10 @@ async def submit_and_follow(
                         seen.add(body["event_id"])  # at-least-once: drop duplicates
                         events.append(body)
                         on_event(body)
-                    # With --wait: the end and its result (published right after "finished").
-                    if events and events[-1].get("kind") == "finished" and result:
+                    # With --wait: the end and its result (published right after "finished");
+                    # a duplicate's result is asked for afterwards.
+                    ended = bool(events) and events[-1].get("kind") == "finished"
+                    if ended and (result or (answer or {}).get("duplicate")):
                         break
     except TimeoutError:
         # The request stands at the broker: labd leaves it while its database is away and
@@ -245,9 +255,15 @@ async def submit_and_follow(
         raise _mqtt_failure(e) from e
     if answer is not None and not answer.get("accepted"):
         raise UsageError("\n".join(answer.get("problems") or ["refused"]))
-    if answer is not None and answer.get("duplicate"):
-        raise UsageError(f"job {job_id} exists: {answer.get('state') or 'unknown state'}")
-    return {"job_id": job_id, "events": events, "result": result}
+    duplicate = bool(answer and answer.get("duplicate"))
+    state = events[-1]["state"] if events else (answer or {}).get("state", "")
+    return {
+        "job_id": job_id,
+        "events": events,
+        "result": result,
+        "duplicate": duplicate,
+        "state": state,
+    }
 
 
 async def job_state(settings: Settings, job_id: str) -> dict[str, Any]:

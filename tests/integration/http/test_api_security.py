@@ -357,6 +357,17 @@ def test_the_labd_command_uses_the_socket_or_a_token(lab: Lab, tmp_path: Path) -
     result = labd("submit", str(manifest), "--via", "api", "--id", "cli-1", "--wait")
     assert result.returncode == 0, result.stderr
     assert (lab.markers / "cli").exists()
+    # Again (a CI step retried): harmless, the same job followed, nothing run twice.
+    (lab.markers / "cli").unlink()
+    result = labd("submit", str(manifest), "--via", "api", "--id", "cli-1", "--wait", "--json")
+    assert result.returncode == 0 and "exists (succeeded)" not in result.stderr, result.stderr
+    assert json.loads(result.stdout)["job"]["id"] == "cli-1"
+    result = labd("submit", str(manifest), "--via", "api", "--id", "cli-1")
+    assert (result.returncode, result.stdout) == (
+        0,
+        "job cli-1 exists (succeeded): submitted before with this spec\n",
+    )
+    assert not (lab.markers / "cli").exists()
     # Elsewhere: a URL and the credentials file of a principal.
     credentials = tmp_path / "ci.toml"
     credentials.write_text(
