@@ -224,7 +224,15 @@ def show(args: argparse.Namespace) -> int:
 
         from labd.cli import mqtt_client
 
-        state = asyncio.run(mqtt_client.job_state(load_config(args.config).settings, args.id))
+        settings = load_config(args.config).settings
+        try:
+            state = asyncio.run(mqtt_client.job_state(settings, args.id))
+        except UsageError:
+            # No retained state: the broker lost it (restarted without persistence), or no
+            # such job. labd itself knows.
+            job = _over_mqtt(args, {"query": "show", "job_id": args.id})["job"]
+            _print(args, {"job": job}, lambda: print(shown(f"{job['id']}: {job['state']}")))
+            return 0
         _print(args, {"job": state}, lambda: print(shown(f"{state['job_id']}: {state['state']}")))
         return 0
     job = _client(args).call("GET", f"/jobs/{quote(args.id, safe='')}")["job"]

@@ -33,7 +33,7 @@ from labd.events import (
     OutboxRowSetAside,
     deserialise,
 )
-from labd.model import Job
+from labd.model import DeviceState, Job
 from labd.mqtt.client import broker_client, broker_credentials, encode, json_bytes, publish
 from labd.mqtt.inbound import Inbound
 from labd.mqtt.messages import (
@@ -121,6 +121,7 @@ class MqttBridge:
     async def stop(self, grace: float) -> None:
         client = self._client
         if client is not None and self.connected:
+            await self._devices_offline(client)
             try:  # a clean goodbye; the last will covers the unclean ones
                 await client.publish(
                     self.topics.host_status(self.host),
@@ -135,6 +136,23 @@ class MqttBridge:
         self.bus.unsubscribe(self._devices)
         self.bus.unsubscribe(self._activity)
         self.bus.unsubscribe(self._health)
+
+    async def _devices_offline(self, client: aiomqtt.Client) -> None:
+        """Retain this host's devices as offline before it says goodbye: the pool marks them
+        so only after the bridge has stopped, and their retained states said "available" for
+        as long as labd stayed away. (After a crash the host's last will says `offline`; its
+        devices' states are then as they were, to be read with it.)"""
+        for device in list(self.pool.devices.values()):
+            gone = device.model_copy(
+                update={"state": DeviceState.OFFLINE, "reason": "labd stopped"}
+            )
+            try:
+                await asyncio.wait_for(self._publish(client, device_changed(gone), device.id), 2)
+            except Exception as e:
+                log.warning(
+                    "could not publish a device as offline", device=ascii(device.id), error=str(e)
+                )
+                return
 
     async def probe(self) -> str | None:
         """For /readyz: None when connected, else why not."""

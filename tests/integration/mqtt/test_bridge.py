@@ -261,6 +261,11 @@ async def test_cli_show_and_cancel_over_mqtt(
         assert events_of(ci, "slow-1")[-1]["state"] == "cancelled"
     code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
     assert (code, out) == (0, "slow-1: cancelled\n")
+    # The broker lost the retained state (restarted without persistence): labd is asked.
+    async with aiomqtt.Client("127.0.0.1", broker.port) as client:
+        await client.publish(f"{PREFIX}/jobs/slow-1/state", b"", qos=1, retain=True)
+    code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
+    assert (code, out) == (0, "slow-1: cancelled\n")
     # Waited for again once it has ended: its results at once, exit 3 (it did not succeed).
     code, out, err = await labd("submit", str(manifest), "--id", "slow-1", "--wait", "--json")
     assert code == 3 and json.loads(out)["job"]["state"] == "cancelled", (out, err)
@@ -303,3 +308,26 @@ async def test_a_regression_against_the_baseline_is_published_as_an_alert(
     )
     assert alert.ratio_ci_low > 2
     assert daemon.stop() == 0
+
+
+async def test_a_host_that_stops_leaves_its_devices_retained_offline(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """A device's retained state said "available" (or "busy" with a job) for as long as its
+    stopped host stayed away: the pool marks it offline only after the bridge has gone."""
+    broker = mosquitto_factory()
+    daemon: LabdProcess = start_labd(
+        daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    )
+    daemon.wait_for_log("mqtt connected")
+    async with Follower(broker.port, identifier="first") as ci:
+        await ci.wait_for(lambda: any(t.startswith(f"{PREFIX}/devices/") for t, _ in ci.messages))
+    assert daemon.stop() == 0
+    # A subscriber arriving later reads what is retained.
+    async with Follower(broker.port, identifier="later") as later:
+        await later.wait_for(lambda: later.on("hosts/labd/status"))
+        await asyncio.sleep(0.5)  # every retained message comes at once on subscribing
+    states = [body for topic, body in later.messages if topic.startswith(f"{PREFIX}/devices/")]
+    assert states and all(s["state"] == "offline" for s in states), states
+    assert all(s["reason"] == "labd stopped" for s in states)
+    assert later.on("hosts/labd/status")[-1]["status"] == "offline"
