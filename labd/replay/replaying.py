@@ -104,21 +104,21 @@ class ReplayHandler:
     async def _sliced(self, request: web.BaseRequest, found: _Prepared) -> web.StreamResponse:
         """The body in slices of the shared copy, paced by the downlink when one is shaped;
         each write waits until the client has drained the one before (aiohttp's drain)."""
-        bucket = self.shaper.down
+        link = self.shaper.down
         response = web.StreamResponse(
             status=found.status, reason=found.reason or None, headers=found.headers
         )
         response.content_length = len(found.body)
         try:
-            if bucket is not None:
-                await bucket.take(512)  # the status line and headers, roughly
+            if link is not None:
+                await link.take(512)  # the status line and headers, roughly
             await response.prepare(request)
-            size = bucket.chunk_size() if bucket is not None else SLICE
+            size = link.chunk_size() if link is not None else SLICE
             view = memoryview(found.body)
             for start in range(0, len(view), size):
                 chunk = view[start : start + size]
-                if bucket is not None:
-                    await bucket.take(len(chunk))
+                if link is not None:
+                    await link.take(len(chunk))
                 await response.write(chunk)
             await response.write_eof()
         except (ConnectionError, asyncio.CancelledError):

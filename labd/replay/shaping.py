@@ -1,6 +1,7 @@
 """Traffic shaping modelled on WebPageTest's shaping proxy: the round trip added to connection
-set-up and to every request/response exchange, bandwidth as token buckets with bytes paced in
-small chunks, optional jitter, and loss emulated at the HTTP level as a retransmission timeout.
+set-up and to every request/response exchange, bandwidth as a link per direction that
+serialises bytes in small chunks, optional jitter, and loss emulated at the HTTP level as a
+retransmission timeout.
 
 Named profiles are WebPageTest's (www/settings/connectivity.ini.sample in
 WPO-Foundation/webpagetest): bandwidth in kbit/s, latency as the round-trip time.
@@ -87,37 +88,35 @@ def profile_for(network: NetworkSpec) -> Profile:
     return base.model_copy(update={**overrides, "name": f"{base.name}+custom"})
 
 
-class TokenBucket:
-    """Bytes per second with a small burst; shared by every connection of a server, as a
-    device's one link is."""
+class Link:
+    """One direction of a device's link at a fixed rate, shared by every connection of a
+    server: bytes are serialised one after another, each chunk delivered when the link would
+    have finished sending it. Idle time earns no credit (a token bucket's burst let about 16 KB
+    through at once after every round trip, so a small response cost no transfer time).
+    """
 
-    def __init__(self, kbps: float, burst: int) -> None:
+    def __init__(self, kbps: float) -> None:
         self.rate = kbps * 1000 / 8  # bytes per second
-        self.burst = burst
-        self.tokens = float(burst)
-        self.stamp = time.monotonic()
-        self.lock = asyncio.Lock()
+        self.free_at = 0.0  # when the link has sent everything queued so far (monotonic)
 
     def chunk_size(self) -> int:
         """Bytes per write: about 5 ms of the rate, at least one TCP segment."""
         return max(1460, int(self.rate * 0.005))
 
     async def take(self, n: int) -> None:
-        async with self.lock:  # first come, first served
-            now = time.monotonic()
-            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-            self.stamp = now
-            self.tokens -= n
-            if self.tokens < 0:
-                await asyncio.sleep(-self.tokens / self.rate)
+        """Wait until `n` more bytes have crossed the link, behind those queued before them
+        (first come, first served)."""
+        now = time.monotonic()
+        self.free_at = max(self.free_at, now) + n / self.rate
+        await asyncio.sleep(self.free_at - now)
 
 
 class Shaper:
     def __init__(self, profile: Profile, seed: int = 0) -> None:
         self.profile = profile
         self.random = random.Random(seed)  # repeatable jitter and loss
-        self.down = TokenBucket(profile.down_kbps, 16 * 1024) if profile.down_kbps else None
-        self.up = TokenBucket(profile.up_kbps, 16 * 1024) if profile.up_kbps else None
+        self.down = Link(profile.down_kbps) if profile.down_kbps else None
+        self.up = Link(profile.up_kbps) if profile.up_kbps else None
 
     def exchange_delay(self) -> float:
         """Seconds before a response starts: one round trip, jitter, maybe a lost packet's

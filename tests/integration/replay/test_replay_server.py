@@ -22,6 +22,7 @@ from labd.replay.shaping import PROFILES, Profile
 WHEN = "2026-01-01T00:00:00+00:00"
 HTML = [("Content-Type", "text/html")]
 BIG = bytes(range(256)) * 800  # 200 KiB, binary
+SMALL = b"s" * 5_000  # an image, say
 
 
 @pytest.fixture
@@ -29,6 +30,7 @@ def archive(tmp_path: Path) -> Path:
     entries = [
         har_entry("GET", "http://site.test/", [], b"", 200, "OK", HTML, b"<h1>page</h1>", WHEN, 1),
         har_entry("GET", "http://site.test/big.bin", [], b"", 200, "OK", [], BIG, WHEN, 1),
+        har_entry("GET", "http://site.test/small.bin", [], b"", 200, "OK", [], SMALL, WHEN, 1),
         har_entry("GET", "https://secure.test/app.js", [], b"", 200, "OK", [], b"js();", WHEN, 1),
     ]  # fmt: skip
     path = tmp_path / "site.har"
@@ -116,6 +118,26 @@ async def test_bandwidth_paces_the_body(archive: Path) -> None:
     ideal = len(BIG) * 8 / 1_600_000  # 1.02 s
     assert body == BIG
     assert ideal * 0.9 <= elapsed <= ideal * 1.25
+
+
+async def test_a_small_response_costs_its_transfer_time_every_time(archive: Path) -> None:
+    """A token bucket's 16 KB burst, refilled during every round trip, let any response under
+    about 16 KB through at once on every profile: at 2g a 5 KB image cost no transfer time."""
+    server = await started(archive, Profile(down_kbps=280, latency_ms=100))  # 2g's rate
+    times = []
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(3):  # kept alive: each after a round trip of idle link
+                began = time.perf_counter()
+                url = f"http://127.0.0.1:{server.port}/small.bin"
+                async with http.get(url, headers={"Host": "site.test"}) as r:
+                    assert await r.read() == SMALL
+                times.append(time.perf_counter() - began)
+    finally:
+        await server.stop()
+    transfer = (512 + len(SMALL)) * 8 / 280_000  # headers and body: 157 ms
+    for taken in times[1:]:  # one round trip (100 ms) and the transfer
+        assert 0.1 + transfer * 0.95 <= taken <= 0.1 + transfer * 1.5, times
 
 
 async def test_hostile_clients_do_not_stop_the_others(plain: ReplayProcess) -> None:
