@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
@@ -104,9 +105,16 @@ class ClientErrorsQuiet(logging.Filter):
     `journalctl -p err`. Such a request is the client's fault: one warning line, no traceback.
     Anything else (a handler's exception, a 500) stays an error with its traceback. Bytes
     that are not HTTP at all (a scanner, TLS on the plain port) aiohttp logs at debug level,
-    as noise on a reachable port: the same line then, at debug level."""
+    as noise on a reachable port: the same line then, at debug level. A flood of them is one
+    line a minute: the first, then the next a minute on with how many were left out since."""
 
     REASON_LIMIT = 200  # the reason can quote the client's bytes (a bad request line)
+    EVERY_S = 60.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._said_at: float | None = None
+        self._left_out = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
@@ -115,6 +123,11 @@ class ClientErrorsQuiet(logging.Filter):
         from aiohttp.http_exceptions import BadHttpMessage  # imported by then: aiohttp logs
 
         if isinstance(exc, BadHttpMessage):
+            now = time.monotonic()
+            if self._said_at is not None and now - self._said_at < self.EVERY_S:
+                self._left_out += 1
+                return False
+            self._said_at = now
             reason = f"{type(exc).__name__}: {exc.message}"
             if len(reason) > self.REASON_LIMIT:
                 reason = reason[: self.REASON_LIMIT] + "..."
@@ -122,6 +135,7 @@ class ClientErrorsQuiet(logging.Filter):
             # One event to select on; who and why in fields (a Unix socket has no address).
             record.msg, record.args = "bad HTTP request refused", ()
             record.peer, record.reason = remote or "a Unix socket", reason
+            record.left_out, self._left_out = self._left_out, 0  # since the line before
             if record.levelno >= logging.WARNING:
                 record.levelno, record.levelname = logging.WARNING, "WARNING"
             record.exc_info, record.exc_text = None, None
@@ -129,7 +143,7 @@ class ClientErrorsQuiet(logging.Filter):
 
 
 AIOHTTP_SERVER_LOGGER = "aiohttp.server"
-FOREIGN_FIELDS = ("peer", "reason")  # what ClientErrorsQuiet adds to a library's record
+FOREIGN_FIELDS = ("peer", "reason", "left_out")  # what ClientErrorsQuiet adds to a record
 
 
 def wants_json(fmt: str) -> bool:
@@ -171,8 +185,9 @@ def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[
     # Replace only our own handler: others (pytest's capture, an embedding app's) stay.
     root.handlers[:] = [h for h in root.handlers if h.get_name() != _HANDLER_NAME] + [handler]
     server = logging.getLogger(AIOHTTP_SERVER_LOGGER)
-    if not any(isinstance(f, ClientErrorsQuiet) for f in server.filters):
-        server.addFilter(ClientErrorsQuiet())
+    for old in [f for f in server.filters if isinstance(f, ClientErrorsQuiet)]:
+        server.removeFilter(old)  # a fresh one: its minute starts now
+    server.addFilter(ClientErrorsQuiet())
     set_level(level)
     structlog.configure(
         processors=[

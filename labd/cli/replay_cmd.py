@@ -10,6 +10,7 @@ from pathlib import Path
 
 from labd.cli.text import shown
 from labd.errors import UsageError
+from labd.logs import configure_logging
 
 
 def _authority(directory: str | None):  # type: ignore[no-untyped-def]
@@ -69,10 +70,17 @@ def _network(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         raise UsageError("\n".join(problems)) from None
 
 
+def _log_to_stderr(args: argparse.Namespace) -> None:
+    """The server's log lines to stderr (stdout is the machine-readable summary), a client's
+    malformed request one line a minute rather than a traceback each."""
+    configure_logging(args.log_level or "info", args.log_format or "auto")
+
+
 def record(args: argparse.Namespace) -> int:
     from labd.replay import record
 
     _check_port(args.port)
+    _log_to_stderr(args)
     out = Path(args.out)
     if not out.parent.is_dir():
         raise UsageError(f"{out}: no such directory {out.parent}")
@@ -86,6 +94,7 @@ def serve(args: argparse.Namespace) -> int:
     from labd.replay import Profile, Shaper, load, profile, serve
 
     _check_port(args.port)
+    _log_to_stderr(args)
     max_bytes = _mebibytes("--max-archive-mb", args.max_archive_mb)
     network = _network(args)
     custom = any(v is not None for v in (network.latency_ms, network.down_kbps, network.up_kbps))

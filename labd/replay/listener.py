@@ -31,6 +31,8 @@ from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.replay")
 
+REQUEST_LINE_MAX = 64 * 1024  # bytes of a request line, and of a header
+
 CONNECT = b"CONNECT "
 MAX_CONNECT_HEAD = 16 * 1024
 TIMEOUT_S = 30.0
@@ -51,8 +53,15 @@ class Listener:
         `handler` answers each request (aiohttp's low-level server calls it)."""
         # aiohttp's keep-alive timer runs from the connection's start or the answer before
         # until a whole request has arrived: the time-out for a request's headers.
+        # Pages carry long URLs (tracking pixels) and cookies: aiohttp's 8 KiB default for a
+        # request line or header made them unrecordable.
         self.server = web.Server(
-            handler, access_log=None, keepalive_timeout=timeout, **server_options
+            handler,
+            access_log=None,
+            keepalive_timeout=timeout,
+            max_line_size=REQUEST_LINE_MAX,
+            max_field_size=REQUEST_LINE_MAX,
+            **server_options,
         )
         self.authority = authority
         self.timeout = timeout

@@ -4,6 +4,7 @@ stopped after, so serving never competes with the scheduler's event loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import json
 import signal
@@ -11,10 +12,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from labd.errors import EXIT_USAGE, CannotStart, InfrastructureError
 from labd.replay.shaping import PROFILES, Profile
 
+log = structlog.get_logger("labd.replay")
+
 PR_SET_PDEATHSIG = 1  # prctl(2) option
+LINE_LIMIT = 1000  # characters of a server's log line carried into labd's log
+LEVELS = ("debug", "info", "warning", "error")
+NOT_RELAYED = ("timestamp", "logger", "port")
 _LIBC = ctypes.CDLL(None)  # loaded here: dlopen takes locks, not safe after fork
 
 
@@ -61,6 +69,7 @@ class ReplayProcess:
             self.command += ["--ignore-param", name]
         self.process: asyncio.subprocess.Process | None = None
         self.ready: dict[str, Any] = {}
+        self._said: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
@@ -91,7 +100,23 @@ class ReplayProcess:
                 raise CannotStart(f"replay server: {reason}")
             raise InfrastructureError(f"replay server failed: {reason}")
         self.ready = json.loads(line)
+        # Read as it comes: a pipe nobody reads fills, and the server stalls on its next line.
+        self._said = asyncio.get_running_loop().create_task(self._relay(self.process.stderr))
         return self.ready
+
+    async def _relay(self, stderr: asyncio.StreamReader) -> None:
+        """The server's log lines (JSON) into labd's log, one event each, at their level."""
+        while line := await stderr.readline():
+            text = line.decode(errors="replace").strip()
+            try:
+                said = dict(json.loads(text))
+            except (ValueError, TypeError):
+                said = {"event": text}
+            event = str(said.pop("event", ""))[:LINE_LIMIT]
+            level = said.pop("level", "info")
+            say = getattr(log, level if level in LEVELS else "info")
+            fields = {k: str(v)[:LINE_LIMIT] for k, v in said.items() if k not in NOT_RELAYED}
+            say("replay server: " + event, port=self.ready.get("listening"), **fields)
 
     async def stop(self, grace: float = 10.0) -> dict[str, Any]:
         """Stop it; what it served and missed."""
@@ -100,11 +125,16 @@ class ReplayProcess:
         assert self.process.stdout is not None
         self.process.send_signal(signal.SIGTERM)
         try:
-            rest, _ = await asyncio.wait_for(self.process.communicate(), grace)
+            rest = await asyncio.wait_for(self.process.stdout.read(), grace)
+            await asyncio.wait_for(self.process.wait(), grace)
         except TimeoutError:
             self.process.kill()
             await self.process.wait()
             return {}
+        finally:
+            if self._said is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._said, 2)
         lines = [
             line for line in rest.decode(errors="replace").splitlines() if line.startswith("{")
         ]

@@ -138,6 +138,7 @@ async def test_a_request_aiohttp_cannot_parse_is_one_warning_a_handler_error_sta
     finally:
         await side.stop(1)
     bad, bug = [x for x in json_lines(capsys.readouterr().err) if x["logger"] == "aiohttp.server"]
+    assert bad["left_out"] == 0
     assert bad["level"] == "warning" and "exception" not in bad
     assert (bad["event"], bad["peer"]) == ("bad HTTP request refused", "127.0.0.1")
     assert str(bad["reason"]).startswith("LineTooLong: ")
@@ -174,3 +175,34 @@ async def test_bytes_that_are_not_http_are_one_debug_line_without_a_traceback(
         assert (line["level"], line["event"]) == ("debug", "bad HTTP request refused")
         assert line["peer"] == "127.0.0.1" and "exception" not in line
         assert line["reason"] == "BadHttpMethod: Received HTTPS traffic on an HTTP port"
+
+
+async def test_a_flood_of_bad_requests_is_one_line_a_minute(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """500 malformed requests wrote 500 lines: anyone reaching a port could flood the log."""
+    import asyncio
+
+    from labd.config import HttpSettings
+    from labd.daemon.http import SidePort
+    from labd.logs import ClientErrorsQuiet
+
+    configure_logging("info", "json")
+    side = SidePort(HttpSettings(port=0, api_host=""), lambda: b"")
+    await side.start()
+
+    async def bad_request() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", side.port)
+        writer.write(b"GET /" + b"a" * 10_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await reader.read()).split(b" ")[1] == b"400"
+        writer.close()
+
+    try:
+        for _ in range(50):
+            await bad_request()
+        monkeypatch.setattr(ClientErrorsQuiet, "EVERY_S", 0.0)  # a minute on
+        await bad_request()
+    finally:
+        await side.stop(1)
+    lines = [x for x in json_lines(capsys.readouterr().err) if x["logger"] == "aiohttp.server"]
+    assert [x["left_out"] for x in lines] == [0, 49]

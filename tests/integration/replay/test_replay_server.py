@@ -226,3 +226,30 @@ async def test_connect_to_a_host_no_certificate_can_name_is_refused(
     writer.write(b"GET / HTTP/1.1\r\nHost: xn--bcher-kva.test\r\nConnection: close\r\n\r\n")
     assert (await asyncio.wait_for(reader.readline(), 2)).split()[1] == b"404"  # a miss, served
     writer.close()
+
+
+async def test_long_urls_are_served_and_a_flood_of_bad_requests_neither_stalls_nor_floods(
+    plain: ReplayProcess,
+) -> None:
+    """A 10 KB URL (a tracking pixel's) got aiohttp's 400 at 8 KiB, so such pages could not be
+    recorded; 2,000 malformed requests wrote a traceback each, and the per-job server's log
+    went to a pipe nobody read, which stalls a server once it fills."""
+    from structlog.testing import capture_logs
+
+    port = plain.port
+    with capture_logs() as logs:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /?q=" + b"x" * 10_000 + b" HTTP/1.1\r\nHost: site.test\r\n\r\n")
+        assert (await reader.readline()).split()[1] == b"404"  # a miss, not a refusal
+        writer.close()
+        for _ in range(2_000):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET / HTTP/1.1\r\nHost: site.test\r\nBad Header\r\n\r\n")
+            assert (await reader.readline()).split()[1] == b"400"
+            writer.close()
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{port}/", headers={"Host": "site.test"}) as r:
+                assert r.status == 200
+        await asyncio.sleep(0.5)
+    refused = [e for e in logs if e["event"] == "replay server: bad HTTP request refused"]
+    assert len(refused) == 1 and refused[0]["log_level"] == "warning", refused
