@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import ssl
 import sys
 from pathlib import Path
 
@@ -76,6 +77,24 @@ def _log_to_stderr(args: argparse.Namespace) -> None:
     configure_logging(args.log_level or "info", args.log_format or "auto")
 
 
+def _writable(out: Path) -> None:
+    """Refuse, before anything is recorded, an archive path that cannot be written (a
+    directory, /proc): found only at the end, it lost the whole recording."""
+    if out.is_dir():
+        raise UsageError(f"{out}: a directory; name the archive file to write")
+    probe = out.with_name(out.name + ".partial")
+    try:
+        with probe.open("xb"):
+            pass
+        probe.unlink()
+    except FileExistsError:
+        raise UsageError(
+            f"{probe} exists: a recording that was not moved into place; move it away first"
+        ) from None
+    except OSError as e:
+        raise UsageError(f"{out}: cannot be written: {e.strerror or e}") from None
+
+
 def record(args: argparse.Namespace) -> int:
     from labd.replay import record
 
@@ -84,7 +103,14 @@ def record(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         raise UsageError(f"{out}: no such directory {out.parent}")
+    _writable(out)
     upstream_ca = Path(args.upstream_ca) if args.upstream_ca else None
+    if upstream_ca is not None:
+        try:
+            ssl.create_default_context(cafile=str(upstream_ca))
+        except (OSError, ssl.SSLError) as e:
+            reason = getattr(e, "strerror", None) or getattr(e, "reason", None) or str(e)
+            raise UsageError(f"--upstream-ca {upstream_ca}: {reason}") from None
     max_body = _mebibytes("--max-body-mb", args.max_body_mb)
     asyncio.run(record(out, args.host, args.port, _authority(args.ca), upstream_ca, max_body))
     return 0

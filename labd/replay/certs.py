@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 import ssl
 import tempfile
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from labd.errors import UsageError
 from labd.replay.errors import ArchiveError
 
 CA_CERT = "labd-replay-ca.pem"
@@ -27,8 +29,21 @@ def _name(common: str) -> x509.Name:
 
 
 def write_ca(directory: Path) -> Path:
-    """A new CA (EC P-256, ten years); the key file is readable by its owner only."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """A new CA (EC P-256, ten years); the key file is readable by its owner only. Never over
+    a CA already there: devices that trust it would stop trusting the replay server, and its
+    key would be gone (UsageError naming the files)."""
+    held = [name for name in (CA_CERT, CA_KEY) if (directory / name).exists()]
+    if held:
+        raise UsageError(
+            f"{directory} holds a CA already ({', '.join(held)}): devices that trust it would "
+            "stop trusting the replay server; remove it first to make a new one"
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{directory}: cannot make the directory: {e.strerror or e}") from e
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: not a directory")
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     cert = (
@@ -56,17 +71,20 @@ def write_ca(directory: Path) -> Path:
         )
         .sign(key, hashes.SHA256())
     )
-    key_path = directory / CA_KEY
-    key_path.touch(mode=0o600)
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     cert_path = directory / CA_CERT
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    try:
+        # O_EXCL: a CA made meanwhile by another run is never overwritten either.
+        with os.fdopen(
+            os.open(directory / CA_KEY, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb"
+        ) as out:
+            out.write(pem)
+        with cert_path.open("xb") as out:
+            out.write(cert.public_bytes(serialization.Encoding.PEM))
+    except OSError as e:
+        raise UsageError(f"{directory}: cannot write the CA: {e.strerror or e}") from e
     return cert_path
 
 

@@ -15,6 +15,7 @@ import base64
 import binascii
 import json
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from labd.replay.errors import ArchiveError
+from labd.textfile import size_text
 from labd.validation import MAX_DEPTH, too_deep
 
 Key = tuple[str, str, str, str, str]
@@ -95,16 +97,30 @@ def load(path: Path, max_bytes: int, ignore_params: Iterable[str] = ()) -> Archi
     """Read a HAR file; refuse one over `max_bytes` before reading it (JSON costs several times
     its size in memory)."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except OSError as e:
         raise ArchiveError(f"{path}: {e.strerror or e}") from e
-    if size > max_bytes:
+    if not stat.S_ISREG(info.st_mode):
+        # A pipe would block the reader, /dev/zero never end: an archive is a file.
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise ArchiveError(f"{path}: {kind}, not an archive")
+    raise_it = "(raise replay.max_archive_mb or --max-archive-mb)"
+    if info.st_size > max_bytes:
         raise ArchiveError(
-            f"{path}: the archive is {size / 2**20:.0f} MiB, over the limit of "
-            f"{max_bytes / 2**20:.0f} MiB (raise replay.max_archive_mb or --max-archive-mb)"
+            f"{path}: the archive is {size_text(info.st_size)}, over the limit of "
+            f"{size_text(max_bytes)} {raise_it}"
         )
     try:
-        document = json.loads(path.read_bytes())
+        with path.open("rb") as f:
+            data = f.read(max_bytes + 1)  # the file may have grown since
+    except OSError as e:
+        raise ArchiveError(f"{path}: {e.strerror or e}") from e
+    if len(data) > max_bytes:
+        raise ArchiveError(
+            f"{path}: the archive is over the limit of {size_text(max_bytes)} {raise_it}"
+        )
+    try:
+        document = json.loads(data)
     except json.JSONDecodeError as e:
         raise ArchiveError(
             f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); truncated?"

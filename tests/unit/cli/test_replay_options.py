@@ -115,3 +115,54 @@ def test_an_archive_nested_too_deep_is_a_usage_error_naming_it(
     assert cli.main(["replay", "serve", str(deep), "--port=0"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == f"{deep}: arrays and objects nested more than 64 deep"
+
+
+def test_what_is_not_an_archive_file_is_named_before_it_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """/dev/zero grew labd by gigabytes (its size says 0), a pipe blocked it for ever, and a
+    directory crashed it (IsADirectoryError, exit 3)."""
+    import os
+
+    pipe = tmp_path / "pipe.har"
+    os.mkfifo(pipe)
+    for path, says in [
+        ("/dev/zero", "not a regular file, not an archive"),
+        (str(pipe), "not a regular file, not an archive"),
+        (str(tmp_path), "a directory, not an archive"),
+    ]:
+        assert cli.main(["replay", "serve", path, "--port=0"]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line == f"{path}: {says}"
+
+
+def test_record_refuses_an_archive_it_could_not_write_before_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found only at Ctrl-C, a directory or /proc path lost the whole recording."""
+    ca = tmp_path / "upstream.pem"
+    ca.write_text("not a certificate")
+    for args, says in [
+        ([str(tmp_path)], f"{tmp_path}: a directory; name the archive file to write"),
+        (["/proc/x.har"], "/proc/x.har: cannot be written: "),
+        ([str(tmp_path / "o.har"), "--upstream-ca", str(tmp_path / "none.pem")],
+         f"--upstream-ca {tmp_path / 'none.pem'}: No such file or directory"),
+        ([str(tmp_path / "o.har"), "--upstream-ca", str(ca)], f"--upstream-ca {ca}: "),
+    ]:  # fmt: skip
+        assert cli.main(["replay", "record", *args, "--port=0"]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(says), line
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_a_ca_is_never_written_over(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second `labd replay ca` replaced the CA every device trusted, and its key."""
+    assert cli.main(["replay", "ca", str(tmp_path / "ca")]) == 0
+    made = {p.name: p.read_bytes() for p in (tmp_path / "ca").iterdir()}
+    capsys.readouterr()
+    assert cli.main(["replay", "ca", str(tmp_path / "ca")]) == 2
+    assert "holds a CA already" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ca").iterdir()} == made
+    (tmp_path / "file").write_text("")
+    assert cli.main(["replay", "ca", str(tmp_path / "file")]) == 2
+    assert "cannot make the directory" in capsys.readouterr().err
