@@ -151,6 +151,8 @@ def serve(args: argparse.Namespace) -> int:
     )
     for miss in summary["misses"]:
         print(f"labd replay: miss x{miss['count']}: {shown(miss['url'])}", file=sys.stderr)
+    if more := summary["misses_not_listed"]:
+        print(f"labd replay: {more} more misses, of URLs not listed", file=sys.stderr)
     return 0
 
 

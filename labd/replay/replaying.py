@@ -32,17 +32,30 @@ STREAM_OVER = 256 * 1024  # larger bodies go out in slices; smaller ones in one 
 SLICE = 64 * 1024
 
 
+# A client asking for endless new URLs cannot grow the server (or its summary) without end.
+MISSES_KEPT = 1000  # distinct missed URLs listed
+MISS_TEXT = 2000  # characters of a missed URL kept
+
+
 @dataclass
 class Stats:
     served: int = 0
     misses: Counter[str] = field(default_factory=Counter)
+    missed: int = 0  # every miss, listed or not
     errors: int = 0  # clients gone mid-response and the like
+
+    def miss(self, what: str) -> None:
+        self.missed += 1
+        what = what if len(what) <= MISS_TEXT else what[:MISS_TEXT] + "..."
+        if what in self.misses or len(self.misses) < MISSES_KEPT:
+            self.misses[what] += 1
 
     def summary(self) -> dict[str, Any]:
         return {
             "served": self.served,
-            "missed": sum(self.misses.values()),
+            "missed": self.missed,
             "misses": [{"url": url, "count": n} for url, n in self.misses.most_common()],
+            "misses_not_listed": self.missed - sum(self.misses.values()),
             "client_errors": self.errors,
         }
 
@@ -70,7 +83,7 @@ class ReplayHandler:
         if shaper.profile.shaped:
             await self._shape_request(request)
         if found is None:
-            self.stats.misses[f"{request.method} {url}"] += 1
+            self.stats.miss(f"{request.method} {url}")
             return web.Response(
                 status=404,
                 text=f"not in the archive: {request.method} {url}\n",
