@@ -127,6 +127,8 @@ def load(path: Path, max_bytes: int, ignore_params: Iterable[str] = ()) -> Archi
         ) from e
     except UnicodeDecodeError as e:
         raise ArchiveError(f"{path}: not JSON text ({e.reason} at byte {e.start})") from e
+    except ValueError as e:  # a number of more digits than Python converts (4,300)
+        raise ArchiveError(f"{path}: not JSON labd can read: {e}") from e
     except RecursionError:
         document = None  # nested deeper than the parser's stack: refused just below
     if document is None or too_deep(document):
@@ -150,7 +152,9 @@ def parse(document: Any, source: str, ignore_params: Iterable[str] = ()) -> Arch
             continue
         archive.skipped.extend(f"entries[{i}]: {problem}" for problem in problems)
         archive.responses.setdefault(key, response)  # the first recording wins
-    if entries and not archive.responses:
+    if not entries:  # every request would miss: a job would measure 404s
+        raise ArchiveError(f"{source}: log.entries is empty: nothing to serve")
+    if not archive.responses:
         raise ArchiveError(f"{source}: no entry can be served; first problem: {archive.skipped[0]}")
     return archive
 

@@ -13,12 +13,15 @@ from pydantic import ValidationError
 
 from labd.cli import main as cli
 from labd.model import NetworkSpec
+from labd.replay.har import har_document, har_entry
+from tests.unit.replay.test_har import WHEN
 
 
 @pytest.fixture
 def har(tmp_path: Path) -> Path:
     path = tmp_path / "site.har"
-    path.write_text(json.dumps({"log": {"entries": []}}))
+    entry = har_entry("GET", "http://e.test/", [], b"", 200, "OK", [], b"x", WHEN, 1.0)
+    path.write_text(json.dumps(har_document([entry], "test")))
     return path
 
 
@@ -153,6 +156,16 @@ def test_record_refuses_an_archive_it_could_not_write_before_recording(
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert line.startswith(says), line
     assert not list(tmp_path.glob("*.partial"))
+
+
+def test_an_archive_with_nothing_to_serve_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It started (and a job with it ran, measuring 404s)."""
+    empty = tmp_path / "empty.har"
+    empty.write_text(json.dumps({"log": {"entries": []}}))
+    assert cli.main(["replay", "serve", str(empty), "--port=0"]) == 2
+    assert capsys.readouterr().err.strip() == f"{empty}: log.entries is empty: nothing to serve"
 
 
 def test_a_ca_is_never_written_over(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -166,6 +166,14 @@ def test_corrupt_truncated_and_foreign_files(tmp_path: Path) -> None:
         load(tmp_path / "missing.har", MiB)
 
 
+def test_a_number_too_long_to_convert_is_named_not_a_crash(tmp_path: Path) -> None:
+    """A 5,000-digit status crashed `labd replay serve` (exit 3) and made submit a 500."""
+    huge = tmp_path / "huge.har"
+    huge.write_text('{"log": {"entries": [{"response": {"status": ' + "9" * 5000 + "}}]}}")
+    with pytest.raises(ArchiveError, match=r"huge.har: not JSON labd can read: Exceeds the limit"):
+        load(huge, MiB)
+
+
 def test_an_archive_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
     big = tmp_path / "big.har"
     with big.open("wb") as f:  # sparse: 500 MiB on paper, nothing on disk
