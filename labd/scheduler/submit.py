@@ -224,12 +224,11 @@ class JobService:
         if spec.network is not None:  # reading the archive is blocking work: off the loop
             problems += await asyncio.to_thread(self._network_problems, spec, source)
         # A device list a few seconds old may say yes (should the device have left since, the
-        # job waits and why_waiting says so); only a fresh one may refuse the job.
-        if (
-            not problems
-            and not await self._fitting_devices(spec, offering, DEVICES_MAX_AGE_S)
-            and not await self._fitting_devices(spec, offering)
-        ):
+        # job waits and why_waiting says so); only a fresh one may refuse the job. Asked
+        # whatever else is wrong: a refusal names every problem.
+        if not await self._fitting_devices(
+            spec, offering, DEVICES_MAX_AGE_S
+        ) and not await self._fitting_devices(spec, offering):
             problems.append(
                 f"{source}: device: no device in the lab matches "
                 f"{spec.device.describe()} and runs scenario {spec.scenario!r}"

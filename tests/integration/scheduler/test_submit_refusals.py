@@ -37,6 +37,21 @@ async def refused(jobs: JobService, **params: Any) -> list[str]:
     return caught.value.problems
 
 
+async def test_a_refusal_names_the_device_beside_the_spec_s_other_problems(
+    jobs: JobService,
+) -> None:
+    """The device was checked only when nothing else was wrong: fixed and submitted again,
+    the job was refused a second time for what could have been said the first."""
+    spec = {"suite": "s", "test": "t", "scenario": "command", "params": {"command": ["nope-x"]}}
+    with pytest.raises(InvalidSpec) as caught:
+        await jobs.submit({**spec, "device": {"platform": "android"}}, "m.toml")
+    assert caught.value.problems == [
+        "m.toml: params.command: program 'nope-x' not found on this host",
+        "m.toml: device: no device in the lab matches platform=android and runs scenario "
+        "'command'",
+    ]
+
+
 async def test_a_nul_byte_in_an_argument_is_refused(jobs: JobService) -> None:
     assert await refused(jobs, command=["true", "a\0b"]) == [
         "m.toml: params.command.1: contains a NUL byte, which no program can get"
