@@ -30,6 +30,7 @@ from labd.config import AuthSettings, MqttSettings
 from labd.errors import AuthError, InvalidSpec
 from labd.events import JobRejected
 from labd.model import AdminState, JobState, id_problem
+from labd.mqtt.flood import UnsignedFlood
 from labd.mqtt.messages import (
     CancelRequest,
     DeviceCommand,
@@ -91,6 +92,7 @@ class Inbound:
         self.settings, self.auth, self.topics = settings, auth, topics
         self.principals, self.jobs, self.scheduler, self.pool = principals, jobs, scheduler, pool
         self.audit = audit
+        self.unsigned = UnsignedFlood()
         self.routes = (
             Route(topics.submit, SubmitRequest, Action.SUBMIT, self._submit),
             Route(topics.query, JobQuery, Action.READ, self._query),
@@ -153,6 +155,8 @@ class Inbound:
             )
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         except Refused as refused:
+            if signed is None and not self.unsigned.admit():
+                return []  # a flood of unsigned messages: counted, not answered one by one
             if signed is not None and refused.reason not in ("replayed", "unavailable"):
                 refused = await self._spend(topic, signed, refused)
             if incoming is None and signed is not None and refused.reason != "replayed":

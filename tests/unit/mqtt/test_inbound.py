@@ -357,6 +357,26 @@ async def test_a_signed_request_refused_unread_is_answered_on_its_own_reply_topi
         ]
 
 
+async def test_a_flood_of_unsigned_messages_is_counted_not_answered_one_by_one(
+    harness: Harness,
+) -> None:
+    """20,000 unsigned payloads were each answered on errors (and audited), one publish after
+    another: a real submission behind them waited 13 s instead of 0.5."""
+    from structlog.testing import capture_logs
+
+    from labd.mqtt.flood import UnsignedFlood
+
+    harness.inbound.unsigned = UnsignedFlood(clock=lambda: 0.0)  # all within one instant
+    with capture_logs() as logs:
+        answered = [await harness.raw(TOPICS.submit, b'{"x": 1}') for _ in range(1_000)]
+        body = {"id": "real", "reply_to": replies_to(CI), "spec": SPEC}
+        real = await harness.send(TOPICS.submit, body, CI)
+    assert sum(bool(r) for r in answered) == 100  # the burst: none refilled in no time
+    assert answer(real).accepted  # a signed request is always answered
+    [warning] = [e for e in logs if "unsigned mqtt messages" in e["event"]]
+    assert warning["left_out"] == 1
+
+
 async def test_a_replay_is_answered_only_on_errors(harness: Harness) -> None:
     original = payload(TOPICS.submit, {"id": "r1", "reply_to": replies_to(CI), "spec": SPEC}, CI)
     first = await harness.raw(TOPICS.submit, original)
