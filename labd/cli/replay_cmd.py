@@ -117,32 +117,19 @@ def record(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from labd.replay import Profile, Shaper, load, profile, serve
+    from labd.replay import Shaper, load, profile, profile_for, serve
 
     _check_port(args.port)
     _log_to_stderr(args)
     max_bytes = _mebibytes("--max-archive-mb", args.max_archive_mb)
     network = _network(args)
-    custom = any(v is not None for v in (network.latency_ms, network.down_kbps, network.up_kbps))
-    if args.profile is not None and custom:
-        raise UsageError("give --profile or --latency-ms/--down-kbps/--up-kbps, not both")
-    if args.profile is not None:
-        try:
-            chosen = profile(args.profile)
-        except UsageError as e:
-            raise UsageError(f"--profile: {e}") from None
-    elif not custom:
-        chosen = profile("none")
-    else:
-        chosen = Profile(
-            latency_ms=network.latency_ms or 0,
-            down_kbps=network.down_kbps or 0,
-            up_kbps=network.up_kbps or 0,
-        )
-    if network.jitter_ms or network.loss:
-        chosen = chosen.model_copy(
-            update={"jitter_ms": network.jitter_ms or 0.0, "loss": network.loss or 0.0}
-        )
+    # As a manifest's [network]: a profile (none by default), each option given overriding it.
+    named = "none" if args.profile is None else args.profile
+    try:
+        profile(named)
+    except UsageError as e:
+        raise UsageError(f"--profile: {e}") from None
+    chosen = profile_for(network.model_copy(update={"profile": named}))
     archive = load(Path(args.archive), max_bytes, args.ignore_param or ())
     for problem in archive.skipped:
         print(f"labd replay: skipped {shown(problem)}", file=sys.stderr)

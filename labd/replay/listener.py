@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
+import re
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
@@ -128,6 +130,21 @@ async def _peek(conn: socket.socket, size: int) -> bytes:
         await asyncio.sleep(0.005)  # a CONNECT still arriving byte by byte
 
 
+HOST_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)", re.IGNORECASE)
+
+
+def _certifiable(name: str) -> bool:
+    """A name a certificate may be issued for: an IP address, or a DNS name whose labels
+    are letters, digits and inner hyphens (no wildcard, no empty label)."""
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    labels = name.removesuffix(".").split(".")
+    return len(name) <= 253 and all(HOST_LABEL.fullmatch(label) for label in labels)
+
+
 class Tunnel(asyncio.Protocol):
     """CONNECT host:port: answer 200, then speak TLS as that host (signed by the replay CA)
     and serve what comes through it like any other request."""
@@ -160,23 +177,26 @@ class Tunnel(asyncio.Protocol):
             self._refuse(400, "Bad Request")
             return
         if self.listener.authority is None:
-            self._refuse(501, "HTTPS needs a CA: labd replay serve --ca DIR")
+            self._refuse(501, "Not Implemented", "HTTPS needs a CA: start it with --ca DIR")
             return
         host = parts[1].rsplit(":", 1)[0].strip("[]")
         try:  # a name the certificate cannot hold (empty, not IDNA) is refused before the 200
-            context = self.listener.authority.context(host.encode("idna").decode("ascii"))
+            name = host.encode("idna").decode("ascii")
+            if not _certifiable(name):
+                raise ValueError("not a host name or an IP address")
+            context = self.listener.authority.context(name)
         except ValueError as e:  # UnicodeError included
             log.info("connect_refused", host=ascii(host), error=str(e))
-            self._refuse(400, "Bad Request")
+            self._refuse(400, "Bad Request", f"CONNECT {host!a}: {e}")
             return
         # Held by the listener's task set: an unreferenced task can be collected mid-handshake.
         self.listener.tasks.spawn("tunnel", self._upgrade(host, context))
 
-    def _refuse(self, status: int, reason: str) -> None:
+    def _refuse(self, status: int, reason: str, why: str = "") -> None:
         assert self.transport is not None
-        self.transport.write(
-            f"HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode()
-        )
+        body = (why + "\n").encode() if why else b""
+        head = f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\n"
+        self.transport.write(head.encode() + b"Connection: close\r\n\r\n" + body)
         self.transport.close()
 
     async def _upgrade(self, host: str, context: ssl.SSLContext) -> None:

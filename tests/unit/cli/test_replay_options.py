@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -179,3 +180,24 @@ def test_a_ca_is_never_written_over(tmp_path: Path, capsys: pytest.CaptureFixtur
     (tmp_path / "file").write_text("")
     assert cli.main(["replay", "ca", str(tmp_path / "file")]) == 2
     assert "cannot make the directory" in capsys.readouterr().err
+
+
+def test_a_profile_with_overrides_is_taken_as_a_manifest_takes_it(
+    har: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--profile 3g --latency-ms 200` was refused ("not both"); a manifest takes it."""
+    from labd.replay import Profile
+
+    served: list[Profile] = []
+
+    async def serve(archive: object, shaper: Any, *_: object) -> dict[str, Any]:
+        served.append(shaper.profile)
+        return {"misses": [], "misses_not_listed": 0}
+
+    monkeypatch.setattr("labd.replay.serve", serve)
+    assert cli.main(["replay", "serve", str(har), "--profile", "3g", "--latency-ms", "200"]) == 0
+    assert cli.main(["replay", "serve", str(har), "--down-kbps", "800"]) == 0
+    assert [(p.latency_ms, p.down_kbps, p.up_kbps) for p in served] == [
+        (200, 1600, 768),
+        (0, 800, 0),
+    ]
