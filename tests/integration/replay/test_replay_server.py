@@ -257,9 +257,9 @@ async def test_long_urls_are_served_and_a_flood_of_bad_requests_neither_stalls_n
             writer.write(b"GET / HTTP/1.1\r\nHost: site.test\r\nBad Header\r\n\r\n")
             assert (await reader.readline()).split()[1] == b"400"
             writer.close()
-        async with aiohttp.ClientSession() as http:
-            async with http.get(f"http://127.0.0.1:{port}/", headers={"Host": "site.test"}) as r:
-                assert r.status == 200
+        url, host = f"http://127.0.0.1:{port}/", {"Host": "site.test"}
+        async with aiohttp.ClientSession() as http, http.get(url, headers=host) as r:
+            assert r.status == 200
         await asyncio.sleep(0.5)
     refused = [e for e in logs if e["event"] == "replay server: bad HTTP request refused"]
     assert len(refused) == 1 and refused[0]["log_level"] == "warning", refused
