@@ -79,9 +79,12 @@ def _log_to_stderr(args: argparse.Namespace) -> None:
 
 def _writable(out: Path) -> None:
     """Refuse, before anything is recorded, an archive path that cannot be written (a
-    directory, /proc): found only at the end, it lost the whole recording."""
-    if out.is_dir():
-        raise UsageError(f"{out}: a directory; name the archive file to write")
+    directory, /proc) or is not a file (/dev/null, a pipe): found only at the end, it lost the
+    whole recording, or replaced a device with a regular file."""
+    from labd.replay import not_a_file
+
+    if problem := not_a_file(out):
+        raise UsageError(problem)
     probe = out.with_name(out.name + ".partial")
     try:
         with probe.open("xb"):

@@ -13,6 +13,7 @@ import datetime
 import ipaddress
 import json
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from aiohttp import ClientError, ClientSession, web
 from yarl import URL
 
 from labd import __version__
+from labd.errors import UsageError
 from labd.replay.har import DROPPED_HEADERS, har_document, har_entry
 from labd.replay.replaying import request_url
 
@@ -106,11 +108,27 @@ class RecordHandler:
         return b"".join(chunks)
 
     def write(self) -> Path:
-        """The archive, replaced atomically so a reader never sees half of it."""
+        """The archive, replaced atomically so a reader never sees half of it; never over
+        what is not a file (a device, a pipe: as root, /dev/null became a regular file)."""
         partial = self.out.with_name(self.out.name + ".partial")
         partial.write_text(json.dumps(har_document(self.entries, __version__), indent=1))
+        if problem := not_a_file(self.out):
+            raise UsageError(f"{problem}; the recording is in {partial}")
         partial.replace(self.out)
         return self.out
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why an archive may not be written at `path` (something there that is neither a file
+    nor a link, which the archive would replace), or None."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return None
+    kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, a pipe)"
+    return f"{path}: {kind}; an archive is written as a file"
 
 
 async def _is_itself(request: web.BaseRequest, url: URL) -> bool:

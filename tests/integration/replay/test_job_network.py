@@ -60,6 +60,8 @@ async def test_bad_network_is_refused_at_submit_with_every_reason(
     store: Store, archives: Path
 ) -> None:
     driver = HostDriver(HostOptions(), "h1")
+    for device in await driver.discover():  # a device fits: the network is what is wrong
+        await store.upsert_device(device.model_copy(update={"host": "h1"}))
     jobs = JobService(
         store,
         {"host": driver},

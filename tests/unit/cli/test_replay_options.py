@@ -147,7 +147,7 @@ def test_record_refuses_an_archive_it_could_not_write_before_recording(
     ca = tmp_path / "upstream.pem"
     ca.write_text("not a certificate")
     for args, says in [
-        ([str(tmp_path)], f"{tmp_path}: a directory; name the archive file to write"),
+        ([str(tmp_path)], f"{tmp_path}: a directory; an archive is written as a file"),
         (["/proc/x.har"], "/proc/x.har: cannot be written: "),
         ([str(tmp_path / "o.har"), "--upstream-ca", str(tmp_path / "none.pem")],
          f"--upstream-ca {tmp_path / 'none.pem'}: No such file or directory"),
@@ -201,3 +201,35 @@ def test_a_profile_with_overrides_is_taken_as_a_manifest_takes_it(
         (200, 1600, 768),
         (0, 800, 0),
     ]
+
+
+def test_record_never_replaces_what_is_not_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As root, `labd replay record /dev/null` turned /dev/null into a regular file at Ctrl-C.
+    (A device node of our own stands in for /dev/null: a failure harms only it.)"""
+    import os
+    import stat
+
+    from labd.errors import UsageError
+    from labd.replay.recording import RecordHandler
+
+    pipe = tmp_path / "pipe.har"
+    os.mkfifo(pipe)
+    nodes = [pipe]
+    if os.geteuid() == 0:
+        null = tmp_path / "null"
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        nodes.append(null)
+    for node in nodes:
+        assert cli.main(["replay", "record", str(node), "--port=0"]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert (
+            line
+            == f"{node}: not a regular file (a device, a pipe); an archive is written as a file"
+        )
+        # And at the end too, should it have become one meanwhile: the recording is kept.
+        with pytest.raises(UsageError, match="the recording is in"):
+            RecordHandler(None, node, 1).write()  # type: ignore[arg-type]
+        assert not stat.S_ISREG(node.lstat().st_mode)
+        assert node.with_name(node.name + ".partial").is_file()
