@@ -114,6 +114,8 @@ def _single_separator(name: str) -> str | None:
     for section, field in Settings.model_fields.items():
         if not rest.startswith(section + "_"):
             continue
+        if section == "drivers":
+            return "not read: drivers are set in the configuration file only"
         key = rest[len(section) + 1 :]
         model = field.annotation
         if isinstance(model, type) and issubclass(model, BaseModel) and key in model.model_fields:

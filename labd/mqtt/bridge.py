@@ -297,6 +297,9 @@ class MqttBridge:
                 topic=message.topic.value,
                 ms=round(1000 * (time.perf_counter() - started), 2),
             )
+            # Messages already queued come without a pause: a flood held the event loop (and
+            # every lease heartbeat) for over a second.
+            await asyncio.sleep(0)
 
     async def _reply(self, client: aiomqtt.Client, reply: Reply) -> None:
         properties = None

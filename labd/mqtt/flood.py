@@ -4,6 +4,7 @@ flood neither delays the lab's real requests behind thousands of answers nor fil
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -22,11 +23,11 @@ class UnsignedFlood:
         self.tokens = self.BURST
         self.stamp = clock()
         self.left_out = 0  # since the last warning
-        self._said_at: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def admit(self) -> bool:
         """Whether to answer and audit this refusal; False past the rate (counted, and said
-        in one warning a minute)."""
+        in one warning a minute while it lasts, the last a minute after it ended)."""
         now = self.clock()
         self.tokens = min(self.BURST, self.tokens + (now - self.stamp) * self.RATE)
         self.stamp = now
@@ -34,12 +35,21 @@ class UnsignedFlood:
             self.tokens -= 1
             return True
         self.left_out += 1
-        if self._said_at is None or now - self._said_at >= self.EVERY_S:
-            log.warning(
-                "unsigned mqtt messages are coming faster than labd answers them; the rest "
-                "are refused without an answer on the errors topic or an audit line",
-                answered_per_s=self.RATE,
-                left_out=self.left_out,
-            )
-            self._said_at, self.left_out = now, 0
+        if self._timer is None:
+            self._say()
         return False
+
+    def _say(self) -> None:
+        """Say how many were left out since the last warning, and look again in a minute
+        (a flood that stopped is said once more, then the timer stops)."""
+        self._timer = None
+        if not self.left_out:
+            return
+        log.warning(
+            "unsigned mqtt messages are coming faster than labd answers them; the rest are "
+            "refused without an answer on the errors topic or an audit line",
+            answered_per_s=self.RATE,
+            left_out=self.left_out,
+        )
+        self.left_out = 0
+        self._timer = asyncio.get_running_loop().call_later(self.EVERY_S, self._say)

@@ -28,6 +28,7 @@ from aiohttp import web
 
 from labd.acceptor import Acceptor, connection_limit
 from labd.errors import UsageError
+from labd.logs import OncePerMinute
 from labd.replay.certs import Authority
 from labd.tasks import TaskSet
 
@@ -67,6 +68,7 @@ class Listener:
         )
         self.authority = authority
         self.timeout = timeout
+        self.said = OncePerMinute()  # what a client causes is logged at most once a minute
         try:
             self.sock = socket.create_server((host, port), backlog=1024, reuse_port=False)
         except OSError as e:
@@ -173,8 +175,9 @@ class Tunnel(asyncio.Protocol):
         # UTF-8 for a host in Unicode (IDNA-encoded below); other bytes fail that encoding
         line = bytes(self.buffer[: self.buffer.find(b"\r\n")]).decode("utf-8", "surrogateescape")
         parts = line.split()
-        if len(parts) != 3 or ":" not in parts[1]:
-            self._refuse(400, "Bad Request")
+        port = parts[1].rsplit(":", 1)[1] if len(parts) == 3 and ":" in parts[1] else ""
+        if not (port.isdigit() and 0 < int(port) < 65536):
+            self._refuse(400, "Bad Request", "CONNECT takes one host:port (a port 1-65535)")
             return
         if self.listener.authority is None:
             self._refuse(501, "Not Implemented", "HTTPS needs a CA: start it with --ca DIR")
@@ -186,7 +189,8 @@ class Tunnel(asyncio.Protocol):
                 raise ValueError("not a host name or an IP address")
             context = self.listener.authority.context(name)
         except ValueError as e:  # UnicodeError included
-            log.info("connect_refused", host=ascii(host), error=str(e))
+            if (left_out := self.listener.said.due("connect_refused")) is not None:
+                log.info("connect_refused", host=ascii(host), error=str(e), left_out=left_out)
             self._refuse(400, "Bad Request", f"CONNECT {host!a}: {e}")
             return
         # Held by the listener's task set: an unreferenced task can be collected mid-handshake.
@@ -213,7 +217,9 @@ class Tunnel(asyncio.Protocol):
                 ssl_handshake_timeout=self.listener.timeout,
             )
         except Exception as e:  # whatever went wrong, this tunnel ends and the others go on
-            log.info("tunnel_failed", host=host, error=f"{type(e).__name__}: {e}")
+            if (left_out := self.listener.said.due("tunnel_failed")) is not None:
+                error = f"{type(e).__name__}: {e}"
+                log.info("tunnel_failed", host=host, error=error, left_out=left_out)
             self.transport.close()
             return
         if tls is None:

@@ -212,21 +212,33 @@ async def test_connect_to_a_host_no_certificate_can_name_is_refused(
 ) -> None:
     """An empty or non-IDNA host was answered "200 Connection Established", then the
     certificate raised ValueError and the client hung; a Unicode name is IDNA-encoded."""
-    # Later: a wildcard, and labels a host name cannot have, got a 200 and a certificate.
-    for host in (
-        b"",
-        b"a" * 64 + b".test",
-        b"\xff.test",
-        b"*.test",
-        b"-bad-.test",
-        b"xn--zz--.com",
-    ):
-        reader, writer = await asyncio.open_connection("127.0.0.1", plain.port)
-        writer.write(b"CONNECT " + host + b":443 HTTP/1.1\r\n\r\n")
-        answer = await asyncio.wait_for(reader.read(), 2)
-        assert answer.split()[1] == b"400", host
-        assert answer.endswith(b"\n") and b"CONNECT " in answer  # the body says why
-        writer.close()
+    from structlog.testing import capture_logs
+
+    # Later: a wildcard, and labels a host name cannot have, got a 200 and a certificate;
+    # each refusal was a log line of its own.
+    with capture_logs() as said:
+        for host in (
+            b"",
+            b"a" * 64 + b".test",
+            b"\xff.test",
+            b"*.test",
+            b"-bad-.test",
+            b"xn--zz--.com",
+            b"site.test:99999",
+            b"site.test:0",
+            b"exa mple.test:443",
+        ):
+            reader, writer = await asyncio.open_connection("127.0.0.1", plain.port)
+            target = host if b":" in host else host + b":443"
+            writer.write(b"CONNECT " + target + b" HTTP/1.1\r\n\r\n")
+            answer = await asyncio.wait_for(reader.read(), 2)
+            assert answer.split()[1] == b"400", host
+            assert answer.endswith(b"\n") and b"CONNECT" in answer  # the body says why
+            writer.close()
+        await asyncio.sleep(0.5)
+    assert [e["event"] for e in said if "connect_refused" in e["event"]] == [
+        "replay server: connect_refused"
+    ]
     reader, writer = await asyncio.open_connection("127.0.0.1", plain.port)
     writer.write("CONNECT bücher.test:443 HTTP/1.1\r\n\r\n".encode())
     assert (await asyncio.wait_for(reader.readline(), 2)).split()[1] == b"200"

@@ -141,10 +141,12 @@ def test_a_section_and_key_joined_by_one_underscore_are_refused_not_ignored() ->
         "LABD_HTTP_PROT": "1",
         "LABD_API_URL": "http://lab:9500",  # labd's own variables name no section
         "LABD_CACHE_DIR": "/tmp",
+        "LABD_DRIVERS_HOST_SLOTS": "3",
     }
     assert problems_of(None, env) == [
         "LABD_ARTEFACTS_MAX_AGE_DAYS: not read: a section and its key are joined by two "
         "underscores: LABD_ARTEFACTS__MAX_AGE_DAYS",
+        "LABD_DRIVERS_HOST_SLOTS: not read: drivers are set in the configuration file only",
         "LABD_HTTP_PROT: not read: a section and its key are joined by two underscores "
         "(LABD_HTTP__KEY)",
     ]
