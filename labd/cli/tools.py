@@ -231,9 +231,9 @@ def add_replay_commands(nouns: Any) -> None:
     serve.add_argument("--latency-ms", type=float, help="round-trip time added")
     serve.add_argument("--down-kbps", type=float, help="downstream bandwidth")
     serve.add_argument("--up-kbps", type=float, help="upstream bandwidth")
-    serve.add_argument("--jitter-ms", type=float, default=0.0, help="extra delay up to this")
+    serve.add_argument("--jitter-ms", type=float, default=None, help="extra delay up to this")
     serve.add_argument(
-        "--loss", type=float, default=0.0, help="share of exchanges with a lost packet"
+        "--loss", type=float, default=None, help="share of exchanges with a lost packet"
     )
     serve.add_argument("--seed", type=int, default=0, help="for jitter and loss")
     serve.add_argument(

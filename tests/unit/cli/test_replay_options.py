@@ -197,9 +197,11 @@ def test_a_profile_with_overrides_is_taken_as_a_manifest_takes_it(
     monkeypatch.setattr("labd.replay.serve", serve)
     assert cli.main(["replay", "serve", str(har), "--profile", "3g", "--latency-ms", "200"]) == 0
     assert cli.main(["replay", "serve", str(har), "--down-kbps", "800"]) == 0
-    assert [(p.latency_ms, p.down_kbps, p.up_kbps) for p in served] == [
-        (200, 1600, 768),
-        (0, 800, 0),
+    assert cli.main(["replay", "serve", str(har), "--profile", "2g"]) == 0
+    assert [(p.name, p.latency_ms, p.down_kbps, p.up_kbps) for p in served] == [
+        ("3g+custom", 200, 1600, 768),
+        ("none+custom", 0, 800, 0),
+        ("2g", 800, 280, 256),  # it was "2g+custom": jitter and loss defaulted to 0
     ]
 
 
