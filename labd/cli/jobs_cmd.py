@@ -111,6 +111,7 @@ def _submit_over_mqtt(
                 args.wait,
                 args.connect_wait,
                 show,
+                lambda answer: _say_exists(args, answer),
             )
         )
     events, result = outcome["events"], outcome["result"]
@@ -135,11 +136,19 @@ def _submit_over_mqtt(
     return waited_status(events[-1]["state"], (result or {}).get("summary") or {})
 
 
+def _say_exists(args: argparse.Namespace, answer: dict[str, Any]) -> None:
+    """A job followed with --wait that exists already: said as soon as labd answers, not
+    once it has ended."""
+    if answer.get("duplicate") and args.wait and not args.json:
+        print(_exists(answer.get("job_id", ""), answer.get("state", "")), file=sys.stderr)
+
+
 def _followed_duplicate(
     args: argparse.Namespace, settings: Settings, outcome: dict[str, Any]
 ) -> int:
-    """A job submitted before with this id and spec: said so; with --wait (followed to its
-    end already), its results as labd has them."""
+    """A job submitted before with this id and spec: said so (with --wait, by _say_exists
+    when labd answered); with --wait (followed to its end already), its results as labd has
+    them."""
     import asyncio
 
     from labd.cli import mqtt_client
@@ -148,8 +157,6 @@ def _followed_duplicate(
     if not args.wait:
         _print(args, outcome, lambda: print(said))
         return 0
-    if not args.json:
-        print(said, file=sys.stderr)
     request = {"query": "results", "job_id": outcome["job_id"]}
     results = asyncio.run(mqtt_client.query(settings, request))
     _print(args, results, lambda: _print_results(results))

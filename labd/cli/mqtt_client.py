@@ -199,6 +199,7 @@ async def submit_and_follow(
     wait: bool,
     answer_within: float,
     on_event: Callable[[dict[str, Any]], None] = lambda _: None,
+    on_answer: Callable[[dict[str, Any]], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Submit; return {"job_id", "events", "result", "duplicate", "state"} once answered
     (or, with wait, finished). The id of a job this principal submitted already with this spec
@@ -228,6 +229,7 @@ async def submit_and_follow(
                     if answer is None and session.is_answer(found, body, correlation):
                         answer = body  # the first only: a copy replayed later says nothing
                         timer.reschedule(None)  # the daemon answered: no time limit now
+                        on_answer(body)
                         over = body.get("state") in ENDED  # a duplicate that has ended
                         if not body.get("accepted") or not wait or over:
                             break

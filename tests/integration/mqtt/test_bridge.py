@@ -252,6 +252,17 @@ async def test_cli_show_and_cancel_over_mqtt(
     assert code == 0 and out.startswith("job slow-1 exists ("), (out, err)
     assert out.endswith("): submitted before with this spec\n")
     assert time.monotonic() - began < 10
+    # Followed with --wait: said as soon as labd answers, not once the job has ended.
+    follower = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "labd", "--config", str(config), "submit", str(manifest)),
+        *("--id", "slow-1", "--wait"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert follower.stderr is not None
+    said = await asyncio.wait_for(follower.stderr.readline(), 30)
+    assert said.decode().startswith("job slow-1 exists ("), said
+    assert said.split(b"(")[1].split(b")")[0] in (b"queued", b"leased", b"running"), said
     async with Follower(broker.port) as ci:
         await ci.wait_for(lambda: any(e["kind"] == "iteration" for e in events_of(ci, "slow-1")))
         code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
@@ -259,6 +270,8 @@ async def test_cli_show_and_cancel_over_mqtt(
         assert (await labd("jobs", "cancel", "slow-1", "--via", "mqtt"))[0] == 0
         await ci.wait_for(lambda: finished(ci, "slow-1"))
         assert events_of(ci, "slow-1")[-1]["state"] == "cancelled"
+    await asyncio.wait_for(follower.communicate(), 60)
+    assert follower.returncode == 3  # followed to its end: cancelled, not succeeded
     code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
     assert (code, out) == (0, "slow-1: cancelled\n")
     # The broker lost the retained state (restarted without persistence): labd is asked.
