@@ -17,12 +17,12 @@ import asyncio
 import contextlib
 import resource
 import socket
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
 
+from labd.logs import OncePerMinute
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.acceptor")
@@ -81,7 +81,7 @@ class Acceptor:
         self.sock, self.connect, self.tasks, self.name = sock, connect, tasks, name
         self.max_connections = max_connections
         self.open: set[socket.socket] = set()  # accepted; closed ones pruned at the cap
-        self._warned: dict[str, float] = {}  # event -> when it was last logged (monotonic)
+        self._said = OncePerMinute(WARN_EVERY_S)
 
     def start(self) -> None:
         self.tasks.spawn(f"accept {self.name}", self._accept())
@@ -119,10 +119,8 @@ class Acceptor:
     def _warn(self, event: str, **fields: Any) -> None:
         """At most one line a minute of each kind: a flood would otherwise write one per client
         (or per failed accept)."""
-        now = time.monotonic()
-        if now - self._warned.get(event, -WARN_EVERY_S) >= WARN_EVERY_S:
-            self._warned[event] = now
-            log.warning(event, listener=self.name, **fields)
+        if (left_out := self._said.due(event)) is not None:
+            log.warning(event, listener=self.name, left_out=left_out, **fields)
 
     def _room(self) -> bool:
         """Whether one more client fits; counting what is still open only when near the cap."""

@@ -139,12 +139,10 @@ def _certifiable(name: str) -> bool:
     """A name a certificate may be issued for: an IP address, or a DNS name whose labels
     are letters, digits and inner hyphens (no wildcard, no empty label)."""
     try:
-        ipaddress.ip_address(name)
-        return True
-    except ValueError:
-        pass
-    labels = name.removesuffix(".").split(".")
-    return len(name) <= 253 and all(HOST_LABEL.fullmatch(label) for label in labels)
+        return bool(ipaddress.ip_address(name))
+    except ValueError:  # not an address: a name
+        labels = name.removesuffix(".").split(".")
+        return len(name) <= 253 and all(HOST_LABEL.fullmatch(label) for label in labels)
 
 
 class Tunnel(asyncio.Protocol):
