@@ -212,12 +212,15 @@ class Client:
             before = pages[-1].get("next") or ""
             if not before:
                 break
-        series: dict[str, dict[str, list[Any]]] = {}
+        series: dict[str, dict[str, Any]] = {}
         for page in reversed(pages):  # pages come newest first; each is oldest first
             for name, entry in page["series"].items():
-                joined = series.setdefault(name, {key: [] for key in entry})
+                joined = series.setdefault(name, {})
                 for key, values in entry.items():
-                    joined[key] += values
+                    if isinstance(values, list):
+                        joined.setdefault(key, []).extend(values)
+                    else:  # higher_is_better: the newest page's, as each page's is its newest
+                        joined[key] = values
         return {"suite": suite, "test": test, "series": series}
 
 

@@ -248,11 +248,12 @@ def detect(args: argparse.Namespace) -> int:
 
     if args.file and (args.suite or args.test):
         raise UsageError("give a history file or --suite and --test, not both")
+    directions: dict[str, bool] = {}  # series: higher is better (a file's: lower)
     if args.file:
         history = read_history(Path(args.file))
         source = args.file
     elif args.suite and args.test:
-        history = _stored_history(args)
+        history, directions = _stored_history(args)
         source = f"{args.suite}/{args.test} in the store"
     else:
         raise UsageError("give a history file, or --suite and --test for the stored history")
@@ -263,8 +264,14 @@ def detect(args: argparse.Namespace) -> int:
     alerts: list[dict[str, Any]] = []
     judged: list[dict[str, Any]] = []
     for name, (builds, values) in history.items():
+        higher_is_better = args.higher_is_better or directions.get(name, False)
         found = [
-            {"series": name, "build": builds[a.index], **a.as_dict()}
+            {
+                "series": name,
+                "build": builds[a.index],
+                "verdict": _verdict(a.direction, higher_is_better),
+                **a.as_dict(),
+            }
             for a in run_detect(values, args.method)
         ]
         alerts.extend(found)
@@ -279,6 +286,8 @@ def detect(args: argparse.Namespace) -> int:
                 "monitored_from": monitored,
                 "monitored_from_build": None if monitored is None else builds[monitored],
                 "alerts": len(found),
+                "regressions": sum(a["verdict"] == "regression" for a in found),
+                "higher_is_better": higher_is_better,
             }
         )
     if args.json:
@@ -296,9 +305,10 @@ def detect(args: argparse.Namespace) -> int:
         )
     else:
         _print_detection(source, args.method, alerts, judged)
-    # Exit 1 only for a change found. A series too short to judge is no usage error (every
-    # new test's history starts short): it is said per series, and in JSON by `judged`.
-    return EXIT_NEGATIVE if alerts else 0
+    # Exit 1 only for a regression, as `labd compare`: a CI gate must not fail on an
+    # improvement. A series too short to judge is no usage error (every new test's history
+    # starts short): it is said per series, and in JSON by `judged`.
+    return EXIT_NEGATIVE if any(a["verdict"] == "regression" for a in alerts) else 0
 
 
 SERIES_NAMED = 20  # series without a change named one by one; more are counted
@@ -316,7 +326,15 @@ def _print_detection(
     console = Console(width=max(110, Console().width))
     if alerts:
         table = Table(title=f"{markup(source)}: {len(judged)} series, method {markup(method)}")
-        for column in ("series", "first build", "index", "raised at", "change [95% CI]", "conf."):
+        for column in (
+            "series",
+            "first build",
+            "index",
+            "raised at",
+            "verdict",
+            "change [95% CI]",
+            "conf.",
+        ):
             table.add_column(column)
         for a in alerts:
             early = a["index"] == reach.first_dated  # a change in the builds before may be it
@@ -325,6 +343,7 @@ def _print_detection(
                 markup(a["build"]),
                 f"{a['index']}{'*' if early else ''}",
                 str(a["raised_at"]),
+                f"[{VERDICT_COLOUR[a['verdict']]}]{a['verdict']}[/]",
                 markup(_detected_change(a), lines=True),
                 "-" if a["confidence"] is None else f"{a['confidence']:.3f}",
             )
@@ -353,12 +372,24 @@ def _print_detection(
             )
             continue
         found = (
-            f"{s['alerts']} change{'s' if s['alerts'] != 1 else ''}"
+            f"{s['alerts']} change{'s' if s['alerts'] != 1 else ''} ({s['regressions']} "
+            f"regression{'s' if s['regressions'] != 1 else ''}; {_better(s['higher_is_better'])})"
             if s["alerts"]
             else "no change found"
         )
         where = f"build {markup(s['monitored_from_build'])} (index {s['monitored_from']})"
         console.print(f"{name}: {found}; monitored from {where} on ({before})")
+
+
+VERDICT_COLOUR = {"regression": "red", "improvement": "green"}
+
+
+def _verdict(direction: str, higher_is_better: bool) -> str:
+    return "improvement" if (direction == "up") == higher_is_better else "regression"
+
+
+def _better(higher_is_better: bool) -> str:
+    return "higher is better" if higher_is_better else "lower is better"
 
 
 def _detected_change(alert: dict[str, Any]) -> str:
@@ -415,7 +446,10 @@ def calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stored_history(args: argparse.Namespace) -> dict[str, tuple[list[str], list[float]]]:
+def _stored_history(
+    args: argparse.Namespace,
+) -> tuple[dict[str, tuple[list[str], list[float]]], dict[str, bool]]:
+    """(each series' builds and values, each series' direction: higher is better)."""
     from labd.cli.client import Client
     from labd.stats import refusal
 
@@ -430,4 +464,8 @@ def _stored_history(args: argparse.Namespace) -> dict[str, tuple[list[str], list
                     f"{shown(name)}: job {shown(job)} (build {shown(build)}): {reason}; this"
                     " history cannot be analysed"
                 )
-    return {name: (s["builds"], s["values"]) for name, s in answer["series"].items()}
+    series = answer["series"]
+    return (
+        {name: (s["builds"], s["values"]) for name, s in series.items()},
+        {name: s.get("higher_is_better") is True for name, s in series.items()},
+    )

@@ -72,7 +72,7 @@ def add_stats_commands(nouns: Any) -> None:
 
     detect = nouns.add_parser(
         "detect",
-        help="find changes in histories (exit 1 when any is found)",
+        help="find changes in histories (exit 1 when a regression is found)",
         description="Regression detection over histories: a CSV with series,build,value.",
     )
     detect.add_argument(
@@ -94,6 +94,12 @@ def add_stats_commands(nouns: Any) -> None:
             "talos",
         ],
         default="ets+rank+vote",
+    )
+    detect.add_argument(
+        "--higher-is-better",
+        action="store_true",
+        help="higher values are better in every series (else lower, for a file; a stored"
+        " series follows its metric's declaration)",
     )
     detect.add_argument("--json", action="store_true", help="print JSON")
     detect.set_defaults(handler=lazy("labd.cli.stats_cmd:detect"))

@@ -196,8 +196,11 @@ def history_section(name: str, series: dict[str, Any], units: dict[str, str]) ->
         reason = escape(str(e))
         return f"<p class='note'>{escape(name)}: {len(values)} builds; not analysed: {reason}.</p>"
     band = prediction_band(values)
+    higher_is_better = series.get("higher_is_better") is True
     found = ", ".join(
-        f"{a.direction} {_size(a)} at {escape(series['builds'][a.index])}" for a in alerts
+        f"{'an improvement' if (a.direction == 'up') == higher_is_better else 'a regression'},"
+        f" {a.direction} {_size(a)} at {escape(series['builds'][a.index])}"
+        for a in alerts
     )
     metric = name.split("/")[2] if name.count("/") >= 3 else name
     return (

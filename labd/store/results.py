@@ -200,13 +200,14 @@ async def history_page(
     store: Store, suite: str, test: str, limit: int = HISTORY_PAGE, before: str = ""
 ) -> dict[str, Any]:
     """A test's history: per (metric, device class) series, one value per succeeded job (the
-    median of its measured iterations), oldest first; a build is named by its revision. A/B
+    median of its measured iterations), oldest first, with the direction that is better (the
+    newest job's, labd.metric_specs); a build is named by its revision. A/B
     jobs are comparisons within themselves and stay out of it. One page: the newest `limit`
     jobs older than job `before` (the newest when empty); `next` is the `before` of the next
     older page, None when there is none."""
     limit = max(1, min(limit, HISTORY_PAGE_MAX))
     points, older = await store.history_page(suite, test, limit, before)
-    series: dict[str, dict[str, list[Any]]] = {}
+    series: dict[str, dict[str, Any]] = {}
     for point in points:
         for metric, median in point.medians.items():
             entry = series.setdefault(
@@ -216,6 +217,7 @@ async def history_page(
             entry["builds"].append(point.build)
             entry["values"].append(median)
             entry["jobs"].append(point.job_id)
+            entry["higher_is_better"] = point.higher_is_better.get(metric, False)
     return {"suite": suite, "test": test, "series": series, "next": older}
 
 

@@ -2,7 +2,8 @@
 
 Each returns plain JSON data, decoded where the transaction runs (on SQLite, the reader
 thread), so the event loop neither decodes nor holds more than one page. Only the fields an
-answer needs are read: the summary and the history never load an iteration's fingerprint.
+answer needs are read: the summary and the history never load an iteration's whole fingerprint
+(the history reads its device model and metric directions only).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from labd.metric_specs import directions_of, metric_specs
 from labd.store.base import StoreBase, row_to_job
 from labd.store.tables import iterations, jobs
 
@@ -25,6 +27,7 @@ class HistoryPoint:
     build: str
     device_class: str
     medians: dict[str, float] = field(default_factory=dict)
+    higher_is_better: dict[str, bool] = field(default_factory=dict)  # labd.metric_specs
 
 
 def _measured_fields() -> tuple[Any, ...]:
@@ -115,6 +118,7 @@ class Views(StoreBase):
         query = query.order_by(jobs.c.seq.desc()).limit(limit + 1)
         fields = _measured_fields()
         model = iterations.c.record[("fingerprint", "model")].as_string()
+        declared = iterations.c.record[("fingerprint", "metrics")]
 
         def read(conn: sa.Connection) -> tuple[list[HistoryPoint], str | None]:
             rows = conn.execute(query).all()
@@ -127,13 +131,20 @@ class Views(StoreBase):
                 )
                 if not measured:
                     continue
-                first = sa.select(model).where(*where).order_by(iterations.c.idx).limit(1)
+                first = conn.execute(
+                    sa.select(model, declared).where(*where).order_by(iterations.c.idx).limit(1)
+                ).first()
+                specs = metric_specs(
+                    [m.model_dump() for m in job.spec.metrics],
+                    [{"metrics": first[1]}] if first is not None else [],
+                )
                 points.append(
                     HistoryPoint(
                         job_id=job.id,
                         build=job.spec.build.revision or job.spec.build.build_id or job.id,
-                        device_class=conn.scalar(first) or job.device_id,
+                        device_class=(first[0] if first is not None else None) or job.device_id,
                         medians={m: statistics.median(v) for m, v in measured.items()},
+                        higher_is_better=directions_of(specs),
                     )
                 )
             return points, (str(rows[limit - 1].id) if len(rows) > limit else None)

@@ -24,6 +24,8 @@ def test_detect_reads_the_stored_history_of_a_test(start_labd: Any, labd_config:
             "warmup": 0,
             "params": {"command": ["sleep", "0.01"]},
             "build": {"revision": f"r{n}"},
+            # The newest job's declaration sets a series' direction.
+            "metrics": [{"name": "wall_time_ms", "higher_is_better": n == 2}],
         }
         assert daemon.post("/api/v1/jobs", {"id": f"h{n}", "spec": spec})[0] == 201
     deadline = time.monotonic() + 60
@@ -36,6 +38,9 @@ def test_detect_reads_the_stored_history_of_a_test(start_labd: Any, labd_config:
     assert status == 200
     wall = next(s for name, s in history["series"].items() if "/wall_time_ms/" in name)
     assert wall["builds"] == ["r0", "r1", "r2"] and len(wall["values"]) == 3
+    assert wall["higher_is_better"] is True
+    cpu = next(s for name, s in history["series"].items() if "/cpu_time_ms/" in name)
+    assert cpu["higher_is_better"] is False  # the scenario's, undeclared by the manifest
 
     env = {**os.environ, "LABD_HTTP__PORT": str(daemon.port)}
     result = subprocess.run(
@@ -60,6 +65,8 @@ def test_detect_reads_the_stored_history_of_a_test(start_labd: Any, labd_config:
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert answer["alerts"] == [] and answer["series"][0]["judged"] is False
+    directions = {s["series"].split("/")[2]: s["higher_is_better"] for s in answer["series"]}
+    assert directions["wall_time_ms"] is True and directions["cpu_time_ms"] is False
     missing = subprocess.run(
         [
             sys.executable,

@@ -133,7 +133,7 @@ def test_history_has_builds_on_the_x_axis_a_band_above_zero_and_the_change(
     assert band and max(float(p.split(",")[1]) for p in band.split()) <= bottom
     # An eightfold slowdown from h12 on is found (once four builds confirm it) and marked.
     found = chart.locator("xpath=preceding::p[1]").inner_text()
-    assert "changes: up +" in found and "at h12" in found, found
+    assert "changes: a regression, up +" in found and "at h12" in found, found
     assert chart.locator("line.alert").count() >= 1
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,12 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 async def stored_job(
-    store: Store, job_id: str, count: int, revision: str = "", state: str = "succeeded"
+    store: Store,
+    job_id: str,
+    count: int,
+    revision: str = "",
+    state: str = "succeeded",
+    declared: dict[str, Any] | None = None,
 ) -> Job:
     spec = TestSpec(
         suite="pages",
@@ -43,7 +49,8 @@ async def stored_job(
                 started_at=NOW,
                 finished_at=NOW,
                 device_id="d1",
-                fingerprint={"model": "m1"},
+                # What the runner records of the scenario's metrics (labd.metric_specs).
+                fingerprint={"model": "m1"} | ({"metrics": declared} if declared else {}),
             ),
             token=None,  # written outside the scheduler: no lease to fence
         )
@@ -94,6 +101,17 @@ async def test_history_comes_in_pages_newest_first(store: Store) -> None:
     assert next(iter(older["series"].values()))["builds"] == ["r1", "r2"]
     oldest = await history_page(store, "pages", "t", limit=2, before=older["next"])
     assert next(iter(oldest["series"].values()))["builds"] == ["r0"] and oldest["next"] is None
+
+
+async def test_a_history_series_carries_its_newest_jobs_direction(store: Store) -> None:
+    """`labd detect --suite --test` tells regressions from improvements by this."""
+    await stored_job(store, "old", 3, revision="r0")
+    page = await history_page(store, "pages", "t")
+    assert next(iter(page["series"].values()))["higher_is_better"] is False
+    await stored_job(store, "new", 3, revision="r1", declared={"ms": {"higher_is_better": True}})
+    page = await history_page(store, "pages", "t")
+    (series,) = page["series"].values()
+    assert series["builds"] == ["r0", "r1"] and series["higher_is_better"] is True
 
 
 def holding(

@@ -125,6 +125,8 @@ def test_a_series_too_short_to_judge_is_not_no_change(
         "monitored_from": None,
         "monitored_from_build": None,
         "alerts": 0,
+        "regressions": 0,
+        "higher_is_better": False,
     }
     assert (series["t"]["judged"], series["t"]["monitored_from"]) == (False, 10)
     assert (series["u"]["judged"], series["u"]["monitored_from_build"]) == (True, "10")
@@ -156,7 +158,7 @@ def test_builds_before_monitoring_are_named(
     text = unwrapped(out)
     assert code == 1
     assert "early: no change found; monitored from build 10 (index 10) on (the 10 builds" in text
-    assert "eight: 1 change; monitored from build 10 (index 10) on" in text
+    assert "eight: 1 change (1 regression; lower is better); monitored from build 10" in text
     assert "│ 10* │" in text
     assert "* dated at the first build monitored: the change may have begun within the 10" in text
     code, answer = as_json(capsys, history)
@@ -175,3 +177,23 @@ def test_many_quiet_series_take_one_line(
     assert code == 0
     assert "30 series: no change found; each monitored from index 10 on" in text
     assert "q7:" not in text and "short: 3 builds, too few to judge" in text
+
+
+def test_only_a_regression_fails_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CI gate on `labd detect` must not fail on an improvement: a fall is one where lower is
+    better (a file's default), a rise with --higher-is-better; exit 1 only for a regression."""
+    rng = np.random.default_rng(7)
+    fall = [*(100 + rng.normal(0, 1, 40)).tolist(), *(80 + rng.normal(0, 1, 20)).tolist()]
+    history = write(tmp_path / "h.csv", {"load_ms": fall})
+    code, out = run(capsys, history)
+    assert code == 0 and "│ improvement │" in out and "│ regression │" not in out
+    assert "load_ms: 1 change (0 regressions; lower is better)" in unwrapped(out)
+    code, answer = as_json(capsys, history)
+    (alert,) = answer["alerts"]
+    assert code == 0 and (alert["verdict"], alert["direction"]) == ("improvement", "down")
+    code, answer = as_json(capsys, history, "--higher-is-better")
+    (alert,) = answer["alerts"]
+    assert code == 1 and alert["verdict"] == "regression"
+    assert answer["series"][0]["higher_is_better"] is True

@@ -69,3 +69,12 @@ def test_a_change_from_zero_is_reported_in_absolute_terms() -> None:
     section = history_section("s/t/errors/pixel", {"values": values, "builds": builds}, {})
     assert "+2 (absolute: the level before was 0) at r30" in section
     assert "%" not in section.split("</p>")[0]
+
+
+def test_a_change_is_named_a_regression_or_an_improvement_by_the_metric_direction() -> None:
+    from labd.report.html import history_section
+
+    series = {"values": [10.0] * 30 + [12.0] * 10, "builds": [f"r{i}" for i in range(40)]}
+    assert "a regression, up +20.0% at r30" in history_section("s/t/load_ms/pixel", series, {})
+    series["higher_is_better"] = True
+    assert "an improvement, up +20.0% at r30" in history_section("s/t/fps/pixel", series, {})
