@@ -39,4 +39,7 @@ def test_a_stored_value_the_statistics_cannot_take_is_named_with_its_job(
     with pytest.raises(UsageError, match=re.escape(f"s/t/x_ms/rig: job j1 (build r1): {reason}")):
         stats_cmd._stored_history(args)
     monkeypatch.setattr("labd.cli.client.Client.from_args", lambda *_: History([5.0, 6.0]))
-    assert stats_cmd._stored_history(args) == {"s/t/x_ms/rig": (["r0", "r1"], [5.0, 6.0])}
+    assert stats_cmd._stored_history(args) == (
+        {"s/t/x_ms/rig": (["r0", "r1"], [5.0, 6.0])},
+        {"s/t/x_ms/rig": False},  # a history without a direction: lower is better
+    )
