@@ -206,6 +206,12 @@ def _entry(entry: Any, ignore_params: frozenset[str], problems: list[str]) -> tu
     else:
         body = text.encode("utf-8")
     headers = _headers(response.get("headers") or [], problems)
+    # Exports that list no headers still name the type; a stylesheet or script served without
+    # one is refused by a browser under nosniff, and the page would load differently.
+    mime = content.get("mimeType")
+    typed = any(name.lower() == "content-type" for name, _ in headers)
+    if body and not typed and isinstance(mime, str) and mime and not BAD_VALUE.search(mime):
+        headers += (("Content-Type", mime),)
     reason = str(response.get("statusText") or "")
     if BAD_VALUE.search(reason):
         problems.append(f"response.statusText {reason!r}: holds a control character; not sent")

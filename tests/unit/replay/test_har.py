@@ -296,3 +296,22 @@ def test_bodies_with_control_characters_are_stored_as_base64() -> None:
     assert content["encoding"] == "base64" and len(json.dumps(content["text"])) < 1400
     found = parse(archive_of(recorded), "x").find("GET", "http://e.test/")
     assert found is not None and found.body == body
+
+
+def test_a_response_without_content_type_is_served_with_the_archives_mime_type() -> None:
+    """A stylesheet served without a type is refused by a browser under nosniff: the page
+    would load differently than it was recorded."""
+    css = entry("https://e.test/a.css", b"body{}")
+    css["response"]["content"]["mimeType"] = "text/css"
+    typed = entry(
+        "https://e.test/b.css", b"body{}", headers=[{"name": "content-type", "value": "text/css"}]
+    )
+    archive = parse(archive_of(css, typed, entry("https://e.test/empty", b"")), "x")
+    assert archive.find("GET", "https://e.test/a.css").headers == (  # type: ignore[union-attr]
+        ("Content-Type", "text/css"),
+    )
+    # A recorded header wins (the mimeType beside it says text/plain); an empty body gets none.
+    assert archive.find("GET", "https://e.test/b.css").headers == (  # type: ignore[union-attr]
+        ("content-type", "text/css"),
+    )
+    assert archive.find("GET", "https://e.test/empty").headers == ()  # type: ignore[union-attr]
