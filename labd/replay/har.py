@@ -42,8 +42,37 @@ BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 ESCAPED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def authority(scheme: str, host: str, port: int | None) -> str:
+ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _escape(found: re.Match[str]) -> str:
+    char = chr(int(found[1], 16))
+    return char if char in UNRESERVED else found[0].upper()
+
+
+def normal_path(path: str) -> str:
+    """RFC 3986's normal form of a path's escapes: %7e is ~, %2f is %2F (a client and the
+    recording may spell one URL either way)."""
+    return ESCAPE.sub(_escape, path) or "/"
+
+
+def normal_host(host: str) -> str:
+    """Lower case, and an internationalised name in its ASCII form (xn--...), as browsers
+    send it, whichever form an export wrote."""
     host = host.lower()
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:  # not a name IDNA can encode: matched as written
+        return host
+
+
+def authority(scheme: str, host: str, port: int | None) -> str:
+    host = normal_host(host)
+    if ":" in host:  # IPv6, bracketed as in a URL: ::1 port 8080 is not the address ::1:8080
+        host = f"[{host}]"
     if port is None or DEFAULT_PORTS.get(scheme) == port:
         return host
     return f"{host}:{port}"
@@ -66,7 +95,7 @@ def request_key(method: str, url: str, ignore_params: Iterable[str] = ()) -> Key
         method.upper(),
         scheme,
         authority(scheme, parts.hostname or "", port),
-        parts.path or "/",
+        normal_path(parts.path),
         query,
     )
 
