@@ -45,7 +45,7 @@ class LabPages:
         return page(request, "Devices", body, "devices")
 
     async def queue(self, request: web.Request) -> web.Response:
-        jobs = await self.api.store.list_jobs([JobState.QUEUED], QUEUE_SHOWN, newest_first=False)
+        jobs, queued = await self.api.store.queued_in_run_order(QUEUE_SHOWN)
         rows = []
         for job in jobs:
             why = await self.api.jobs.why_waiting(job)
@@ -56,8 +56,9 @@ class LabPages:
             )
         head = ["job", "test", "priority", "submitter", "submitted", "why it waits"]
         more = (
-            f"<p class='note'>The first {QUEUE_SHOWN} queued jobs are shown.</p>"
-            if len(jobs) == QUEUE_SHOWN
+            f"<p class='note'>{queued:,} jobs are queued; the first {len(jobs)} to run are"
+            " shown.</p>"
+            if queued > len(jobs)
             else ""
         )
         return page(request, "Queue", table(head, rows, "Nothing is waiting.") + more, "queue")

@@ -134,14 +134,31 @@ class JobQueue(Nonces):
         row = await self.read(lambda conn: conn.execute(query).first())
         return row_to_job(row) if row else None
 
-    async def list_jobs(
-        self, states: Sequence[JobState] = (), limit: int = 100, newest_first: bool = True
-    ) -> list[Job]:
+    async def list_jobs(self, states: Sequence[JobState] = (), limit: int = 100) -> list[Job]:
+        """The newest `limit` jobs in `states` (any state when empty), newest first."""
         query = sa.select(jobs).limit(limit)
         if states:
             query = query.where(jobs.c.state.in_([s.value for s in states]))
-        query = query.order_by(jobs.c.seq.desc() if newest_first else jobs.c.seq)
+        query = query.order_by(jobs.c.seq.desc())
         return await self.read(lambda conn: [row_to_job(row) for row in conn.execute(query)])
+
+    async def queued_in_run_order(self, limit: int) -> tuple[list[Job], int]:
+        """(the first `limit` queued jobs in the order leases take them, how many are queued).
+        The order is the lease's (priority, then each submitter's turn, then submission), so
+        it is the run order where every device fits every job; a job no free device fits
+        waits, and its row says why."""
+        first = (
+            sa.select(jobs)
+            .where(jobs.c.state == JobState.QUEUED.value)
+            .order_by(jobs.c.priority.desc(), jobs.c.fair_rank, jobs.c.seq)
+            .limit(limit)
+        )
+        count = sa.select(sa.func.count()).where(jobs.c.state == JobState.QUEUED.value)
+
+        def read(conn: sa.Connection) -> tuple[list[Job], int]:
+            return [row_to_job(row) for row in conn.execute(first)], int(conn.scalar(count) or 0)
+
+        return await self.read(read)
 
     async def finished_jobs(self, suite: str, test: str, limit: int = 10_000) -> list[Job]:
         """The test's succeeded jobs, oldest first: the builds of its history."""

@@ -75,6 +75,24 @@ async def test_a_small_submitter_is_not_starved_by_a_big_batch(store: Store) -> 
     assert order == ["big0", "small0", "big1", "small1"]
 
 
+async def test_the_queue_is_listed_in_the_order_leases_take_it(store: Store) -> None:
+    """The console's Queue page answers "what runs next": it listed by submission, and a
+    priority-100 job submitted last was not on the page at all."""
+    for n in range(6):
+        await store.submit_job(f"big{n}", spec(n % 3), "batch")
+    await store.submit_job("small", spec(1), "alice")
+    await store.submit_job("urgent", spec(100), "alice")
+    listed, queued = await store.queued_in_run_order(3)
+    assert queued == 8 and len(listed) == 3
+    listed, _ = await store.queued_in_run_order(100)
+    taken = []
+    while lease := await claim(store, f"d{len(taken)}"):
+        taken.append(lease.job.id)
+    assert [job.id for job in listed] == taken
+    # small's turn comes before batch's second job of the same priority
+    assert taken[:6] == ["urgent", "big2", "big5", "big1", "small", "big4"]
+
+
 async def test_only_matching_lanes_are_claimed(store: Store) -> None:
     await store.submit_job("android", spec(platform="android"), "ci")
     assert await claim(store) is None
