@@ -205,8 +205,8 @@ def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
         verdict = f"[{colour.get(r.verdict, 'yellow')}]{markup(r.verdict)}[/]"
         table.add_row(
             markup(r.metric),
-            _spread(r.base),
-            _spread(r.new),
+            _spread(r.base, r.location),
+            _spread(r.new, r.location),
             change,
             verdict,
             markup(r.method or "-"),
@@ -237,10 +237,14 @@ def _print_context(context: dict[str, Any]) -> None:
             print(f"  {shown(line)}")
 
 
-def _spread(summary: Any) -> str:
+def _spread(summary: Any, location: str) -> str:
+    """The location the change compares (mean ± sd for Welch's, else median ± MAD): shown
+    beside a change of the means, medians could move the other way."""
     if summary is None:
         return "-"
-    return f"{summary.median:.4g} ± {summary.mad:.2g} n={summary.n}"
+    if location == "mean":
+        return f"mean {summary.mean:.4g} ± {summary.stddev:.2g} n={summary.n}"
+    return f"median {summary.median:.4g} ± {summary.mad:.2g} n={summary.n}"
 
 
 def detect(args: argparse.Namespace) -> int:

@@ -53,8 +53,8 @@ def comparison_rows(rows: Sequence[Any], units: Mapping[str, str], label: str = 
     out = []
     for r in rows:
         unit = units.get(r.metric, "")
-        base = r.base.median if r.base else None
-        new = r.new.median if r.new else None
+        base = getattr(r.base, r.location) if r.base else None
+        new = getattr(r.new, r.location) if r.new else None
         interval = (
             f"[{_pct(r.ratio_ci_low)}, {_pct(r.ratio_ci_high)}]"
             if math.isfinite(r.ratio_ci_low) or math.isfinite(r.ratio_ci_high)
@@ -63,7 +63,7 @@ def comparison_rows(rows: Sequence[Any], units: Mapping[str, str], label: str = 
         out.append(
             f"<tr class='{r.verdict.replace(' ', '-')}'>"
             + (f"<td>{escape(label)}</td>" if label else "")
-            + f"<td>{escape(r.metric)}</td><td>{_value(base, unit)}</td>"
+            + f"<td>{escape(r.metric)}</td><td>{r.location}</td><td>{_value(base, unit)}</td>"
             f"<td>{_value(new, unit)}</td><td>{_pct(r.ratio)}</td><td>{interval}</td>"
             f"<td>{r.n_base}</td><td>{r.n_new}</td>"
             f"<td class='verdict'>{escape(r.verdict)}</td><td>{escape(r.method)}</td>"
@@ -76,7 +76,7 @@ def comparison_head(with_test: bool = False) -> str:
     return (
         "<tr>"
         + ("<th>test</th>" if with_test else "")
-        + "<th>metric</th><th>base (median)</th><th>new (median)</th><th>delta</th>"
+        + "<th>metric</th><th>of</th><th>base</th><th>new</th><th>delta</th>"
         "<th>95% interval</th><th>n base</th><th>n new</th><th>verdict</th><th>method</th>"
         "<th>why</th></tr>"
     )

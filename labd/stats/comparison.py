@@ -65,6 +65,12 @@ class Comparison:
     reason: str = ""
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def location(self) -> str:
+        """What the change compares: the means (Welch's interval) or the medians (the others);
+        a table shows base and new by the same, so their values and the change agree."""
+        return "mean" if self.method == "welch" else "median"
+
     def as_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k not in ("base", "new")}
         out["base"] = self.base.as_dict() if self.base else None

@@ -99,8 +99,11 @@ def test_compare_puts_many_tests_side_by_side_most_severe_first(lab: Lab, page_a
     page.wait_for_url("**/console/compare?base=r1&new=r2*")
     rows = page.locator("table.compare tr").all_inner_texts()
     head, first = rows[0], rows[1]
-    for column in ("base (median)", "new (median)", "delta", "95% interval", "n base", "n new"):
-        assert column in head
+    for column in ("of", "base", "new", "delta", "95% interval", "n base", "n new"):
+        assert column in head.split("\t")
+    # base and new are the location the change compares, named beside them
+    location = first.split("\t")[2]
+    assert location == ("mean" if "\twelch\t" in first else "median"), first
     assert first.startswith("rep/t\twall_time_ms") and "regression" in first, rows
     assert any(r.startswith("rep/u\twall_time_ms") for r in rows[2:]), rows
     assert "2 test(s)" in page.locator("main").inner_text()
@@ -179,6 +182,6 @@ def test_an_ab_job_page_compares_its_two_sides(lab: Lab, page_as: Any) -> None:
     lab.wait("ab-job")
     page = page_as("viewer")
     page.goto("/console/jobs/ab-job")
-    rows = page.locator("main table", has_text="new (median)").locator("tr").all_inner_texts()
+    rows = page.locator("main table", has_text="95% interval").locator("tr").all_inner_texts()
     assert rows[1].startswith("wall_time_ms") and "regression" in rows[1], rows
     assert "\t8\t8\t" in rows[1]  # n on each side

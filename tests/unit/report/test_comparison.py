@@ -49,3 +49,18 @@ def test_one_side_of_an_ab_job_reads_as_a_job_of_its_own() -> None:
     assert {it["variant"] for it in new["iterations"]} == {""}
     with pytest.raises(UsageError, match=r"ab@old: expected JOB@base or JOB@new, not @old"):
         one_variant(job, "old", "ab@old")
+
+
+def test_a_table_shows_the_location_its_change_compares() -> None:
+    """Welch's change is of the means: shown beside the medians, a tester saw medians rise
+    11.68 -> 11.94 next to a change of -2.68%. The row shows the means, and says so."""
+    from labd.report import comparison_rows
+    from labd.stats import compare
+
+    base = [10.0, 10.1, 10.2, 10.3, 14.0, 14.1, 14.2]  # median 10.3, mean 11.84
+    new = [10.4, 10.5, 10.6, 10.7, 10.8, 10.9, 11.0]  # median 10.7, mean 10.7
+    (welch,) = compare({"m": (base, new, False)}, method="welch")
+    row = comparison_rows([welch], {})
+    assert "<td>mean</td><td>11.84</td><td>10.7</td><td>-9.65%</td>" in row
+    (ranks,) = compare({"m": (base, new, False)}, method="hodges-lehmann")
+    assert "<td>median</td><td>10.3</td><td>10.7</td>" in comparison_rows([ranks], {})
