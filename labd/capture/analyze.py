@@ -315,8 +315,9 @@ def _progress(
                 yield index, t, None if image is None else area.crop(image)
 
     frames: list[FrameProgress] = []
+    distances: list[float] = []
     t0 = _time_zero(scan, options)
-    progress = similar = 0.0
+    progress = similar = distance = 0.0
     painted: int | None = None
     for (index, t, _image), measured in ordered_map(
         lambda item: None if item[2] is None else measure(item[2]), span()
@@ -327,8 +328,7 @@ def _progress(
                 painted = len(frames)
             if options.progress == "pixel":
                 progress = visual.pixel_progress(similar, start_similar)
-            else:
-                progress = visual.histogram_progress(distance, start_distance)
+        distances.append(distance)
         frames.append(
             FrameProgress(
                 index=index,
@@ -338,6 +338,16 @@ def _progress(
                 similarity=similar,
             )
         )
+    if options.progress != "pixel":
+        # A background painted over the whole page after the first paint (a late stylesheet,
+        # a dark theme) is farther from the last frame than the blank page or the first frame:
+        # measured from either, the frames after it read as less than no progress, and
+        # progress stayed 0 until the last paint. Progress starts from the farthest frame;
+        # the blank page before the first paint stays at 0, however near it is.
+        farthest = max(start_distance, *distances)
+        for n, (frame, far) in enumerate(zip(frames, distances, strict=True)):
+            blank_yet = painted is None or n < painted
+            frame.progress = 0.0 if blank_yet else visual.histogram_progress(far, farthest)
     frames[-1].progress = 1.0  # the last frame is complete by definition
     return frames, painted
 
