@@ -65,8 +65,8 @@ class PageLoadParams(BaseModel):
     url: str = Field(
         min_length=1,
         max_length=2048,
-        description="The page: an http(s) URL with a host (served by the job's replay server) "
-        "or a file: URL; typed as a user would, so no spaces or control characters.",
+        description="The page: an http(s) URL with a host (served by the job's replay server, "
+        "or any server); typed as a user would, so no spaces or control characters.",
     )
     browser: str = Field("chromium", description="chromium or firefox")
     command: list[str] = Field(
@@ -115,9 +115,17 @@ class PageLoadParams(BaseModel):
                 "a URL has no spaces or control characters (percent-encode them)"
             )
         parts = urlsplit(value)
-        if parts.scheme.lower() not in ("http", "https", "file"):
-            raise ValueError("not an http, https or file URL")
-        if parts.scheme.lower() != "file" and not parts.hostname:
+        if parts.scheme.lower() == "file":
+            # The URL is opened from labd's green sync page, a data: page, which browsers do
+            # not let open local files: every iteration timed out on the green screen.
+            raise ValueError(
+                "a file: URL cannot be opened from labd's sync page (browsers do not let a "
+                "data: page open local files): serve the page over http, e.g. `python3 -m "
+                "http.server` in its folder, or record it with `labd replay record`"
+            )
+        if parts.scheme.lower() not in ("http", "https"):
+            raise ValueError("not an http or https URL")
+        if not parts.hostname:
             raise ValueError("an http(s) URL must name a host")
         return value
 
