@@ -53,6 +53,10 @@ class _Scan:
     start_seen: tuple[float, float, float] | None = None
     end_seen: tuple[float, float, float] | None = None
     heat: NDArray[np.float32] | None = None
+    # The capture's noise, measured on the green screen, and the channel difference that
+    # counts as a change in its light (the option's, or more).
+    noise: float = 0.0
+    pixel_threshold: int = 0
     checkerboard: list[float] = field(default_factory=list)
     torn: list[int] = field(default_factory=list)
 
@@ -74,6 +78,7 @@ class _Pass1:
         self.video: VideoArtifact | None = None
         self.green: tuple[int, Image, SyncMatch] | None = None
         self.green_first: int | None = None
+        self.green_frames: list[Image] = []  # the last two, for the capture's noise
         self.red_first: int | None = None
         self.references: list[Image] = []
         self.checkerboard = 0.0  # of the latest new frame: repeated frames show the same
@@ -130,6 +135,7 @@ class _Pass1:
         if match is not None and match.confidence >= o.sync_threshold:
             if self.green_first is None:
                 self.green_first = index
+            self.green_frames = [*self.green_frames[-1:], image.copy()]
             if self.green is None or match.rect.area >= self.green[2].rect.area:
                 self.green = (index, image.copy(), match)
         elif self.green is None and self.red_first is None:
@@ -149,6 +155,15 @@ class _Pass1:
             subsample(match.rect.crop(self.green[1]), scan_step(match.rect.w))
         )
         self.green = None
+        self.scan.pixel_threshold = o.pixel_threshold
+        if len(self.green_frames) == 2:
+            step = scan_step(match.rect.w)
+            before, after = (subsample(match.rect.crop(f), step) for f in self.green_frames)
+            self.scan.noise = visual.capture_noise(before, after)
+            self.scan.pixel_threshold = visual.noise_threshold(self.scan.noise, o.pixel_threshold)
+            # Set before the first content frame is compared (they are made after this).
+            self.o = o.model_copy(update={"pixel_threshold": self.scan.pixel_threshold})
+        self.green_frames = []
         like = np.zeros((match.rect.h, match.rect.w, 3), np.uint8)
         self.references = [visual.solid(rgb, like) for rgb in o.tearing_colors]
 
@@ -244,6 +259,7 @@ def analyze(
     options = options or AnalysisOptions()
     artifacts = artifacts or Artifacts()
     scan = _Pass1(options, artifacts.video).run(recording)
+    options = options.model_copy(update={"pixel_threshold": scan.pixel_threshold})
     frames, painted = _progress(recording, scan, options)
     result = _metrics(recording.name, scan, frames, painted, options)
     if artifacts.heatmap is not None and scan.heat is not None:
@@ -406,6 +422,8 @@ def _metrics(
         if options.checkerboard and checker
         else None,
         torn_frames=scan.torn if options.tearing_colors else None,
+        capture_noise=round(scan.noise, 2),
+        pixel_threshold=scan.pixel_threshold,
         frames=frames,
     )
 

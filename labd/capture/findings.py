@@ -115,6 +115,11 @@ class VisualMetrics(BaseModel):
     content_area: Rect
     checkerboard_percent: float | None = None
     torn_frames: list[int] | None = None
+    # The capture's noise (one channel value's deviation, in levels, on the green screen) and
+    # the channel difference that counted as a change: the option's, or 6 noise deviations
+    # of a difference where that is more (a camera's noise made every frame new).
+    capture_noise: float = 0.0
+    pixel_threshold: int = 12
     artifacts: dict[str, str] = Field(default_factory=dict)
     frames: list[FrameProgress] = Field(default_factory=list, exclude=True)
 

@@ -73,6 +73,37 @@ def subsample(image: Image, step: int) -> Image:
     return np.asarray(cv2.resize(image, size, interpolation=cv2.INTER_NEAREST), dtype=np.uint8)
 
 
+# A frame-to-frame difference past this many noise deviations counts as a change: at 6, noise
+# alone passes in about 2 of 10^9 channel values, far under `min_changed`.
+NOISE_DEVIATIONS = 6.0
+
+
+def capture_noise(before: Image, after: Image) -> float:
+    """The capture chain's noise (the standard deviation of one channel value, in levels),
+    from two frames of one still, uniform screen: per channel, from their difference (1.4826
+    times its median absolute deviation, over sqrt(2) for two frames), or, for a channel whose
+    level sits at 0 or 255 where noise is clipped, from the mean distance to that level (of
+    a half-normal: sigma / sqrt(2 pi)). The noisiest channel's; 0 for a digital capture."""
+    noise = 0.0
+    for channel in range(3):
+        a = after[..., channel].astype(np.int16)
+        level = float(np.median(a))
+        if level <= 2 or level >= 253:
+            spread = float(np.mean(a if level <= 2 else 255 - a)) * np.sqrt(2 * np.pi)
+        else:
+            d = a - before[..., channel].astype(np.int16)
+            mad = float(np.median(np.abs(d - np.median(d))))
+            spread = 1.4826 * mad / np.sqrt(2)
+        noise = max(noise, spread)
+    return noise
+
+
+def noise_threshold(noise: float, threshold: int) -> int:
+    """The channel difference that counts as a change: `threshold`, or more where the
+    capture's own noise would pass it (a camera: every frame read as new)."""
+    return max(threshold, int(np.ceil(NOISE_DEVIATIONS * np.sqrt(2) * noise)))
+
+
 def sampled(image: Image) -> Image:
     """The frame as histograms see it: about HISTOGRAM_WIDTH pixels across."""
     return subsample(image, max(1, image.shape[1] // HISTOGRAM_WIDTH))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import cv2
@@ -157,3 +158,24 @@ def test_time_zero_at_the_users_action() -> None:
     assert shifted.unique_fps == plain.unique_fps
     with pytest.raises(SyncError, match=r"time zero .* comes after the first frame"):
         analyze(FrameList(frames), AnalysisOptions(time_zero_ms=start_ms + 1))
+
+
+@pytest.mark.parametrize("sigma", [0.0, 2.0, 3.0, 6.0])
+def test_a_noisy_capture_is_measured_in_the_light_of_its_own_noise(sigma: float) -> None:
+    """A camera's noise (sigma 3 levels) passed the fixed 12-level threshold in every frame: a
+    tester's still page read 83 unique frames, visually complete at the last frame and a first
+    change at 0. The noise is measured on the green screen and the threshold raised to it."""
+    page = PageLoad.staircase(steps=4, spacing=5)
+    rng = np.random.default_rng(3)
+    noisy = [
+        (t, np.clip(frame + rng.normal(0, sigma, frame.shape).round(), 0, 255).astype(np.uint8))
+        for t, frame in page.timed_frames()
+    ]
+    result = analyze(FrameList(noisy))
+    assert result.capture_noise == pytest.approx(sigma, abs=0.35)
+    assert (result.pixel_threshold > 12) == (sigma >= 2)  # 6 deviations of a difference
+    assert result.pixel_threshold >= 12 and result.pixel_threshold >= 6 * math.sqrt(2) * sigma - 1
+    assert result.unique_frames == 1 + len(page.blocks)
+    assert result.first_visual_change_ms == pytest.approx(page.first_visual_change_ms())
+    assert result.visually_complete_ms == pytest.approx(page.visually_complete_ms())
+    assert result.speed_index == pytest.approx(page.speed_index(), rel=0.01)
