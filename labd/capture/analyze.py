@@ -290,7 +290,8 @@ def _progress(
     if options.blank_color is not None:
         assert scan.start_seen is not None and scan.end_seen is not None
         seen = [(options.start_color, scan.start_seen), (options.end_color, scan.end_seen)]
-        blank = visual.solid(visual.as_captured(options.blank_color, seen), scan.start_image)
+        fitted = visual.solid(visual.as_captured(options.blank_color, seen), scan.start_image)
+        blank = visual.blank_as_shown(fitted, scan.start_image, threshold)
     blank_sampled = visual.sampled(blank)
 
     worker = threading.local()

@@ -218,6 +218,27 @@ def as_captured(color: RGB, references: Sequence[tuple[RGB, tuple[float, float, 
     return (r, g, b)
 
 
+BLANK_NEAR = 48  # levels per channel a blank page may sit from the level fitted for it
+
+
+def blank_as_shown(expected: Image, first: Image, threshold: int) -> Image:
+    """The blank page as the chain showed it: the first frame after the green screen where it
+    is one colour (all but 0.1% of it within `threshold` of its median) near the colour
+    fitted for the blank; else `expected`. A chain that maps saturated sync colours and white
+    differently (colour management, a camera's white balance) put white 20 levels off the
+    fitted level, and the blank page read as a first paint."""
+    small = sampled(first)
+    median = np.median(small.reshape(-1, 3), axis=0)
+    off = np.abs(small.astype(np.int16) - median.astype(np.int16)).max(axis=2)
+    uniform = float(np.mean(off > threshold)) <= 0.001
+    near = float(np.abs(median - expected[0, 0].astype(np.float64)).max()) <= BLANK_NEAR
+    if not (uniform and near):
+        return expected
+    image = np.empty_like(expected)
+    image[:] = np.round(median).astype(np.uint8)
+    return image
+
+
 def solid(color: RGB, like: Image) -> Image:
     """A frame of one colour, the shape of `like` (tearing tests use solid colours)."""
     image = np.empty_like(like)

@@ -179,3 +179,14 @@ def test_a_noisy_capture_is_measured_in_the_light_of_its_own_noise(sigma: float)
     assert result.first_visual_change_ms == pytest.approx(page.first_visual_change_ms())
     assert result.visually_complete_ms == pytest.approx(page.visually_complete_ms())
     assert result.speed_index == pytest.approx(page.speed_index(), rel=0.01)
+
+
+def test_sync_screens_dimmer_than_white_do_not_make_the_blank_page_a_paint() -> None:
+    """Green and red shown at 235, white at 255 (colour management treats them apart): the
+    blank fitted to the sync screens was 235 grey, so the white page read as a first paint at
+    0 and Speed Index halved (a tester's find). The blank page is taken as shown where the
+    first frame is one colour near the fitted one."""
+    page = PageLoad.staircase(steps=4, spacing=5, start_color=(0, 235, 0), end_color=(235, 0, 0))
+    result = analyze(FrameList(page.timed_frames()))
+    assert result.first_visual_change_ms == pytest.approx(page.first_visual_change_ms())
+    assert result.speed_index == pytest.approx(page.speed_index(), abs=0.01)
