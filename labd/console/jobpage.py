@@ -16,7 +16,7 @@ from labd.console.layout import form, page, state, table, when
 from labd.daemon.api import Api
 from labd.daemon.guard import CALLER
 from labd.daemon.heavy import Busy
-from labd.model import Iteration, Job, JobState
+from labd.model import Iteration, Job, JobState, id_problem
 from labd.report import (
     by_severity,
     comparison_head,
@@ -37,6 +37,8 @@ class JobPage:
 
     async def show(self, request: web.Request) -> web.Response:
         job_id = request.match_info["id"]
+        if problem := id_problem(job_id, "job id"):  # as the API: the rule, not "no job"
+            raise web.HTTPBadRequest(text=f"{problem}\n")
         job = await self.api.store.get_job(job_id)
         if job is None:
             raise web.HTTPNotFound(text=f"no job {job_id!r}\n")

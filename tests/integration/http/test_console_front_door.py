@@ -64,10 +64,13 @@ def test_every_console_answer_forbids_framing_and_caching(daemon: LabdProcess) -
     answers = {
         "redirect": redirect,
         "no job": ask(daemon, "GET", "/console/jobs/nope", {"Cookie": cookie}),
+        # An id no job can have is its rule, as the API says it: it was "no job '../etc'".
+        "bad id": ask(daemon, "GET", "/console/jobs/..%2fetc", {"Cookie": cookie}),
         "no route": ask(daemon, "GET", "/console/no/such/page", {"Cookie": cookie}),
         "artefact": ask(daemon, "GET", "/console/jobs/hdr/artefacts/a.txt", {"Cookie": cookie}),
     }
-    assert [a[0] for a in answers.values()] == [303, 404, 404, 200]
+    assert [a[0] for a in answers.values()] == [303, 404, 400, 404, 200]
+    assert b"job id" in answers["bad id"][2] and b"no job" not in answers["bad id"][2]
     for what, (_, headers, _) in answers.items():
         assert all(name in headers for name in FRAMING), (what, headers)
         assert headers["X-Frame-Options"] == "DENY", what
