@@ -25,7 +25,7 @@ from urllib.parse import quote
 from labd.model import id_problem
 
 JOBS_FOLDER = "jobs"
-MAX_DEPTH = 8
+MAX_DEPTH = 8  # folders above a file
 ARTEFACTS_PAGE = 1000  # files in a listing's page unless the caller asks for fewer
 ARTEFACTS_PAGE_MAX = 5000  # the most one page holds
 # A path segment: no leading dot (so neither `..` nor hidden files), no separators.
@@ -93,7 +93,7 @@ def kind_of(name: str) -> str:
 def path_problem(name: str) -> str | None:
     """Why `name` cannot name an artefact, or None when it can."""
     parts = name.split("/")
-    if not name or len(parts) > MAX_DEPTH:
+    if not name or len(parts) > MAX_DEPTH + 1:
         return f"artefact path {name[:80]!r} is empty or deeper than {MAX_DEPTH} folders"
     for part in parts:
         if not _SEGMENT.fullmatch(part):
@@ -120,6 +120,9 @@ class ArtefactPage:
     offset: int
     total: int
     of_kinds: list[Artefact] = field(default_factory=list)
+    # Files and folders the job wrote under names no artefact may have (`path_problem`):
+    # kept on disk, never served, so never listed; counted so a listing does not look whole.
+    unservable: int = 0
 
     @property
     def next(self) -> int | None:
@@ -145,14 +148,19 @@ def artefact_page(
     the page (and the files of `of_kinds`) become Artefacts."""
     limit = max(1, min(limit, ARTEFACTS_PAGE_MAX))
     offset = max(0, offset)
-    found = _walk(jobs_dir, job_id)
+    unservable: list[str] = []
+    found = _walk(jobs_dir, job_id, unservable)
     page = [_artefact(name, size) for name, size in found[offset : offset + limit]]
     kept = [_artefact(n, size) for n, size in found if of_kinds and kind_of(n) in of_kinds]
-    return ArtefactPage(page, offset, len(found), kept)
+    return ArtefactPage(page, offset, len(found), kept, len(unservable))
 
 
-def _walk(jobs_dir: Path, job_id: str) -> list[tuple[str, int]]:
-    """(name, size) of every regular file under the job's folder, in name order."""
+def _walk(
+    jobs_dir: Path, job_id: str, unservable: list[str] | None = None
+) -> list[tuple[str, int]]:
+    """(name, size) of every regular file under the job's folder, in name order; the names
+    no artefact may have (hidden, too deep, not an artefact's) go to `unservable`, a folder's
+    once."""
     found: list[tuple[str, int]] = []
     root = jobs_dir / job_id
     if id_problem(job_id) or not root.is_dir() or root.is_symlink():
@@ -168,6 +176,8 @@ def _walk(jobs_dir: Path, job_id: str) -> list[tuple[str, int]]:
             for entry in entries:
                 name = f"{prefix}{entry.name}"
                 if path_problem(name):
+                    if unservable is not None:
+                        unservable.append(name)
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     stack.append((Path(entry.path), f"{name}/"))

@@ -35,8 +35,15 @@ def list_artefacts(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(view, indent=2))
         return 0
+    unservable = view.get("unservable") or 0
+    note = (
+        f"{unservable:,} more files or folders are not listed: hidden, over 8 folders deep or"
+        " named with characters an artefact may not have (docs/artefacts.md)"
+    )
     if not view["artefacts"]:
         print(shown(view.get("elsewhere") or f"job {args.id} has no artefacts"))
+        if unservable:
+            print(note)
         return 0
     width = max(len(shown(a["name"])) for a in view["artefacts"])
     where = "URL" if "url" in view["artefacts"][0] else "PATH"
@@ -47,6 +54,8 @@ def list_artefacts(args: argparse.Namespace) -> int:
             f"{shown(a['name']):<{width}}  {shown(a['kind']):<8} {_size(a['size']):>10}  "
             f"{shown(link)}"
         )
+    if unservable:
+        print(note)
     return 0
 
 

@@ -64,6 +64,12 @@ async def evidence_section(files: ArtefactFiles, query: Mapping[str, str], job_i
         if not listing.left_out
         else f"The files this job keeps on this host ({listing.total:,})"
     )
+    if listing.unservable:
+        rest += (
+            f"<p class='note'>{listing.unservable:,} more files or folders are not listed: their"
+            " names are hidden (a leading dot), too deep (over 8 folders) or hold characters an"
+            " artefact's name may not (docs/artefacts.md); they stay on disk.</p>"
+        )
     out.append(
         f"<details><summary>{summary}</summary>"
         + table(["file", "kind", "size"], rows, "")

@@ -99,6 +99,7 @@ class ArtefactRoutes:
             "limit": max(1, min(limit, ARTEFACTS_PAGE_MAX)),
             "total": page.total,
             "next": page.next,
+            "unservable": page.unservable,
         }
         if not page.total and ran_on != self.host:
             view["elsewhere"] = _elsewhere(job)

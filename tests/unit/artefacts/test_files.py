@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from labd.artefacts import ArtefactError, list_artefacts, open_artefact
-from labd.artefacts.files import disk_usage
+from labd.artefacts.files import artefact_page, disk_usage
 
 
 @pytest.fixture
@@ -41,6 +41,24 @@ def test_listing_names_kinds_and_leaves_out_links_and_hidden_files(jobs: Path) -
     assert found["new/iteration-3/input-latency.json"].kind == "input_latency"
     assert (found["job.log"].kind, found["job.log"].content_type) == ("log", "text/plain")
     assert list_artefacts(jobs, "nope") == [] and list_artefacts(jobs, "..") == []
+
+
+def test_a_listing_counts_what_it_cannot_serve_and_allows_8_folders(jobs: Path) -> None:
+    """A tester saw 4 files listed of 7 written, with nothing saying so; and "deeper than 8
+    folders" refused 8 folders."""
+    eight = jobs / "j1" / "/".join("abcdefgh")
+    eight.mkdir(parents=True)
+    (eight / "deep.txt").write_text("x")
+    (eight / "i").mkdir()
+    (eight / "i" / "deeper.txt").write_text("x")
+    page = artefact_page(jobs, "j1")
+    assert "a/b/c/d/e/f/g/h/deep.txt" in [a.name for a in page.artefacts]
+    # .hidden, odd name.txt and the 9th folder; links are no files of the job's, not counted
+    assert page.unservable == 3 and page.total == 6
+    fd, _ = open_artefact(jobs, "j1", "a/b/c/d/e/f/g/h/deep.txt")
+    os.close(fd)
+    with pytest.raises(ArtefactError, match="deeper than 8 folders"):
+        open_artefact(jobs, "j1", "a/b/c/d/e/f/g/h/i/deeper.txt")
 
 
 def test_open_reads_the_file_and_refuses_the_rest_with_a_status(jobs: Path) -> None:
