@@ -71,11 +71,11 @@ class VideoFile:
                 if self.timestamps is not None:
                     if index >= len(self.timestamps):
                         raise CaptureError(self._times_mismatch("more"))
-                    t = float(self.timestamps[index])
+                    t = float(self.timestamps[index])  # given: taken as they are (negative too)
                 else:
                     t = float(capture.get(cv2.CAP_PROP_POS_MSEC))
-                if t <= previous:  # a container without usable timestamps
-                    t = previous + step_ms
+                    if t <= previous:  # a container without usable timestamps
+                        t = previous + step_ms
                 previous = t
                 image: Image | None = None
                 if wanted is None or wanted(index):

@@ -130,6 +130,9 @@ def _options(**values: object) -> AnalysisOptions:
         ) from None
 
 
+MAX_TIME_MS = 1e12  # 31 years: any clock's milliseconds, and far from float's coarse steps
+
+
 def _timestamps(name: str) -> list[float]:
     """Per-frame times in ms, one a line: each a finite number."""
     try:
@@ -142,9 +145,10 @@ def _timestamps(name: str) -> list[float]:
             t = float(word)
         except ValueError:
             t = math.nan
-        if not math.isfinite(t):
+        if not math.isfinite(t) or abs(t) > MAX_TIME_MS:
             raise UsageError(
-                f"--timestamps {name}: value {number} ({word!r}) is not a finite time in ms"
+                f"--timestamps {name}: value {number} ({word[:40]!r}) is not a time in ms "
+                f"(finite, within +-{MAX_TIME_MS:.0e})"
             )
         if times and t <= times[-1]:
             raise UsageError(

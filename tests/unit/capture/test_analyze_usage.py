@@ -27,6 +27,8 @@ def labd(*args: str) -> subprocess.CompletedProcess[str]:
 def test_bad_options_and_inputs_are_usage_errors(video: Path, tmp_path: Path) -> None:
     times = tmp_path / "times.txt"
     times.write_text("0\n16.7\nnan\n50\n")
+    huge = tmp_path / "huge.txt"
+    huge.write_text("0\n1e300\n")
     backwards = tmp_path / "backwards.txt"
     backwards.write_text("0\n16.7\n16.7\n50\n")
     short = tmp_path / "short.txt"
@@ -37,7 +39,8 @@ def test_bad_options_and_inputs_are_usage_errors(video: Path, tmp_path: Path) ->
         (["--tolerance", "-5"], "argument --tolerance: must be from 0 to 765, got -5"),
         (["--tolerance", "100000"], "argument --tolerance: must be from 0 to 765"),
         (["--checkerboard", "white,red,0"], "SIZE (a square's side in pixels) must be from 2"),
-        (["--timestamps", str(times)], "value 3 ('nan') is not a finite time in ms"),
+        (["--timestamps", str(times)], "value 3 ('nan') is not a time in ms (finite, within"),
+        (["--timestamps", str(huge)], "value 2 ('1e300') is not a time in ms (finite, within"),
         (["--progress-out", "/dev/full"], "/dev/full: cannot write it (No space left on device)"),
         (["--blank-color", "sky"], "colour 'sky'"),
         (["--timestamps", str(backwards)], "value 3 (16.7) is not after the one before it"),
@@ -86,3 +89,20 @@ def test_a_spools_times_file_beside_the_video_gives_the_frame_times(
     expected = 3 * nominal["visually_complete_ms"]
     assert slowed["visually_complete_ms"] == pytest.approx(expected, rel=0.01)
     assert slowed["fps_capture"] == pytest.approx(nominal["fps_capture"] / 3, rel=0.01)
+
+
+def test_given_times_before_zero_are_taken_as_they_are(video: Path, tmp_path: Path) -> None:
+    """A capture clock's times may be negative (measured from an event after the start): they
+    were replaced by the container's nominal rate, with no word (a tester's find)."""
+    import json
+
+    import cv2
+
+    frames = int(cv2.VideoCapture(str(video)).get(cv2.CAP_PROP_FRAME_COUNT))
+    times = tmp_path / "times.txt"
+    times.write_text("".join(f"{-10_000 + 50 * i}\n" for i in range(frames)))
+    shifted = json.loads(labd("analyze", str(video), "--json", "--timestamps", str(times)).stdout)
+    times.write_text("".join(f"{50 * i}\n" for i in range(frames)))
+    plain = json.loads(labd("analyze", str(video), "--json", "--timestamps", str(times)).stdout)
+    assert shifted["fps_capture"] == plain["fps_capture"] == pytest.approx(20)
+    assert shifted["speed_index"] == pytest.approx(plain["speed_index"])
