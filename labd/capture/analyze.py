@@ -349,7 +349,7 @@ def _progress(
         frames.append(
             FrameProgress(
                 index=index,
-                t_ms=round(t - t0, 3),  # microseconds: 2000.0000000000005 said nothing more
+                t_ms=t - t0,
                 unique=measured is not None,
                 progress=progress,
                 similarity=similar,
@@ -414,7 +414,7 @@ def _metrics(
         visual_complete_99_ms=visual.first_reaching(times, progress, 0.99),
         speed_index=round(visual.speed_index(times, progress), 3),
         speed_index_method=options.progress,
-        duration_ms=round(end_t, 3),
+        duration_ms=end_t,
         sync_confidence=round(min(scan.start_match.confidence, scan.end_confidence), 4),
         start_confidence=round(scan.start_match.confidence, 4),
         end_confidence=round(scan.end_confidence, 4),
