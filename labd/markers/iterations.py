@@ -73,10 +73,12 @@ class LaunchCollector:
         seen = self.seen
         if text in seen:  # logcat restarted and replayed its buffer
             return None
+        seen.add(text)
         raw = split_entry(text)
         if raw is None:
+            if (it := self.current) is not None and it.app in text:
+                it.problems.append(f"an unreadable mark left out: {text[:120]!r}")
             return None
-        seen.add(text)
         _, kind, name, context, _, duration, epoch = raw
         if name == "appLaunch":
             return self._open(context, epoch, text) if self._wanted(context) else None
@@ -94,18 +96,30 @@ class LaunchCollector:
             if problem := duration_problem(ms):
                 it.problems.append(f"{name}: duration {duration!r}: {problem}; left out")
                 return None
-            it.metrics[PREFIX + name] = ms
+            self._take(it, name, ms)
             return None
         elapsed = epoch - it.launch_epoch
         if not 0 <= elapsed <= self.max_span_ms:
             it.problems.append(f"{name}: {elapsed} ms from the launch (a clock jump?); left out")
             return None
-        it.metrics[PREFIX + name] = float(elapsed)
+        self._take(it, name, float(elapsed))
         if name == "fullyLoaded":
             it.complete = True
             self.current = None
             return it
         return None
+
+    @staticmethod
+    def _take(it: Iteration, name: str, ms: float) -> None:
+        """A mark's value; one logged again in the same launch with another value keeps the
+        first and is named (it was replaced in silence)."""
+        key = PREFIX + name
+        first = it.metrics.setdefault(key, ms)
+        if first != ms:
+            it.problems.append(
+                f"{name}: logged again in this launch ({first:g} ms, then {ms:g} ms); the first "
+                "kept"
+            )
 
     def finish(self) -> Iteration | None:
         """The iteration still open at the end of the log (incomplete)."""

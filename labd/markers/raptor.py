@@ -105,14 +105,25 @@ def split_entry(text: str) -> RawEntry | None:
     context = origin
     if "@" in name:
         name, _, context = name.partition("@")
-    try:
-        epoch_ms = int(epoch)
-    except ValueError:
-        try:
-            epoch_ms = int(float(epoch))  # a fractional epoch
-        except ValueError:
-            return None
+    epoch_ms = epoch_of(epoch)
+    if epoch_ms is None:
+        return None
     return origin, kind, name, context, start, duration, epoch_ms
+
+
+MAX_EPOCH_MS = 1e15  # 31,000 years from 1970: exact in a float, and no epoch is beyond it
+
+
+def epoch_of(text: str) -> int | None:
+    """Milliseconds since 1970 (a fractional epoch truncated); None for text that is no such
+    time: nan, inf (which crashed the collector) or beyond MAX_EPOCH_MS."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not abs(value) <= MAX_EPOCH_MS:  # nan compares false
+        return None
+    return int(value)
 
 
 def parse_launch(line: str) -> Launch | None:

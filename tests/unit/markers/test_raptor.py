@@ -159,3 +159,33 @@ def test_a_start_or_a_launch_time_no_float_holds_is_a_garbled_line() -> None:
     huge = "I/ActivityManager(  873): Displayed com.a/.Main: +" + "9" * 400 + "s"
     assert parse_line(start) is None and parse_line(huge) is None
     assert collect([huge], app="com.a")[0] == []
+
+
+@pytest.mark.parametrize("epoch", ["inf", "-inf", "nan", "1e308", "1e16"])
+def test_an_epoch_that_is_no_time_is_named_not_a_crash(epoch: str) -> None:
+    """`inf` raised OverflowError out of the collector; nan was dropped without a word; 1e308
+    was named as a 309-digit number of ms."""
+    line = (
+        "I/PerformanceTiming( 6118): Performance Entry: "
+        f"clock.gaiamobile.org|mark|visuallyLoaded|1|0|{epoch}"
+    )
+    assert parse_line(line) is None
+    lines = brief_iteration(1000, noise=False)
+    lines.insert(2, line)
+    done, _ = collect(lines)
+    assert done[0]["problems"][0].startswith("an unreadable mark left out: 'clock.gaiamobile")
+    assert done[0]["metrics"]["coldlaunch.fullyLoaded"] == 802.0  # the rest is measured
+
+
+def test_a_mark_logged_again_with_another_time_keeps_the_first_and_says_so() -> None:
+    lines = brief_iteration(1000, noise=False)
+    (visually,) = [line for line in lines if "|visuallyLoaded|" in line]
+    epoch = int(visually.rsplit("|", 1)[1])
+    lines.insert(lines.index(visually) + 1, visually.replace(f"|{epoch}", f"|{epoch - 300}"))
+    done, _ = collect(lines)
+    first = epoch - 1000
+    assert done[0]["metrics"]["coldlaunch.visuallyLoaded"] == first
+    assert done[0]["problems"] == [
+        f"visuallyLoaded: logged again in this launch ({first} ms, then {first - 300} ms); "
+        "the first kept"
+    ]
