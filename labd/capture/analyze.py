@@ -96,7 +96,7 @@ class _Pass1:
                 self.video.close()
         if self.heat_maps:
             self.scan.heat = np.sum(self.heat_maps, axis=0, dtype=np.float32)
-        return self._checked(recording.name)
+        return self._checked(recording.name, getattr(recording, "frame_count", 0))
 
     def _content_frames(self, recording: Recording) -> Iterator[tuple[int, Image, Image | None]]:
         """(index, content, previous content) from the first frame after the green screen up
@@ -224,12 +224,20 @@ class _Pass1:
                 )
             self.video.write(content)
 
-    def _checked(self, name: str) -> _Scan:
+    def _checked(self, name: str, claimed: int = 0) -> _Scan:
+        """The scan, or a SyncError saying what is missing. `claimed`: the frames the file's
+        header counts, for a file that stops decoding before them (damaged, not a capture
+        that stopped)."""
         scan = self.scan
         start_name = color_name(self.o.start_color)
         start = f"{start_name} (start) screen"
         end = f"{color_name(self.o.end_color)} (end) screen"
         stopped = f"the recording stops at frame {len(scan.times) - 1} ({_span(scan.times)})"
+        if 0 < len(scan.times) < claimed and scan.end < 0:
+            stopped += (
+                f"; its header counts {claimed} frames, so the file is damaged or truncated"
+                " (frames past it did not decode)"
+            )
         if scan.area is None:
             if self.green is not None and self.red_first is not None:
                 raise SyncError(

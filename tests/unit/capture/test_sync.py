@@ -79,6 +79,16 @@ def test_no_red_screen_says_where_the_capture_stopped() -> None:
         analyze(FrameList(frames))
 
 
+def test_a_file_that_stops_decoding_before_its_header_says_is_called_damaged() -> None:
+    """A damaged file read as a capture that stopped (a tester's find): the header's frame
+    count says otherwise."""
+    page = PageLoad.staircase()
+    damaged = FrameList(page.timed_frames()[: page.end_frame - 10], name="damaged.mkv")
+    damaged.frame_count = page.end_frame + page.tail  # type: ignore[attr-defined]
+    with pytest.raises(SyncError, match=r"header counts \d+ frames, so the file is damaged"):
+        analyze(damaged)
+
+
 def test_red_before_green() -> None:
     page = PageLoad.staircase(start_color=PRESETS["red"], end_color=PRESETS["green"])
     with pytest.raises(
