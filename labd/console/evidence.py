@@ -18,9 +18,10 @@ EVIDENCE_LINKS = 200  # iterations linked by the evidence's "kept for"; others b
 
 async def evidence_section(files: ArtefactFiles, query: Mapping[str, str], job_id: str) -> str:
     """The evidence of the iteration `query` names (?iteration=N&variant=V), else of the last
-    one that kept any; then the list of the job's files. Empty when the job kept none here."""
+    one that kept any; then the list of the job's files. Empty when the job kept none here
+    (not even files it cannot serve)."""
     listing = await files.listing(job_id)
-    if not listing.total:
+    if not listing.total and not listing.unservable:
         return ""
     kept = evidence(listing.of_kinds)
     out = []
