@@ -323,10 +323,11 @@ def _progress(
 
     start_similar, start_distance, _ = measure(blank)
     if blank is not scan.start_image:
-        # A background painted over the whole page before its content (a dark or grey page)
-        # is farther from the last frame than the blank is: measured from the blank, it read
-        # as less than no progress, and progress stayed 0 until the last paint (Speed Index =
-        # visually complete). Progress starts from whichever of the two is farther.
+        # Pixel progress: a background painted over the whole page before its content (a dark
+        # or grey page) is less like the last frame than the blank is: measured from the
+        # blank, it read as less than no progress, and progress stayed 0 until the last paint
+        # (Speed Index = visually complete). It starts from whichever of the two is farther.
+        # (Histogram distances count only colours the frame lacks: never more than the blank.)
         first_similar, first_distance, _ = measure(scan.start_image)
         start_similar = min(start_similar, first_similar)
         start_distance = max(start_distance, first_distance)
@@ -340,9 +341,10 @@ def _progress(
                 yield index, t, None if image is None else area.crop(image)
 
     frames: list[FrameProgress] = []
-    distances: list[float] = []
+    distances: list[tuple[float, bool]] = []  # each frame's, and whether it is drawn
     t0 = _time_zero(scan, options)
     progress = similar = distance = 0.0
+    drawn = False
     painted: int | None = None
     for (index, t, _image), measured in ordered_map(
         lambda item: None if item[2] is None else measure(item[2]), span()
@@ -353,7 +355,7 @@ def _progress(
                 painted = len(frames)
             if options.progress == "pixel":
                 progress = visual.pixel_progress(similar, start_similar)
-        distances.append(distance)
+        distances.append((distance, drawn))
         frames.append(
             FrameProgress(
                 index=index,
@@ -364,17 +366,18 @@ def _progress(
             )
         )
     if options.progress != "pixel":
-        # A background painted over the whole page after the first paint (a late stylesheet,
-        # a dark theme) is farther from the last frame than the blank page or the first frame:
-        # measured from either, the frames after it read as less than no progress, and
-        # progress stayed 0 until the last paint. Progress starts from the farthest frame;
-        # the blank page before the first paint stays at 0, however near it is.
-        farthest = max(start_distance, *distances)
-        for n, (frame, far) in enumerate(zip(frames, distances, strict=True)):
-            blank_yet = painted is None or n < painted
-            frame.progress = 0.0 if blank_yet else visual.histogram_progress(far, farthest)
+        _histogram_progress(frames, distances, start_distance)
     frames[-1].progress = 1.0  # the last frame is complete by definition
     return frames, painted
+
+
+def _histogram_progress(
+    frames: list[FrameProgress], distances: list[tuple[float, bool]], start: float
+) -> None:
+    """Each frame's progress from the last frame's colours it lacks, against the blank page's;
+    a frame like the blank page is 0 (a level a few steps off it is no progress)."""
+    for frame, (distance, drawn) in zip(frames, distances, strict=True):
+        frame.progress = visual.histogram_progress(distance, start) if drawn else 0.0
 
 
 def _metrics(

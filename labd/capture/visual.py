@@ -1,8 +1,8 @@
 """What users see, as pure functions of frames (BGR images of the content area) and times.
 
-Progress is histogram-based, as WebPageTest and browsertime compute it: how much closer a
-frame's colour histograms are to the last frame's than the first frame's were, near-white
-pixels left out (page backgrounds would swamp the counts). The pixel-exact option measures
+Progress is histogram-based, as WebPageTest and browsertime compute it: the share of the last
+frame's colours (per channel histograms, near-white pixels left out: page backgrounds would
+swamp the counts) that a frame shows, against the blank page's. The pixel-exact option measures
 instead the share of pixels already equal to the last frame. Speed Index is the area above the
 progress curve.
 """
@@ -123,22 +123,27 @@ def _histograms(image: Image, mask: Image) -> Histogram:
 def histogram_distance(
     image: Image, final: Image, changed: Image, final_kept: Image | None = None
 ) -> float:
-    """How far a frame's colours are from the last frame's: the per-channel histogram
-    difference over the pixels where the two differ (`changed`, from `changed_mask`; images as
-    `sampled` gives them). Pixels equal in both cancel out exactly, so compression noise under
-    the threshold and content that only moved (a spinner, a caret) cost nothing, as they would
-    in the histograms' sums. `final_kept`, from `not_white(final)`, leaves near-white out."""
+    """How far a frame's colours are from the last frame's: the last frame's colours the frame
+    lacks, per channel, over the pixels where the two differ (`changed`, from `changed_mask`;
+    images as `sampled` gives them). Pixels equal in both cancel out exactly, so compression
+    noise under the threshold and content that only moved (a spinner, a caret) cost nothing.
+    Colours the last frame does not hold cost nothing either, as in WebPageTest's matching of
+    histograms: a background painted before the content, a splash screen, a skeleton or a dark
+    flash is no progress, and no less than none (counted as distance, a late dark background
+    made every frame after it read 0 until the last paint). `final_kept`, from
+    `not_white(final)`, leaves near-white out."""
     if cv2.countNonZero(changed) == 0:
         return 0.0
     mine, theirs = changed, changed
     if final_kept is not None:
         mine = np.asarray(cv2.bitwise_and(changed, not_white(image)), dtype=np.uint8)
         theirs = np.asarray(cv2.bitwise_and(changed, final_kept), dtype=np.uint8)
-    return float(np.abs(_histograms(image, mine) - _histograms(final, theirs)).sum())
+    missing = _histograms(final, theirs) - _histograms(image, mine)
+    return float(np.maximum(missing, 0.0).sum())
 
 
 def histogram_progress(distance: float, start_distance: float) -> float:
-    """Visual progress from histogram distances to the last frame, the first frame's being 0%."""
+    """Visual progress from histogram distances to the last frame, the blank page's being 0%."""
     if start_distance <= 0:
         return 1.0
     return max(0.0, min(1.0, 1.0 - distance / start_distance))
@@ -222,20 +227,32 @@ BLANK_NEAR = 48  # levels per channel a blank page may sit from the level fitted
 
 
 def blank_as_shown(expected: Image, first: Image, threshold: int) -> Image:
-    """The blank page as the chain showed it: the first frame after the green screen where it
-    is one colour (all but 0.1% of it within `threshold` of its median) near the colour
-    fitted for the blank; else `expected`. A chain that maps saturated sync colours and white
-    differently (colour management, a camera's white balance) put white 20 levels off the
-    fitted level, and the blank page read as a first paint."""
+    """The blank page as the chain showed it, where the first frame after the green screen
+    tells: the frame itself where it is one colour (all but 0.1% of it within `threshold` of
+    its median) within BLANK_NEAR levels of the colour fitted for the blank and no darker; else
+    the near-white the frame shows, where the fitted colour is not near-white but 1% of the
+    frame is; else `expected`. A chain that maps saturated sync colours and white apart
+    (colour management, a camera's white balance) put white 20 levels below the fitted level,
+    and the blank page read as a first paint. A uniform light grey first paint darker than
+    the fitted blank is the page's, not the blank."""
     small = sampled(first)
-    median = np.median(small.reshape(-1, 3), axis=0)
+    pixels = small.reshape(-1, 3)
+    fitted = expected[0, 0].astype(np.float64)
+    median = np.median(pixels, axis=0)
     off = np.abs(small.astype(np.int16) - median.astype(np.int16)).max(axis=2)
     uniform = float(np.mean(off > threshold)) <= 0.001
-    near = float(np.abs(median - expected[0, 0].astype(np.float64)).max()) <= BLANK_NEAR
-    if not (uniform and near):
+    near = float(np.abs(median - fitted).max()) <= BLANK_NEAR
+    shown: NDArray[np.float64] | None = None
+    if uniform and near and bool(np.all(median >= fitted - threshold)):
+        shown = median
+    elif bool(np.any(fitted < WHITE_LEVEL)) and float(np.min(fitted)) >= 255 - BLANK_NEAR:
+        white = np.all(pixels >= WHITE_LEVEL, axis=1)
+        if float(np.mean(white)) >= 0.01:
+            shown = np.median(pixels[white], axis=0)
+    if shown is None:
         return expected
     image = np.empty_like(expected)
-    image[:] = np.round(median).astype(np.uint8)
+    image[:] = np.round(shown).astype(np.uint8)
     return image
 
 

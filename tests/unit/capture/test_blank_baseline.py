@@ -8,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from labd.capture import AnalysisOptions, VideoFile, analyze
+from labd.capture import AnalysisOptions, FrameList, VideoFile, analyze
 from tests.unit.capture import ffmpeg_pages
 from tests.unit.capture.ffmpeg_pages import FPS, Paint
 
@@ -153,3 +154,45 @@ def test_a_background_painted_after_a_white_first_paint_is_not_negative_progress
     assert truth == pytest.approx(750)
     assert result.speed_index == pytest.approx(truth, abs=0.5)
     assert result.visually_complete_ms == pytest.approx(30 * FRAME_MS)
+
+
+def _frames(states: list[tuple[tuple[int, int, int], float, int]]) -> FrameList:
+    """A page load as BGR frames at 30 fps: green x10, then (background, share of the page
+    drawn in blue from the top, frames) states, then red x5."""
+
+    def frame(bgr: tuple[int, int, int], share: float = 0.0) -> np.ndarray:
+        image = np.empty((120, 160, 3), np.uint8)
+        image[:] = bgr
+        image[: int(120 * share)] = (200, 60, 30)
+        return image
+
+    shown = [frame((0, 255, 0))] * 10
+    for background, share, count in states:
+        shown += [frame(background, share)] * count
+    shown += [frame((0, 0, 255))] * 5
+    return FrameList([(i * 1000 / 30, f) for i, f in enumerate(shown)])
+
+
+WHITE, BLACK, GREY = (255, 255, 255), (0, 0, 0), (230, 230, 230)
+
+
+@pytest.mark.parametrize(
+    ("states", "truth"),
+    [
+        # A dark flash mid-load: no progress while shown, and nothing else moves (measured
+        # from the farthest frame, the half-drawn frames read 0.75).
+        ([(WHITE, 0, 10), (WHITE, 0.5, 5), (BLACK, 0, 1), (WHITE, 0.5, 4), (WHITE, 1, 10)], 516.7),
+        # A light grey first paint that gives way to white: the grey is no progress, and the
+        # half-drawn page is half.
+        ([(GREY, 0, 10), (WHITE, 0.5, 10), (WHITE, 1, 10)], 500.0),
+        # A background that stays under the content is progress by the colours it shares.
+        ([(WHITE, 0, 6), ((180, 180, 180), 0.0, 6), ((180, 180, 180), 0.3, 6)], 260.0),
+    ],
+)
+def test_colours_the_last_frame_lacks_are_no_progress_and_no_less(
+    states: list[tuple[tuple[int, int, int], float, int]], truth: float
+) -> None:
+    """As WebPageTest matches histograms: a frame's progress is the share of the last frame's
+    colours it shows (near-white left out); colours the last frame lacks cost nothing."""
+    result = analyze(_frames(states))
+    assert result.speed_index == pytest.approx(truth, abs=2.0)
