@@ -99,7 +99,7 @@ def path_problem(name: str) -> str | None:
         if not _SEGMENT.fullmatch(part):
             return (
                 f"artefact path {name[:80]!r}: segment {part[:40]!r} is not allowed (letters, "
-                "digits and _ . @ : + = - only, not starting with a dot)"
+                "digits and _ . @ : + = - only, starting with a letter, a digit or _)"
             )
     return None
 

@@ -53,7 +53,10 @@ class Audit:
         )
         left_out = 0
         if principal == ANONYMOUS and channel != "mqtt":
-            due = self._anonymous.due(f"{channel} {reason} {source}")
+            # A local account on the Unix socket is one source whatever process it runs
+            # ("uid 65534 (pid 30584)"): a loop of new processes was a new source each.
+            who = source.split(" (pid ", 1)[0]
+            due = self._anonymous.due(f"{channel} {reason} {who}")
             if due is None:
                 return
             left_out = due

@@ -22,6 +22,9 @@ def test_unknown_tokens_are_one_line_a_minute_per_source_and_each_is_counted() -
         for _ in range(300):
             audit.refused("http", "-", "sign_in", "/console/login", "10.0.0.9", "bad_token", "x")
         audit.refused("http", "-", "sign_in", "/console/login", "10.0.0.7", "bad_token", "x")
+        # On the Unix socket the source is the account: each new process is no new source.
+        for pid in range(100, 105):
+            audit.refused("http", "-", "list", "/api/v1/jobs", f"uid 7 (pid {pid})", "peer", "x")
         # A named principal's refusals are each the audit's: who did what is kept.
         for _ in range(3):
             audit.refused("http", "ci", "cancel", "/api/v1/jobs/j", "10.0.0.9", "forbidden", "x")
@@ -32,10 +35,11 @@ def test_unknown_tokens_are_one_line_a_minute_per_source_and_each_is_counted() -
     assert [(line["source"], line["reason"]) for line in lines] == [
         ("10.0.0.9", "bad_token"),
         ("10.0.0.7", "bad_token"),
+        ("uid 7 (pid 100)", "peer"),
         *[("10.0.0.9", "forbidden")] * 3,
         *[("broker", "bad_signature")] * 3,
     ]
-    assert bus.published["access_refused"] == 307  # /metrics counts every one
+    assert bus.published["access_refused"] == 312  # /metrics counts every one
     audit._anonymous.every_s = 0.01  # a minute later, in short
     time.sleep(0.02)
     with structlog.testing.capture_logs() as logs:
