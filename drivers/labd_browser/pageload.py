@@ -127,6 +127,10 @@ class PageLoadParams(BaseModel):
             raise ValueError("not an http or https URL")
         if not parts.hostname:
             raise ValueError("an http(s) URL must name a host")
+        try:
+            parts.port  # noqa: B018 (urllib checks the port when it is read)
+        except ValueError as e:  # http://x:99999/
+            raise ValueError(f"its port: {e}") from None
         return value
 
     @field_validator("stabilise", mode="before")

@@ -142,7 +142,7 @@ def _timestamps(name: str) -> list[float]:
     times: list[float] = []
     for number, word in enumerate(words, 1):
         try:
-            t = float(word)
+            t = math.nan if "_" in word else float(word)  # Python reads 1_000; no log does
         except ValueError:
             t = math.nan
         if not math.isfinite(t) or abs(t) > MAX_TIME_MS:

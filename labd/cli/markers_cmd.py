@@ -59,7 +59,8 @@ def markers(args: argparse.Namespace) -> int:
         count += 1
     print(
         f"labd markers: {count} iterations from {collector.lines} lines; "
-        f"{collector.orphans} marks without a launch" + (" (interrupted)" if interrupted else ""),
+        f"{collector.orphans} marks without a launch; {collector.unreadable} unreadable marks"
+        " outside a launch (a garbled epoch or field)" + (" (interrupted)" if interrupted else ""),
         file=sys.stderr,
         flush=True,
     )

@@ -58,6 +58,7 @@ class LaunchCollector:
         self.current: Iteration | None = None
         self.count = 0
         self.orphans = 0  # marks with no launch before them
+        self.unreadable = 0  # mark lines no iteration could name (a garbled launch mark)
         self.lines = 0
         self.seen: set[str] = set()  # this iteration's entries, as logged
 
@@ -78,6 +79,8 @@ class LaunchCollector:
         if raw is None:
             if (it := self.current) is not None and it.app in text:
                 it.problems.append(f"an unreadable mark left out: {text[:120]!r}")
+            else:
+                self.unreadable += 1
             return None
         _, kind, name, context, _, duration, epoch = raw
         if name == "appLaunch":

@@ -121,7 +121,7 @@ def epoch_of(text: str) -> int | None:
         value = float(text)
     except ValueError:
         return None
-    if not abs(value) <= MAX_EPOCH_MS:  # nan compares false
+    if "_" in text or not abs(value) <= MAX_EPOCH_MS:  # Python reads 1_000; nan compares false
         return None
     return int(value)
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from labd.replay.errors import ArchiveError
 from labd.textfile import size_text
@@ -52,9 +52,28 @@ def _escape(found: re.Match[str]) -> str:
 
 
 def normal_path(path: str) -> str:
-    """RFC 3986's normal form of a path's escapes: %7e is ~, %2f is %2F (a client and the
-    recording may spell one URL either way)."""
-    return ESCAPE.sub(_escape, path) or "/"
+    """RFC 3986's normal form of a path (a client and the recording may spell one URL either
+    way): characters outside ASCII as UTF-8 escapes (an export may write a path as an IRI),
+    escapes of unreserved characters decoded and the rest in upper case (%7e is ~, %2f is
+    %2F), and the dot segments removed (/a/./b/../c is /a/c), as browsers send it."""
+    path = quote(path, safe="/;:@&=+$,!'()*%~-._") if not path.isascii() else path
+    return _without_dots(ESCAPE.sub(_escape, path)) or "/"
+
+
+def _without_dots(path: str) -> str:
+    """RFC 3986 section 5.2.4, for an absolute path."""
+    if "." not in path:
+        return path
+    kept: list[str] = []
+    parts = path.split("/")
+    for part in parts[1:]:
+        if part == "..":
+            if kept:
+                kept.pop()
+        elif part != ".":
+            kept.append(part)
+    trailing = parts[-1] in (".", "..")  # /a/b/.. is /a/
+    return "/" + "/".join(kept) + ("/" if trailing and kept else "")
 
 
 def normal_host(host: str) -> str:

@@ -85,7 +85,10 @@ def test_iterations_print_as_lines_arrive_and_ctrl_c_keeps_the_open_one(
     assert "iteration 1 clock.gaiamobile.org (INCOMPLETE)" in text
     assert "coldlaunch.navigationInteractive" in text.split("iteration 1")[1]
     assert "interrupted (Ctrl-C) before fullyLoaded" in text
-    summary = "labd markers: 2 iterations from 9 lines; 0 marks without a launch (interrupted)"
+    summary = (
+        "labd markers: 2 iterations from 9 lines; 0 marks without a launch; 0 unreadable marks"
+        " outside a launch (a garbled epoch or field) (interrupted)"
+    )
     assert summary in stderr
     assert "Traceback" not in stderr
 

@@ -95,6 +95,7 @@ async def test_the_browser_labd_knows_needs_no_listing(store: Store) -> None:
         # Opened from the data: sync page, a file: URL timed out on green in every iteration.
         ("file:///srv/page.html", "a file: URL cannot be opened from labd's sync page"),
         ("http:///path", "an http(s) URL must name a host, got 'http:///path'"),
+        ("http://x:99999/", "its port: Port out of range 0-65535"),
     ],
 )
 async def test_a_url_that_is_not_one_is_refused_naming_it(store: Store, url: str, why: str) -> None:

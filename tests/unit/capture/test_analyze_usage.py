@@ -29,6 +29,8 @@ def test_bad_options_and_inputs_are_usage_errors(video: Path, tmp_path: Path) ->
     times.write_text("0\n16.7\nnan\n50\n")
     huge = tmp_path / "huge.txt"
     huge.write_text("0\n1e300\n")
+    underscored = tmp_path / "underscored.txt"  # Python's float reads 1_000; no clock writes it
+    underscored.write_text("0\n1_000\n")
     backwards = tmp_path / "backwards.txt"
     backwards.write_text("0\n16.7\n16.7\n50\n")
     short = tmp_path / "short.txt"
@@ -41,6 +43,7 @@ def test_bad_options_and_inputs_are_usage_errors(video: Path, tmp_path: Path) ->
         (["--checkerboard", "white,red,0"], "SIZE (a square's side in pixels) must be from 2"),
         (["--timestamps", str(times)], "value 3 ('nan') is not a time in ms (finite, within"),
         (["--timestamps", str(huge)], "value 2 ('1e300') is not a time in ms (finite, within"),
+        (["--timestamps", str(underscored)], "value 2 ('1_000') is not a time in ms"),
         (["--progress-out", "/dev/full"], "/dev/full: cannot write it (No space left on device)"),
         (["--blank-color", "sky"], "colour 'sky'"),
         (["--timestamps", str(backwards)], "value 3 (16.7) is not after the one before it"),

@@ -161,7 +161,7 @@ def test_a_start_or_a_launch_time_no_float_holds_is_a_garbled_line() -> None:
     assert collect([huge], app="com.a")[0] == []
 
 
-@pytest.mark.parametrize("epoch", ["inf", "-inf", "nan", "1e308", "1e16"])
+@pytest.mark.parametrize("epoch", ["inf", "-inf", "nan", "1e308", "1e16", "143477_1804426"])
 def test_an_epoch_that_is_no_time_is_named_not_a_crash(epoch: str) -> None:
     """`inf` raised OverflowError out of the collector; nan was dropped without a word; 1e308
     was named as a 309-digit number of ms."""
@@ -189,3 +189,13 @@ def test_a_mark_logged_again_with_another_time_keeps_the_first_and_says_so() -> 
         f"visuallyLoaded: logged again in this launch ({first} ms, then {first - 300} ms); "
         "the first kept"
     ]
+
+
+def test_a_garbled_launch_mark_is_counted_where_no_launch_can_name_it() -> None:
+    """A home screen's appLaunch with an epoch of nan vanished: its marks became orphans and
+    nothing said why (a re-tester's find)."""
+    lines = brief_iteration(1000, noise=False)
+    (launch,) = [line for line in lines if "appLaunch" in line]
+    lines[lines.index(launch)] = launch.rsplit("|", 1)[0] + "|nan"
+    done, collector = collect(lines)
+    assert done == [] and collector.unreadable == 1 and collector.orphans > 0

@@ -215,6 +215,11 @@ def test_one_url_spelled_two_ways_is_one_recording() -> None:
     # What the normal form keeps apart stays apart: an escaped slash is not a slash.
     assert archive.find("GET", "https://xn--bcher-kva.example/a~b/c/d%E2%82%AC") is None
     assert request_key("GET", "http://[::1]:8080/%41")[2:4] == ("[::1]:8080", "/A")
+    # Dot segments go, as browsers remove them; a path written as an IRI is its UTF-8 escapes.
+    dots = parse(archive_of(entry("http://e.test/dot/./x/../y"), entry("http://e.test/ü")), "x")
+    assert dots.find("GET", "http://e.test/dot/y") is not None
+    assert dots.find("GET", "http://e.test/%C3%BC") is not None
+    assert request_key("GET", "http://e.test/a/b/..")[3] == "/a/"
 
 
 def test_profiles_are_named_with_their_values() -> None:
