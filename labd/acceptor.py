@@ -22,8 +22,8 @@ from typing import Any
 
 import structlog
 
-from labd.logs import OncePerMinute
 from labd.tasks import TaskSet
+from labd.throttle import OncePerMinute
 
 log = structlog.get_logger("labd.acceptor")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import structlog
 
 from labd.events import AccessRefused, EventBus
-from labd.logs import OncePerMinute
+from labd.throttle import OncePerMinute
 
 log = structlog.get_logger("labd.audit")
 ANONYMOUS = "-"  # the principal of a refusal no credential named

@@ -28,9 +28,9 @@ from aiohttp import web
 
 from labd.acceptor import Acceptor, connection_limit
 from labd.errors import UsageError
-from labd.logs import OncePerMinute
 from labd.replay.certs import Authority
 from labd.tasks import TaskSet
+from labd.throttle import OncePerMinute
 
 log = structlog.get_logger("labd.replay")
 
