@@ -135,9 +135,10 @@ class _Pass1:
         if match is not None and match.confidence >= o.sync_threshold:
             if self.green_first is None:
                 self.green_first = index
-            self.green_frames = [*self.green_frames[-1:], image.copy()]
+            kept = image.copy()
+            self.green_frames = [*self.green_frames[-1:], kept]
             if self.green is None or match.rect.area >= self.green[2].rect.area:
-                self.green = (index, image.copy(), match)
+                self.green = (index, kept, match)
         elif self.green is None and self.red_first is None:
             red = find_sync(image, o.end_color, o.tolerance, o.min_sync_area)
             if red is not None and red.confidence >= o.sync_threshold:
@@ -341,10 +342,8 @@ def _progress(
                 yield index, t, None if image is None else area.crop(image)
 
     frames: list[FrameProgress] = []
-    distances: list[tuple[float, bool]] = []  # each frame's, and whether it is drawn
     t0 = _time_zero(scan, options)
-    progress = similar = distance = 0.0
-    drawn = False
+    progress = similar = 0.0
     painted: int | None = None
     for (index, t, _image), measured in ordered_map(
         lambda item: None if item[2] is None else measure(item[2]), span()
@@ -355,7 +354,10 @@ def _progress(
                 painted = len(frames)
             if options.progress == "pixel":
                 progress = visual.pixel_progress(similar, start_similar)
-        distances.append((distance, drawn))
+            elif drawn:
+                progress = visual.histogram_progress(distance, start_distance)
+            else:  # like the blank page: a level a few steps off it is no progress
+                progress = 0.0
         frames.append(
             FrameProgress(
                 index=index,
@@ -365,19 +367,8 @@ def _progress(
                 similarity=similar,
             )
         )
-    if options.progress != "pixel":
-        _histogram_progress(frames, distances, start_distance)
     frames[-1].progress = 1.0  # the last frame is complete by definition
     return frames, painted
-
-
-def _histogram_progress(
-    frames: list[FrameProgress], distances: list[tuple[float, bool]], start: float
-) -> None:
-    """Each frame's progress from the last frame's colours it lacks, against the blank page's;
-    a frame like the blank page is 0 (a level a few steps off it is no progress)."""
-    for frame, (distance, drawn) in zip(frames, distances, strict=True):
-        frame.progress = visual.histogram_progress(distance, start) if drawn else 0.0
 
 
 def _metrics(

@@ -71,10 +71,10 @@ def end_strays() -> int:
             if pid in seen and sig == signal.SIGTERM:
                 continue  # asked once; it has the grace
             seen.add(pid)
-            try:  # noqa: SIM105  contextlib would add to the launcher's own memory
+            try:  # not contextlib.suppress: it would add to the launcher's own memory
                 os.kill(pid, sig)
             except ProcessLookupError:
-                pass
+                continue  # it ended meanwhile: what the signal was for
         time.sleep(0.01)
 
 
@@ -108,10 +108,10 @@ def main(argv: list[str]) -> int:
 
     def kill_program() -> None:
         for target in (-child["pid"], child["pid"]):
-            try:  # noqa: SIM105  contextlib would add to the launcher's own memory
+            try:  # not contextlib.suppress: it would add to the launcher's own memory
                 os.kill(target, signal.SIGKILL)
             except ProcessLookupError:
-                pass
+                continue  # the group or the program has ended: what the signal was for
 
     def on_signal(signum: int, _frame: object) -> None:
         # Python retries wait4 after a handler (PEP 475), so the handler does the killing.
@@ -142,8 +142,10 @@ def main(argv: list[str]) -> int:
             try:
                 os.setuid(0)
             except PermissionError:
-                pass
+                regained = False  # the drop holds
             else:
+                regained = True
+            if regained:
                 raise PermissionError(1, "could become root again")
             libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         if "cwd" in opts:  # after the drop: the program's account must reach it, not labd's
