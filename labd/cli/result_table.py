@@ -13,10 +13,10 @@ from labd.cli.text import markup
 
 def print_results(results: dict[str, Any]) -> None:
     """A job's result table on stdout, fitted to the terminal; whole when stdout is not one."""
-    print_result_table(results, _terminal_columns())
+    print_result_table(results, terminal_columns())
 
 
-def _terminal_columns() -> int | None:
+def terminal_columns() -> int | None:
     """stdout's width when it is a terminal (COLUMNS, when set, as rich reads it); None for a
     pipe or a file, a CI log: there nothing is fitted, lines are as long as the table."""
     from rich.console import Console
@@ -35,16 +35,22 @@ def print_result_table(results: dict[str, Any], columns: int | None) -> None:
     A figure is never cut (`1037…` for 103748 misleads): in `columns` too narrow for the whole
     table the least telling statistics are left out, and said so; a table still too wide is
     printed whole (the terminal wraps its lines). `columns` None: no limit."""
-    from rich.console import Console
-
     table, left_out = _fitted_table(results, columns)
-    # Never narrower than the table: rich's last resort for a wide table is to cut every cell.
-    console = Console(width=max(_width_of(table), columns or _LOG_COLUMNS))
+    console = console_for(table, columns)
     console.print(table)
     if left_out:
         console.print(f"[dim]left out to fit: {', '.join(left_out)} (all in --json)")
     for note in _notes(results):
         console.print(note)
+
+
+def console_for(table: Any, columns: int | None) -> Any:
+    """A console as wide as `table` with every cell whole, and never narrower than `columns`
+    (or 80 for the lines under it): rich's last resort for a table wider than its console is to
+    cut every cell, figures and names too."""
+    from rich.console import Console
+
+    return Console(width=max(_width_of(table), columns or _LOG_COLUMNS))
 
 
 def _fitted_table(results: dict[str, Any], columns: int | None) -> tuple[Any, list[str]]:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from labd.cli.result_table import console_for, terminal_columns
 from labd.cli.text import markup, shown
 from labd.errors import EXIT_NEGATIVE, UsageError
 from labd.stats import Samples, read_sample_file, read_samples, samples_from_results
@@ -181,7 +182,6 @@ def _warnings(context: dict[str, Any]) -> list[str]:
 
 
 def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     colour = {"regression": "red", "improvement": "green", "no change": "cyan"}
@@ -211,7 +211,7 @@ def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
             verdict,
             markup(r.method or "-"),
         )
-    console = Console(width=max(110, Console().width))
+    console = console_for(table, terminal_columns())
     console.print(table)
     for r in results:
         if r.reason and r.verdict == "inconclusive":
@@ -327,7 +327,8 @@ def _print_detection(
     from labd.stats import REACH
 
     reach = REACH[method]
-    console = Console(width=max(110, Console().width))
+    columns = terminal_columns()
+    console = Console(width=columns or 110)
     if alerts:
         table = Table(title=f"{markup(source)}: {len(judged)} series, method {markup(method)}")
         for column in (
@@ -351,6 +352,7 @@ def _print_detection(
                 markup(_detected_change(a), lines=True),
                 "-" if a["confidence"] is None else f"{a['confidence']:.3f}",
             )
+        console = console_for(table, columns)
         console.print(table)
         if any(a["index"] == reach.first_dated for a in alerts):
             console.print(

@@ -5,6 +5,7 @@ builds that set the reference level), in text and in JSON."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +198,25 @@ def test_only_a_regression_fails_the_command(
     (alert,) = answer["alerts"]
     assert code == 1 and alert["verdict"] == "regression"
     assert answer["series"][0]["higher_is_better"] is True
+
+
+def test_a_table_written_to_a_pipe_has_every_name_and_figure_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`labd detect | cat` and `labd compare a b | cat` (a CI log) squeezed their tables to 110
+    columns: series names were cut mid-name and the metric column of compare shrank to `…`."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    rng = np.random.default_rng(3)
+    name = "pageload/example.com/fully_loaded_ms_on_the_cold_cache_path_" + "x" * 40
+    step = [*(100 + rng.normal(0, 1, 40)).tolist(), *(110 + rng.normal(0, 1, 20)).tolist()]
+    code, out = run(capsys, write(tmp_path / "h.csv", {name: step}))
+    assert code == 1 and "…" not in out
+    assert f"│ {name} │" in out
+    metrics = [f"{name}_{i}" for i in range(3)]
+    for side, level in (("base", 100), ("new", 105)):
+        rows = [f"{m},{v:.3f}" for m in metrics for v in level + rng.normal(0, 1, 30)]
+        (tmp_path / f"{side}.csv").write_text("metric,value\n" + "\n".join(rows) + "\n")
+    code = main(["compare", str(tmp_path / "base.csv"), str(tmp_path / "new.csv")])
+    out = capsys.readouterr().out
+    assert code == 1 and "…" not in out
+    assert all(re.search(f"│ {m} │ +mean [0-9.]+ ± [0-9.]+ n=30 │", out) for m in metrics)
