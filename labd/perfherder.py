@@ -21,6 +21,7 @@ from labd.metric_specs import metric_specs
 from labd.model import PERFHERDER_MAX_UNIT
 
 MAX_OPTION = 100  # Treeherder's limits
+MAX_NAME = 80  # a suite's and a subtest's name (PerformanceSignature's suite and test fields)
 MAX_UNIT = PERFHERDER_MAX_UNIT  # MetricSpec refuses a longer unit at submit
 MAX_OPTIONS = 8
 MAX_VALUE = 1e12
@@ -42,8 +43,10 @@ def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[st
             for name, value in it["values"].items():
                 replicates.setdefault(name, []).append(value)
     specs = metric_specs(spec.get("metrics", []), (it.get("fingerprint", {}) for it in last))
+    suite_title = _name("the suite", suite_name(spec["suite"], spec["test"]))
     subtests: list[dict[str, Any]] = []
     for name, values in sorted(replicates.items()):
+        _name(f"metric {name!r}: its name", name)
         unit = specs.get(name, {}).get("unit") or ""
         if not unit:
             raise UsageError(
@@ -66,7 +69,7 @@ def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[st
             }
         )
     suite: dict[str, Any] = {
-        "name": suite_name(spec["suite"], spec["test"]),
+        "name": suite_title,
         "subtests": subtests,
         "extraOptions": _options(last, settings),
     }
@@ -84,9 +87,9 @@ def perfherder(results: dict[str, Any], settings: PerfherderSettings) -> dict[st
     return data
 
 
-def perfherder_line(results: dict[str, Any], settings: PerfherderSettings) -> str:
-    """The log line Treeherder's log parser picks up."""
-    return "PERFHERDER_DATA: " + json.dumps(perfherder(results, settings), sort_keys=True)
+def perfherder_line(payload: dict[str, Any]) -> str:
+    """The log line Treeherder's log parser picks up, of a payload `perfherder` made."""
+    return "PERFHERDER_DATA: " + json.dumps(payload, sort_keys=True)
 
 
 def suite_name(suite: str, test: str) -> str:
@@ -117,6 +120,17 @@ def _options(iterations: list[dict[str, Any]], settings: PerfherderSettings) -> 
             " extra_options"
         )
     return list(options)
+
+
+def _name(what: str, name: str) -> str:
+    """`name` as Treeherder stores a suite's or a subtest's, or UsageError: a longer one is
+    refused by its database (the schema does not say so), and a cut one names another series."""
+    if len(name) > MAX_NAME:
+        raise UsageError(
+            f"{what} {name!r} is {len(name)} characters, over the {MAX_NAME} Treeherder stores;"
+            " nothing exported: give the job a shorter suite and test or the metric a shorter name"
+        )
+    return name
 
 
 def _option(source: str, option: str) -> str:

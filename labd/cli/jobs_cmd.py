@@ -17,6 +17,7 @@ from labd.config import Settings, load_config
 from labd.errors import EXIT_NEGATIVE, EXIT_OK, EXIT_RUNTIME, LabdError, UsageError
 from labd.model import TERMINAL as TERMINAL_STATES
 from labd.model import TestSpec, load_manifest
+from labd.perfherder import perfherder_line
 from labd.stats import json_text
 
 TERMINAL = {state.value for state in TERMINAL_STATES}
@@ -284,6 +285,15 @@ def cancel(args: argparse.Namespace) -> int:
 
 
 def results(args: argparse.Namespace) -> int:
+    if args.format == "perfherder" and not args.json:
+        # The daemon's export, by its [perfherder] settings, as its job.log has it: this
+        # command's own settings would name another series.
+        if args.via == "mqtt":
+            data = _over_mqtt(args, {"query": "perfherder", "job_id": args.id})
+        else:
+            data = _client(args).call("GET", f"/jobs/{quote(args.id, safe='')}/perfherder")
+        print(perfherder_line(data["perfherder"]))
+        return 0
     if args.via == "mqtt":
         request = {"query": "results", "job_id": args.id, "limit": 1000}
         data = _over_mqtt(args, request)
@@ -298,24 +308,9 @@ def results(args: argparse.Namespace) -> int:
         print(json_text(data, indent=2))
     elif fmt == "csv":
         write_csv(data["iterations"], sys.stdout)
-    elif fmt == "perfherder":
-        from labd.perfherder import perfherder_line
-
-        refuse_unless_succeeded(data["job"])
-        print(perfherder_line(data, load_config(args.config).settings.perfherder))
     elif fmt == "table":
         _print_results(data)
     else:
         raise LabdError(f"unknown format {fmt!r}")
     return 0  # a regression is shown, not an error here: `submit --wait` and `compare` judge
 
-
-def refuse_unless_succeeded(job: dict[str, Any]) -> None:
-    """Only a succeeded job's results are exported to Perfherder, as the daemon writes its
-    `job.log` line for a succeeded job only: a failed or cancelled run's figures would join
-    the series as if they were good."""
-    if job["state"] != "succeeded":
-        raise UsageError(
-            f"job {shown(job['id'])} is {shown(job['state'])}: only a succeeded job is exported "
-            "to Perfherder (its raw values: --format csv or json)"
-        )

@@ -23,7 +23,7 @@ from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import HeavyQueries, heavy_answer
 from labd.daemon.query import int_query
-from labd.errors import AuthError, InvalidSpec
+from labd.errors import AuthError, InvalidSpec, UsageError
 from labd.model import AdminState, Device, Job, JobState, id_problem
 from labd.mqtt import ApiSubmission
 from labd.pool import Pool
@@ -117,6 +117,7 @@ class Api:
             ("GET", f"{v1}/jobs/{{id}}", self.show_job, read),
             ("POST", f"{v1}/jobs/{{id}}/cancel", self.cancel_job, Action.CANCEL),
             ("GET", f"{v1}/jobs/{{id}}/results", self.results, read),
+            ("GET", f"{v1}/jobs/{{id}}/perfherder", self.perfherder, read),
             ("GET", f"{v1}/history", self.history, read),
             ("GET", f"{v1}/devices", self.list_devices, read),
             ("GET", f"{v1}/devices/{{id}}", self.show_device, read),
@@ -286,6 +287,24 @@ class Api:
             return _error(404, [f"no job {job_id!r}"])
         who = request[CALLER].principal.name
         return await heavy_answer(self.heavy, who, lambda: self._results_page(job, offset, limit))
+
+    async def perfherder(self, request: web.Request) -> web.Response:
+        """The job's PERFHERDER_DATA payload by this daemon's settings, as its job.log has it;
+        409 for a job that did not succeed or whose results Perfherder would not take."""
+        job_id = request.match_info["id"]
+        if problem := id_problem(job_id, "job id"):
+            return _error(400, [problem])
+        job = await self.store.get_job(job_id)
+        if job is None:
+            return _error(404, [f"no job {job_id!r}"])
+
+        async def view() -> dict[str, Any]:
+            return {"perfherder": await self.jobs.perfherder_export(job)}
+
+        try:
+            return await heavy_answer(self.heavy, request[CALLER].principal.name, view)
+        except UsageError as e:
+            return _error(409, [str(e)])
 
     async def _results_page(self, job: Job, offset: int, limit: int) -> dict[str, Any]:
         page = await results_page(self.store, job, offset, limit)

@@ -27,7 +27,7 @@ from labd.auth import (
     verify,
 )
 from labd.config import AuthSettings, MqttSettings
-from labd.errors import AuthError, InvalidSpec
+from labd.errors import AuthError, InvalidSpec, UsageError
 from labd.events import JobRejected
 from labd.model import AdminState, JobState, id_problem
 from labd.mqtt.flood import UnsignedFlood
@@ -238,6 +238,7 @@ class Inbound:
             reply_to=reply_to,
             correlation=text("correlation", 128),
             id="" if id_problem(job_id) else job_id,
+            id_given="id" in data and data["id"] != "",
             query=shown(text("query", 16)),
         )
         return Incoming(
@@ -302,8 +303,11 @@ class Inbound:
             model = route.model if route else None
             answer: Message
             if model is SubmitRequest:
-                job_id = request.id or id_from_nonce(
-                    incoming.principal.name, incoming.signed.nonce
+                # The id the job would have had: the one sent, else the nonce's (as an
+                # accepted submission without one gets). An invalid id is not echoed.
+                invalid = isinstance(request, Envelope) and request.id_given and not request.id
+                job_id = request.id or (
+                    "" if invalid else id_from_nonce(incoming.principal.name, incoming.signed.nonce)
                 )
                 answer = SubmitAnswer(
                     job_id=job_id,
@@ -390,11 +394,16 @@ class Inbound:
                 jobs = await store.list_jobs(states, limit=query.limit)
                 data = {"jobs": [redact_job(j.model_dump(mode="json")) for j in jobs]}
         elif not query.job_id:
-            problems.append(f"{incoming.topic}: job_id: required for a {query.query} query")
+            raise Refused([f"{incoming.topic}: job_id: required for a {query.query} query"])
         elif (job := await store.get_job(query.job_id)) is None:
             problems.append(f"{incoming.topic}: no job {query.job_id!r}")
         elif query.query == "show":
             data = {"job": redact_job(job.model_dump(mode="json"))}
+        elif query.query == "perfherder":
+            try:
+                data = {"perfherder": await self.jobs.perfherder_export(job)}
+            except UsageError as e:
+                problems.append(f"{incoming.topic}: {safe(str(e))}")
         else:  # one page at a time: an answer stays small however long the job ran
             data = await results_page(store, job, query.offset, query.limit)
         answer = QueryAnswer(

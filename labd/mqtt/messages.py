@@ -117,10 +117,11 @@ class DeviceCommand(Request):
 
 
 class JobQuery(Request):
-    """In, on <prefix>/jobs/query: list jobs, or one job's state or results. The answer goes
-    to `reply_to` (required here), as the local API's JSON, secrets redacted."""
+    """In, on <prefix>/jobs/query: list jobs, or one job's state, results or Perfherder export
+    (the daemon's, as its job.log has it). The answer goes to `reply_to` (required here), as
+    the local API's JSON, secrets redacted."""
 
-    query: Literal["list", "show", "results"]
+    query: Literal["list", "show", "results", "perfherder"]
     job_id: str = Field("", pattern=OPTIONAL_ID_PATTERN)
     states: list[str] = Field(default_factory=list, max_length=7)
     limit: int = Field(50, ge=1, le=1000, description="Jobs listed, or iterations per page.")

@@ -55,6 +55,7 @@ class Envelope:
     reply_to: str = ""
     correlation: str = ""
     id: str = ""  # a submission's job id
+    id_given: bool = False  # an id was sent, valid or not: a refusal makes up none for it
     query: str = ""  # a query's kind
     source: str = ""
 

@@ -10,7 +10,7 @@ from typing import TextIO
 
 from labd.config import PerfherderSettings
 from labd.model import Job
-from labd.perfherder import perfherder_line
+from labd.perfherder import perfherder, perfherder_line
 from labd.store import Store, results_view
 
 
@@ -20,7 +20,7 @@ async def write_job_log(
     """The job's own log (`job.log` in its folder): the `PERFHERDER_DATA:` line Treeherder's
     log parser looks for, ready to upload with the CI task's artifacts."""
     results = await results_view(store, job)
-    line = perfherder_line(results, settings)
+    line = perfherder_line(perfherder(results, settings))
     path = workdir / "job.log"
 
     def write() -> None:

@@ -25,15 +25,17 @@ from labd.model import (
     Device,
     DeviceState,
     Job,
+    JobState,
     Policy,
     TestSpec,
     id_problem,
     parse_spec,
 )
+from labd.perfherder import perfherder
 from labd.replay import load, profile_for
 from labd.runner import archive_path
 from labd.sdk import Driver
-from labd.store import NonceSeen, Store
+from labd.store import NonceSeen, Store, results_view
 from labd.validation import describe_errors, did_you_mean
 
 log = structlog.get_logger("labd.scheduler")
@@ -132,6 +134,18 @@ class JobService:
                 priority=spec.priority,
             )
         return job, created
+
+    async def perfherder_export(self, job: Job) -> dict[str, Any]:
+        """The job's PERFHERDER_DATA payload by this daemon's [perfherder] settings, the one its
+        `job.log` holds (a client's own settings would name another series). A succeeded
+        job's only: a failed or cancelled run's figures would join the series as if they were
+        good. UsageError says why there is none."""
+        if job.state is not JobState.SUCCEEDED:
+            raise UsageError(
+                f"job {job.id!r} is {job.state.value}: only a succeeded job is exported to "
+                "Perfherder (its raw values: --format csv or json)"
+            )
+        return perfherder(await results_view(self.store, job), self.perfherder)
 
     def _check_scenarios(self, spec: TestSpec, principal: Principal, source: str) -> None:
         if not principal.may_run(spec.scenario):

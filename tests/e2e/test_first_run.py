@@ -61,7 +61,10 @@ def start_bare_daemon(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[b
 def test_a_real_job_end_to_end_on_embedded_defaults(
     bare_env: dict[str, str], tmp_path: Path
 ) -> None:
-    daemon = start_bare_daemon(bare_env, tmp_path)
+    # The daemon's own [perfherder] options: the CLI's export is the daemon's (a tester saw
+    # the calling command's settings name another series than job.log's line).
+    daemon_env = {**bare_env, "LABD_PERFHERDER__EXTRA_OPTIONS": '["lab-e2e"]'}
+    daemon = start_bare_daemon(daemon_env, tmp_path)
     try:
         manifest = str(ROOT / "examples" / "host-python-startup.toml")
         result = labd(bare_env, tmp_path, "submit", manifest, "--wait")
@@ -75,6 +78,22 @@ def test_a_real_job_end_to_end_on_embedded_defaults(
         rows = raw.strip().splitlines()
         assert rows[0] == "job_id,attempt,iteration,warmup,metric,value,error,variant,set_aside"
         assert len(rows) == 1 + 22 * 3  # 2 warm-up + 20 measured iterations, 3 metrics each
+        state = Path(bare_env["LABD_DAEMON__STATE_DIR"])
+        (logged,) = (state / "jobs" / job_id / "job.log").read_text().splitlines()
+        assert '"extraOptions": ["' in logged and '"lab-e2e"]' in logged
+        for via in ("api", "mqtt"):
+            export = labd(
+                bare_env,
+                tmp_path,
+                "jobs",
+                "results",
+                job_id,
+                "--format",
+                "perfherder",
+                "--via",
+                via,
+            )
+            assert (export.returncode, export.stdout) == (0, logged + "\n"), (via, export.stderr)
         devices = json.loads(labd(bare_env, tmp_path, "devices", "list", "--json").stdout)
         assert [d["state"] for d in devices["devices"]] == ["available"]
     finally:

@@ -129,7 +129,7 @@ def test_an_ab_job_exports_its_new_variant() -> None:
 
 
 def test_the_log_line_is_what_treeherder_s_parser_reads() -> None:
-    line = perfherder_line(results("a", [it(2, 0, 1)]), PerfherderSettings())
+    line = perfherder_line(perfherder(results("a", [it(2, 0, 1)]), PerfherderSettings()))
     assert line.startswith("PERFHERDER_DATA: {")
     valid(json.loads(line.removeprefix("PERFHERDER_DATA: ")))
 
@@ -188,3 +188,21 @@ def test_values_at_the_schema_s_bounds_are_exported_as_they_are() -> None:
                             PerfherderSettings()))  # fmt: skip
     load = next(s for s in data["suites"][0]["subtests"] if s["name"] == "load_ms")
     assert load["replicates"] == [1e12, -1e12, 5] and load["value"] == 5
+
+
+@pytest.mark.parametrize(("suite", "test", "metric"), [("s" * 40, "t" * 40, None),
+                                                       ("web", "news", "m" * 81)])  # fmt: skip
+def test_a_name_longer_than_treeherder_stores_is_refused_naming_it(
+    suite: str, test: str, metric: str | None
+) -> None:
+    """Treeherder's PerformanceSignature keeps a suite and a test (subtest) in 80 characters;
+    a 257-character suite passed the schema and would have failed at its database."""
+    values = {metric: 1.0} if metric else {"load_ms": 1.0}
+    data = results("abc", [it(2, 0, 1, values=values)], suite=suite, test=test,
+                   metrics=[{"name": metric or "load_ms", "unit": "ms"}])  # fmt: skip
+    long = metric or f"{suite}.{test}"
+    with pytest.raises(UsageError, match=f"{long!r} is {len(long)} characters, over the 80"):
+        perfherder(data, PerfherderSettings())
+    shorter = results("abc", [it(2, 0, 1, values={"load_ms": 1.0})], suite=suite[:40],
+                      test=test[:38], metrics=[{"name": "load_ms", "unit": "ms"}])  # fmt: skip
+    assert len(valid(perfherder(shorter, PerfherderSettings()))["suites"][0]["name"]) <= 80

@@ -19,7 +19,6 @@ import pytest
 
 from labd.auth import redact_job
 from labd.cli import jobs_cmd
-from labd.cli.main import main
 from labd.model import Iteration, Job, JobState, TestSpec
 from labd.store import set_aside
 from labd.store.results import summaries
@@ -258,27 +257,3 @@ def test_jobs_results_shows_a_regression_and_exits_0(serve: Any) -> None:
     `submit --wait` and `labd compare` are the commands that judge."""
     serve(regressed_ab_job())
     assert jobs_cmd.results(results_args("table")) == 0
-
-
-@pytest.mark.parametrize("state", ["succeeded", "failed", "cancelled", "running"])
-def test_perfherder_export_of_a_job_that_did_not_succeed_is_refused_naming_its_state(
-    state: str,
-    serve: Any,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """A failed job printed a full PERFHERDER_DATA line, exit 0, where the daemon writes no
-    job.log line for it: its figures would have joined the series as good ones."""
-    results = large_job()
-    results["job"]["state"] = state
-    serve(results)
-    config = tmp_path / "labd.toml"
-    config.write_text("", encoding="utf-8")
-    code = main(["--config", str(config), "jobs", "results", "j1", "--format", "perfherder"])
-    out, err = capsys.readouterr()
-    if state == "succeeded":
-        assert (code, err) == (0, "") and out.startswith("PERFHERDER_DATA: {")
-        return
-    assert code == 2 and "PERFHERDER_DATA" not in out
-    assert f"job j1 is {state}: only a succeeded job is exported to Perfherder" in err

@@ -253,12 +253,31 @@ async def test_an_unrepresentable_time_is_malformed(harness: Harness) -> None:
         assert refused.problems == [f"{TOPICS.submit}: auth.time is out of range (Unix seconds)"]
 
 
-@pytest.mark.parametrize("query", ["show", "results"])
+@pytest.mark.parametrize("query", ["show", "results", "perfherder"])
 async def test_a_query_for_one_job_needs_its_id(harness: Harness, query: str) -> None:
+    """Refused on the reply topic and, as every refused input, on <prefix>/errors (a tester
+    found this one on the reply topic only)."""
     body = {"query": query, "reply_to": replies_to(DASH)}
-    shown = answer(await harness.send(TOPICS.query, body, DASH), DASH)
+    replies = await harness.send(TOPICS.query, body, DASH)
+    shown = answer(replies, DASH)
     assert isinstance(shown, QueryAnswer) and not shown.ok
     assert shown.problems == [f"{TOPICS.query}: job_id: required for a {query} query"]
+    assert error(replies).problems == shown.problems
+
+
+async def test_a_perfherder_query_for_a_job_that_did_not_succeed_names_its_state(
+    harness: Harness,
+) -> None:
+    """The daemon's own export (`labd jobs results ID --format perfherder --via mqtt`): a
+    queued, failed or cancelled job's figures would join the series as good ones."""
+    await harness.send(TOPICS.submit, {"id": "j9", "spec": SPEC}, CI)
+    body = {"query": "perfherder", "job_id": "j9", "reply_to": replies_to(DASH)}
+    shown = answer(await harness.send(TOPICS.query, body, DASH), DASH)
+    assert isinstance(shown, QueryAnswer) and not shown.ok and shown.data == {}
+    assert shown.problems == [
+        f"{TOPICS.query}: job 'j9' is queued: only a succeeded job is exported to Perfherder "
+        "(its raw values: --format csv or json)"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -267,7 +286,7 @@ async def test_a_query_for_one_job_needs_its_id(harness: Harness, query: str) ->
 async def test_hostile_ids_are_refused_with_the_rule_and_answers_stay_publishable(
     harness: Harness, job_id: str
 ) -> None:
-    body = {"id": job_id, "spec": SPEC}
+    body = {"id": job_id, "spec": SPEC, "reply_to": replies_to(CI)}
     try:
         replies = await harness.send(TOPICS.submit, body, CI)
     except Exception:  # no JSON canonical form (a lone surrogate): forge the auth member
@@ -278,6 +297,9 @@ async def test_hostile_ids_are_refused_with_the_rule_and_answers_stay_publishabl
     else:
         refused = error(replies)
         assert refused.reason == "invalid" and "id:" in refused.problems[0]
+        # The reply names no job: not the invalid id, nor one made up from the nonce (a
+        # client matching replies by job_id saw an id it never used).
+        assert answer(replies).job_id == ""
     for reply in replies:  # every answer encodes, whatever the input held
         encode(reply.message)
         reply.topic.encode()
