@@ -242,9 +242,11 @@ def _spread(summary: Any, location: str) -> str:
     beside a change of the means, medians could move the other way."""
     if summary is None:
         return "-"
+    spread = summary.stddev if location == "mean" else summary.mad
+    spread_text = f"{spread:.2g}" if spread == spread else "-"  # NaN: one value has none
     if location == "mean":
-        return f"mean {summary.mean:.4g} ± {summary.stddev:.2g} n={summary.n}"
-    return f"median {summary.median:.4g} ± {summary.mad:.2g} n={summary.n}"
+        return f"mean {summary.mean:.4g} ± {spread_text} n={summary.n}"
+    return f"median {summary.median:.4g} ± {spread_text} n={summary.n}"
 
 
 def detect(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ with its intervals, and the test's history with its prediction band and alerts."
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any
 
@@ -112,6 +113,11 @@ def _job_section(
     return "\n".join(out)
 
 
+def _defined(x: float, spec: str) -> str:
+    """`x` formatted, or `-` where the statistic is undefined (one value's spread, say)."""
+    return format(x, spec) if math.isfinite(x) else "-"
+
+
 def summary_table(values: dict[str, list[float]], units: dict[str, str]) -> str:
     """Per metric: n, mean ± sd, median with its interval, CoV, min, max, p95."""
     rows = []
@@ -121,9 +127,10 @@ def summary_table(values: dict[str, list[float]], units: dict[str, str]) -> str:
         unit = units.get(metric, "")
         rows.append(
             f"<tr><td>{escape(metric)}</td><td>{escape(unit)}</td><td>{s.n}</td>"
-            f"<td>{s.mean:.4g} ± {s.stddev:.2g}</td>"
-            f"<td>{s.median:.4g} [{s.median_ci[0]:.4g}, {s.median_ci[1]:.4g}]</td>"
-            f"<td>{100 * s.cov:.2f}%</td><td>{s.min:.4g}</td><td>{s.max:.4g}</td>"
+            f"<td>{s.mean:.4g} ± {_defined(s.stddev, '.2g')}</td>"
+            f"<td>{s.median:.4g} [{_defined(s.median_ci[0], '.4g')}, "
+            f"{_defined(s.median_ci[1], '.4g')}]</td>"
+            f"<td>{_defined(100 * s.cov, '.2f')}%</td><td>{s.min:.4g}</td><td>{s.max:.4g}</td>"
             f"<td>{s.p95:.4g}</td></tr>"
         )
     return (

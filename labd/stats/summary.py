@@ -30,29 +30,35 @@ class Summary:
         return finite(asdict(self))  # the cov of a mean of 0 is null
 
 
+UNDEFINED = float("nan")  # a statistic one value cannot give: null in JSON, `-` in tables
+
+
 def median_ci(a: np.ndarray, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the median (deterministic for a seed)."""
+    """Percentile bootstrap interval of the median (deterministic for a seed); undefined for
+    one value (a zero-width interval would claim a certainty one run cannot give)."""
     if a.size < 2:
-        return float(a[0]), float(a[0])
+        return UNDEFINED, UNDEFINED
     medians = median_resamples(a, np.random.default_rng(seed))
     low, high = np.percentile(medians, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(low), float(high)
 
 
 def summarize(values: ArrayLike) -> Summary | None:
-    """The summary of finite values, or None when there are none."""
+    """The summary of finite values, or None when there are none. One value has no spread
+    and no interval: stddev, MAD, CoV and both intervals are undefined, not 0."""
     a = np.asarray(values, dtype=float)
     a = a[np.isfinite(a)]
     if a.size == 0:
         return None
     mean = float(a.mean())
-    stddev = float(a.std(ddof=1)) if a.size > 1 else 0.0
+    stddev = float(a.std(ddof=1)) if a.size > 1 else UNDEFINED
+    mad = float(np.median(np.abs(a - np.median(a)))) if a.size > 1 else UNDEFINED
     return Summary(
         n=int(a.size),
         mean=mean,
         median=float(np.median(a)),
         stddev=stddev,
-        mad=float(np.median(np.abs(a - np.median(a)))),
+        mad=mad,
         cov=stddev / abs(mean) if mean else float("nan"),
         min=float(a.min()),
         max=float(a.max()),
@@ -64,7 +70,7 @@ def summarize(values: ArrayLike) -> Summary | None:
 
 def _mean_ci(a: np.ndarray, mean: float, stddev: float) -> tuple[float, float]:
     if a.size < 2:
-        return mean, mean
+        return UNDEFINED, UNDEFINED
     from scipy import stats
 
     half = float(stats.t.ppf(0.975, a.size - 1)) * stddev / np.sqrt(a.size)

@@ -19,6 +19,19 @@ def test_summary_figures_and_their_intervals() -> None:
     assert summarize([]) is None and summarize([float("nan")]) is None
 
 
+def test_one_value_has_no_spread_and_no_interval() -> None:
+    """A job of one iteration showed stddev 0, CoV 0.0% and a zero-width 95% interval: a
+    certainty one run cannot give. They are undefined: null in JSON, `-` in tables."""
+    s = summarize([1.97])
+    assert s is not None and (s.n, s.mean, s.median, s.min, s.max, s.p95) == (1, *[1.97] * 5)
+    shown = s.as_dict()
+    assert [shown[k] for k in ("stddev", "mad", "cov")] == [None, None, None]
+    assert tuple(shown["mean_ci"]) == (None, None)
+    assert tuple(shown["median_ci"]) == (None, None)
+    two = summarize([1.0, 3.0])
+    assert two is not None and two.stddev == pytest.approx(np.sqrt(2)) and two.mad == 1.0
+
+
 def test_talos_aggregations_as_seed_001_describes() -> None:
     suite = {"a": [10, 1, 2, 3], "b": [20, 4, 5, 6], "c": [30, 100, 7, 8]}
     # new: drop first, median, mean of medians: (2 + 5 + 8) / 3
