@@ -15,7 +15,7 @@ from labd.config import PoolSettings
 from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckFailed
 from labd.model import AdminState, Device, DeviceState
 from labd.sdk import Driver, PowerControl
-from labd.store import Store
+from labd.store import DeviceTaken, Store, running_hosts
 from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.pool")
@@ -48,6 +48,7 @@ class Pool:
         self.busy: dict[str, str] = {}  # device id -> job id
         self._health_failures: dict[str, int] = {}
         self._unsaved: set[str] = set()  # devices whose last change the store did not take
+        self._refused_ids: set[str] = set()  # ids another running host offers
         self._save_failures = Failures("saving a device's state (kept meanwhile)", log)
         self._admin_failures = Failures("reading administrators' changes (tried again)", log)
         # Changes made and saves under way, per device: what the store says of a device is
@@ -121,7 +122,15 @@ class Pool:
     async def _discovered(self, found: Device) -> None:
         known = self.devices.get(found.id)
         if known is None:
-            device = await self.store.upsert_device(found.model_copy(update={"host": self.host}))
+            try:
+                if owner := await self._offered_elsewhere(found.id):
+                    raise DeviceTaken(f"host {owner!r}, which runs labd, offers it")
+                device = await self.store.upsert_device(
+                    found.model_copy(update={"host": self.host})
+                )
+            except DeviceTaken as e:
+                self._not_taken(found, str(e))
+                return
             # Placeholder state, so the update below is a change that is published.
             self.devices[found.id] = device.model_copy(update={"state": DeviceState.OFFLINE})
             log.info("device appeared", device=found.id, platform=found.platform)
@@ -131,6 +140,26 @@ class Pool:
             "not discovered yet",
         ):
             await self._update(found.id, **self._settled(known))
+
+    async def _offered_elsewhere(self, device_id: str) -> str:
+        """The other running host whose device this id is, or "" (none, or its host is gone:
+        a phone moved to this host is this host's now)."""
+        stored = await self.store.get_device(device_id)
+        if stored is None or stored.host == self.host:
+            return ""
+        return stored.host if await running_hosts(self.store, [stored.host]) else ""
+
+    def _not_taken(self, found: Device, why: str) -> None:
+        """Two hosts offer one device id (a cloned machine's `host-<hostname>`): jobs for one
+        would run on the other. Said once per id; the device stays the other host's."""
+        if found.id not in self._refused_ids:
+            self._refused_ids.add(found.id)
+            log.error(
+                "device not taken: another host offers the same id",
+                device=found.id,
+                reason=why,
+                hint="give one of them another id (this machine's own device: [drivers.host] id)",
+            )
 
     async def check_health(self) -> None:
         """Run each idle device's health check; power-cycle, then quarantine, the failing."""

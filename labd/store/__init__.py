@@ -1,7 +1,7 @@
 """Persistence of jobs, devices and raw results (SQLite by default, PostgreSQL for a lab)."""
 
 from labd.store.advisory import SessionLock
-from labd.store.base import JobConflict, Lane, Lease, StoreError, lane_key
+from labd.store.base import DeviceTaken, JobConflict, Lane, Lease, StoreError, lane_key
 from labd.store.blips import database_blip, outlasting, passing
 from labd.store.fencing import LeaseLost
 from labd.store.hostname import HostName, fleet_device, fleet_devices, running_hosts
@@ -26,6 +26,7 @@ from labd.store.store import Store, default_sqlite_url
 __all__ = [
     "HISTORY_PAGE",
     "RESULTS_PAGE",
+    "DeviceTaken",
     "HostName",
     "JobConflict",
     "Lane",

@@ -38,6 +38,10 @@ class JobConflict(StoreError):
     exit_code = 2
 
 
+class DeviceTaken(StoreError):
+    """Another host recorded the device in the same moment (two hosts offering one id)."""
+
+
 @dataclass(frozen=True)
 class Lease:
     """A claimed job: only the holder of the token may move it on."""

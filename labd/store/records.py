@@ -13,9 +13,7 @@ from labd.model import (
     Iteration,
 )
 from labd.store import outbox as outbox_mod
-from labd.store.base import (
-    StoreBase,
-)
+from labd.store.base import DeviceTaken, StoreBase
 from labd.store.fencing import fence
 from labd.store.outbox import OutboxRow, append_job_event
 from labd.store.tables import devices, iterations, outbox_set_aside
@@ -123,7 +121,10 @@ class Records(StoreBase):
                 "updated_at": self.clock.now(),
             }
             if admin is None:
-                conn.execute(devices.insert().values(id=seen.id, **values))
+                try:
+                    conn.execute(devices.insert().values(id=seen.id, **values))
+                except sa.exc.IntegrityError as e:  # inserted since the read: another host's
+                    raise DeviceTaken(f"device {seen.id!r} was recorded by another host") from e
             else:
                 conn.execute(devices.update().where(devices.c.id == seen.id).values(**values))
             return seen

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import structlog
+
+from labd.config import PoolSettings
+from labd.events import EventBus
 from labd.model import Device, DeviceState
+from labd.pool import Pool
 from labd.store import HostName, Store, fleet_device, fleet_devices
+from tests.scripted_driver import ScriptedDriver
 
 
 def _busy(device_id: str, host: str) -> Device:
@@ -75,3 +81,41 @@ async def test_this_hosts_devices_are_never_shown_gone(postgres_url: str) -> Non
         assert device.state is DeviceState.BUSY
     finally:
         await store.close()
+
+
+async def test_a_second_running_host_offering_the_same_device_id_does_not_take_it(
+    postgres_url: str,
+) -> None:
+    """Two cloned machines (both `host-<hostname>`) on one database: the second daemon stopped
+    on a raw IntegrityError, or, started later, wrote the device over as its own, and jobs for
+    one machine would have run on the other. It leaves the device to the running host, says
+    why once, and takes it when that host is gone (a phone moved to it)."""
+    first = await Store.open(postgres_url, host="rack-a")
+    second = await Store.open(postgres_url, host="rack-b")
+    name_a = HostName(first, "rack-a")
+    settings = PoolSettings(discovery_interval_s=60, health_interval_s=60)
+    pool = Pool({"scripted": ScriptedDriver(["host-vm"], host="rack-b")}, {}, second,
+                EventBus(), settings, "rack-b")  # fmt: skip
+    try:
+        await name_a.take()
+        await first.upsert_device(_busy("host-vm", "rack-a"))
+        with structlog.testing.capture_logs() as logs:
+            await pool.discover()
+            await pool.discover()
+        assert "host-vm" not in pool.devices
+        stored = await first.get_device("host-vm")
+        assert stored is not None and (stored.host, stored.state) == ("rack-a", DeviceState.BUSY)
+        (said,) = [e for e in logs if "not taken" in e["event"]]
+        assert said["reason"] == "host 'rack-a', which runs labd, offers it"
+        assert "[drivers.host] id" in said["hint"]
+
+        await name_a.release()  # rack-a is gone: the device is rack-b's now
+        await pool.discover()
+        assert pool.devices["host-vm"].host == "rack-b"
+        stored = await first.get_device("host-vm")
+        assert stored is not None and stored.host == "rack-b"
+    finally:
+        await pool.stop(1)
+        await name_a.release()
+        await first.close()
+        await second.close()
