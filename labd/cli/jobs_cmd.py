@@ -269,10 +269,13 @@ def cancel(args: argparse.Namespace) -> int:
 
         from labd.cli import mqtt_client
 
-        asyncio.run(mqtt_client.cancel(load_config(args.config).settings, args.id))
-        print(f"{shown(args.id)}: cancel sent (the job's events say when it took effect)")
-        return 0
-    job = _client(args).call("POST", f"/jobs/{quote(args.id, safe='')}/cancel")["job"]
+        settings = load_config(args.config).settings
+        asyncio.run(mqtt_client.cancel(settings, args.id))
+        # The answer is ok for a job that had already ended too: its state says which.
+        show = {"query": "show", "job_id": args.id}
+        job = asyncio.run(mqtt_client.query(settings, show))["job"]
+    else:
+        job = _client(args).call("POST", f"/jobs/{quote(args.id, safe='')}/cancel")["job"]
     _print(
         args,
         {"job": job},

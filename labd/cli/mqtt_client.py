@@ -51,6 +51,12 @@ def credentials_for(settings: Settings) -> Credentials:
     return found
 
 
+# Refusals of a request whose signature a host could not verify (they come on <prefix>/errors
+# only), and how long another host of the lab then has to answer it on our reply topic.
+CREDENTIALS_REFUSED = ("bad_signature", "unknown_key", "unknown_principal")
+ANOTHER_HOST_S = 2.0
+
+
 def _prefix(settings: Settings) -> str:
     return settings.mqtt.prefix or f"labd/v1/{settings.daemon.lab}"
 
@@ -63,6 +69,7 @@ class Session:
         self.prefix = _prefix(settings)
         self.replies = f"{replies_prefix(self.prefix, creds.principal)}/{uuid.uuid4().hex}"
         self.client = _client(settings, creds)
+        self.unverified: UsageError | None = None  # a host's refusal of our credentials
 
     def signed(self, topic: str, body: dict[str, Any]) -> tuple[str, bytes, str]:
         """(topic, payload, correlation) of a request, signed, answered on our reply topic."""
@@ -98,19 +105,28 @@ class Session:
         for topic in (self.replies, self.errors, *topics):
             await self.client.subscribe(topic, qos=1)
 
-    def refusal(self, topic: str, body: dict[str, Any], correlation: str) -> UsageError | None:
+    def refusal(
+        self, topic: str, body: dict[str, Any], correlation: str, timer: asyncio.Timeout
+    ) -> UsageError | None:
         """labd's refusal of our request on <prefix>/errors (a request whose signature did
-        not hold is answered only there), as the error to raise."""
+        not hold is answered only there), as the error to raise. A host that could not verify
+        the signature may not be the only one: each host of a lab has its own `local` key, and
+        the host whose key it is answers on our reply topic. Such a refusal is kept in
+        `unverified`, and the wait shortened to ANOTHER_HOST_S for that answer to come."""
         if topic != self.errors or body.get("correlation") != correlation:
             return None
         problems = "\n".join(body.get("problems") or ["refused"])
-        if body.get("reason") in ("bad_signature", "unknown_key", "unknown_principal"):
-            where = self.creds.path or "the credentials file"
-            problems += (
-                f"\n(signed as {self.creds.principal!r} with {where}: labd does not know these "
-                "credentials; run as the account that runs `labd run`, or set LABD_CREDENTIALS)"
-            )
-        return UsageError(problems)
+        if body.get("reason") not in CREDENTIALS_REFUSED:
+            return UsageError(problems)
+        where = self.creds.path or "the credentials file"
+        self.unverified = UsageError(
+            f"{problems}\n(signed as {self.creds.principal!r} with {where}: labd does not know "
+            "these credentials; run as the account that runs `labd run`, or set LABD_CREDENTIALS)"
+        )
+        deadline = asyncio.get_running_loop().time() + ANOTHER_HOST_S
+        if (when := timer.when()) is None or when > deadline:
+            timer.reschedule(deadline)
+        return None
 
 
 def _client(settings: Settings, creds: Credentials) -> aiomqtt.Client:
@@ -212,6 +228,7 @@ async def submit_and_follow(
     seen: set[str] = set()
     result: dict[str, Any] | None = None
     answer: dict[str, Any] | None = None
+    session: Session | None = None
     try:
         async with _connected(settings, answer_within) as session:
             prefix = session.prefix
@@ -224,7 +241,8 @@ async def submit_and_follow(
             await session.client.publish(topic, payload, qos=1)
             async with asyncio.timeout(answer_within) as timer:
                 async for found, body in session.messages():
-                    if answer is None and (refused := session.refusal(found, body, correlation)):
+                    refused = answer is None and session.refusal(found, body, correlation, timer)
+                    if refused:
                         raise refused
                     if answer is None and session.is_answer(found, body, correlation):
                         answer = body  # the first only: a copy replayed later says nothing
@@ -245,6 +263,8 @@ async def submit_and_follow(
                     if ended and (result or (answer or {}).get("duplicate")):
                         break
     except TimeoutError:
+        if session is not None and session.unverified is not None and answer is None:
+            raise session.unverified from None  # no host knew our credentials
         # The request stands at the broker: labd leaves it while its database is away and
         # takes the request when it returns. The id makes a second try harmless.
         raise LabdError(
@@ -287,19 +307,22 @@ async def job_state(settings: Settings, job_id: str) -> dict[str, Any]:
 
 async def _ask(settings: Settings, suffix: str, body: dict[str, Any], within: float) -> Any:
     """Publish a signed request on <prefix>/<suffix>; its answer."""
+    session: Session | None = None
     try:
         async with _connected(settings, within) as session:
             await _wait_for_a_host(session, within)
             await session.listen()
             topic, payload, correlation = session.signed(f"{session.prefix}/{suffix}", body)
             await session.client.publish(topic, payload, qos=1)
-            async with asyncio.timeout(within):
+            async with asyncio.timeout(within) as timer:
                 async for found, answer in session.messages():
-                    if refused := session.refusal(found, answer, correlation):
+                    if refused := session.refusal(found, answer, correlation, timer):
                         raise refused
                     if session.is_answer(found, answer, correlation):
                         return answer
     except TimeoutError:
+        if session is not None and session.unverified is not None:
+            raise session.unverified from None  # no host knew our credentials
         raise LabdError(f"no answer from labd on {_prefix(settings)} within {within:g} s") from None
     except aiomqtt.MqttError as e:
         raise _mqtt_failure(e) from e

@@ -87,6 +87,10 @@ def _job_section(
                 f"{escape(f.hint)}.</span></p>"
                 for f in findings
             ]
+        elif len(vals) < 3:
+            count = "One value" if len(vals) == 1 else f"Only {len(vals)} values"
+            too_few = f"{count}: too few to diagnose (the diagnostics need 3 or more)."
+            out.append(f'<p class="note">{too_few}</p>')
         elif len(set(vals)) == 1:
             out.append('<p class="note">All values are identical: nothing varies to diagnose.</p>')
         else:
@@ -113,9 +117,9 @@ def _job_section(
     return "\n".join(out)
 
 
-def _defined(x: float, spec: str) -> str:
+def _defined(x: float, spec: str, unit: str = "") -> str:
     """`x` formatted, or `-` where the statistic is undefined (one value's spread, say)."""
-    return format(x, spec) if math.isfinite(x) else "-"
+    return format(x, spec) + unit if math.isfinite(x) else "-"
 
 
 def summary_table(values: dict[str, list[float]], units: dict[str, str]) -> str:
@@ -130,7 +134,7 @@ def summary_table(values: dict[str, list[float]], units: dict[str, str]) -> str:
             f"<td>{s.mean:.4g} ± {_defined(s.stddev, '.2g')}</td>"
             f"<td>{s.median:.4g} [{_defined(s.median_ci[0], '.4g')}, "
             f"{_defined(s.median_ci[1], '.4g')}]</td>"
-            f"<td>{_defined(100 * s.cov, '.2f')}%</td><td>{s.min:.4g}</td><td>{s.max:.4g}</td>"
+            f"<td>{_defined(100 * s.cov, '.2f', '%')}</td><td>{s.min:.4g}</td><td>{s.max:.4g}</td>"
             f"<td>{s.p95:.4g}</td></tr>"
         )
     return (

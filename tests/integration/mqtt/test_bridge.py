@@ -267,12 +267,18 @@ async def test_cli_show_and_cancel_over_mqtt(
         await ci.wait_for(lambda: any(e["kind"] == "iteration" for e in events_of(ci, "slow-1")))
         code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
         assert (code, out) == (0, "slow-1: running\n")
-        assert (await labd("jobs", "cancel", "slow-1", "--via", "mqtt"))[0] == 0
+        code, out, _ = await labd("jobs", "cancel", "slow-1", "--via", "mqtt")
+        # Its state when asked: the cancel may have taken effect already.
+        assert code == 0 and out in ("slow-1: running (cancel requested)\n", "slow-1: cancelled\n")
         await ci.wait_for(lambda: finished(ci, "slow-1"))
         assert events_of(ci, "slow-1")[-1]["state"] == "cancelled"
     await asyncio.wait_for(follower.communicate(), 60)
     assert follower.returncode == 3  # followed to its end: cancelled, not succeeded
     code, out, _ = await labd("jobs", "show", "slow-1", "--via", "mqtt")
+    assert (code, out) == (0, "slow-1: cancelled\n")
+    # Cancelled again once it has ended: the answer is ok, and the state says nothing changed
+    # (it said "cancel sent (the job's events say when it took effect)").
+    code, out, _ = await labd("jobs", "cancel", "slow-1", "--via", "mqtt")
     assert (code, out) == (0, "slow-1: cancelled\n")
     # The broker lost the retained state (restarted without persistence): labd is asked.
     async with aiomqtt.Client("127.0.0.1", broker.port) as client:
@@ -344,3 +350,52 @@ async def test_a_host_that_stops_leaves_its_devices_retained_offline(
     assert states and all(s["state"] == "offline" for s in states), states
     assert all(s["reason"] == "labd stopped" for s in states)
     assert later.on("hosts/labd/status")[-1]["status"] == "offline"
+
+
+async def test_the_cli_takes_the_answer_of_the_host_that_knows_its_key(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """In a lab of two hosts each has its own `local` key: the other host refused the local
+    admin's requests as `bad_signature` on <prefix>/errors, the CLI took that for the answer
+    and exited 2, though this host answered (and ran the job). A refusal of the credentials is
+    final only when no host answers within a moment."""
+    import sys
+
+    broker = mosquitto_factory()
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+
+    async def other_host(client: aiomqtt.Client) -> None:
+        """A host of the lab that knows no such key: refuses every request at once."""
+        async for message in client.messages:
+            request = json.loads(message.payload)  # type: ignore[arg-type]
+            refusal = {"schema_version": 2, "topic": message.topic.value, "reason": "bad_signature",
+                       "problems": ["signature does not match"], "principal": "local",
+                       "correlation": request.get("correlation", "")}  # fmt: skip
+            await client.publish(f"{PREFIX}/errors", json.dumps(refusal).encode(), qos=1)
+
+    async def labd(*args: str) -> tuple[int, str, str]:
+        process = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "labd", "--config", str(config), *args),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode is not None
+        return process.returncode, out.decode(), err.decode()
+
+    manifest = tmp_path / "quick.toml"
+    manifest.write_text('suite = "cli"\ntest = "quick"\nscenario = "command"\niterations = 1\n'
+                        '[params]\ncommand = ["true"]\n')  # fmt: skip
+    async with aiomqtt.Client("127.0.0.1", broker.port) as client:
+        await client.subscribe(f"{PREFIX}/jobs/#")
+        refusing = asyncio.create_task(other_host(client))
+        try:
+            code, out, err = await labd("submit", str(manifest), "--id", "q-1", "--wait")
+            assert code == 0 and "succeeded" in out, (out, err)
+            code, out, err = await labd("jobs", "show", "q-1", "--via", "mqtt")
+            assert (code, out) == (0, "q-1: succeeded\n"), err
+        finally:
+            refusing.cancel()
+    assert daemon.stop() == 0

@@ -22,3 +22,12 @@ def test_an_ab_job_is_reported_as_base_new_and_their_comparison() -> None:
     job["job"]["spec"]["ab"] = {"base": {}, "new": {}}
     html = render(job)
     assert "Baseline: s/t" in html and "New: s/t" in html and "Comparison" in html
+
+
+def test_one_value_is_reported_without_a_spread_and_as_too_few_to_diagnose() -> None:
+    """A one-iteration job's report said `1.97 ± 0`, CoV 0.00% and "All values are identical"
+    (with two values, "the values look trustworthy"): a certainty one run cannot give."""
+    html = render(result("one", [1.97], "performance", 0))
+    assert "<td>1.97 ± -</td><td>1.97 [-, -]</td><td>-</td>" in html
+    assert "One value: too few to diagnose (the diagnostics need 3 or more)." in html
+    assert "Only 2 values: too few" in render(result("two", [1.97, 2.01], "performance", 0))
