@@ -213,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from labd.errors import LabdError  # small module, but keep --help free of imports
 
+    if args.command != "version":  # kept free of imports, as --help
+        _logs_to_stderr()
+
     try:
         code: int = args.handler(args)
         return code
@@ -231,6 +234,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as e:  # a bug: one line, the traceback where it can be read, exit 3
         return _unexpected(e)
+
+
+def _logs_to_stderr() -> None:
+    """What a command logs (a plugin refused while its configuration is checked, say) goes to
+    stderr, not into the output a script reads (`labd config check --json` was no longer
+    JSON); `labd run` sets its own format later. sys.stderr is looked up at each line."""
+    import structlog
+
+    if not structlog.is_configured():
+        structlog.configure(logger_factory=lambda *_: structlog.PrintLogger(sys.stderr))
 
 
 def _unexpected(error: Exception) -> int:

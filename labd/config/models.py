@@ -255,7 +255,9 @@ class PoolSettings(Section):
     health_interval_s: float = Field(
         30, gt=0, le=86400, description="How often each idle device's health is checked."
     )
-    health_timeout_s: float = Field(20, gt=0, le=600, description="Time-out of one check.")
+    health_timeout_s: float = Field(
+        20, gt=0, le=600, description="Time-out of one health check, and of one discovery."
+    )
     quarantine_after: int = Field(
         3, ge=1, le=100, description="Consecutive infrastructure failures before quarantine."
     )

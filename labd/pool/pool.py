@@ -20,6 +20,8 @@ from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.pool")
 
+MAX_SAID = 10_000  # invalid device records remembered as said
+
 
 class Pool:
     """Tracks this host's devices; the scheduler asks it which are free."""
@@ -49,6 +51,7 @@ class Pool:
         self._health_failures: dict[str, int] = {}
         self._unsaved: set[str] = set()  # devices whose last change the store did not take
         self._refused_ids: set[str] = set()  # ids another running host offers
+        self._said: set[tuple[str, str, str]] = set()  # devices a driver returned wrong
         self._save_failures = Failures("saving a device's state (kept meanwhile)", log)
         self._admin_failures = Failures("reading administrators' changes (tried again)", log)
         # Changes made and saves under way, per device: what the store says of a device is
@@ -106,9 +109,12 @@ class Pool:
         for driver in self.drivers.values():
             try:
                 async with asyncio.timeout(self.settings.health_timeout_s):
-                    found = await driver.discover()
+                    found = self._checked(driver, await driver.discover(), seen)
             except Exception as e:
-                log.warning("discovery failed", driver=driver.name, error=repr(e))
+                limit = self.settings.health_timeout_s
+                why = f"discover() took over pool.health_timeout_s ({limit:g} s)"
+                why = why if isinstance(e, TimeoutError) else repr(e)
+                log.warning("discovery failed", driver=driver.name, error=why)
                 # Keep that driver's devices as they are: one failed look is no unplug.
                 seen |= {d.id for d in self.devices.values() if d.driver == driver.name}
                 continue
@@ -118,6 +124,34 @@ class Pool:
         for device_id, device in list(self.devices.items()):
             if device_id not in seen and device.state is not DeviceState.OFFLINE:
                 await self._update(device_id, state=DeviceState.OFFLINE, reason="vanished")
+
+    def _checked(self, driver: Driver, found: object, taken: set[str]) -> list[Device]:
+        """The devices a driver's discover() returned that the lab may keep. Each is checked
+        again whole (a plugin can build one and then set an id the rules refuse, which would
+        break every listing and topic): one that is not a valid device of this driver, or
+        whose id another device already has, is left out, said once. Anything but a list is
+        a failed discovery (ValueError)."""
+        if not isinstance(found, list | tuple):
+            raise ValueError(f"discover() returned {type(found).__name__}, not a list of Device")
+        kept: dict[str, Device] = {}
+        for item in found:
+            device, problem = _device_of(item, driver.name)
+            if device is not None and (device.id in taken or device.id in kept):
+                problem = f"another device has the id {device.id!r}"
+            if device is None or problem:
+                self._left_out(driver.name, repr(getattr(item, "id", item))[:140], problem)
+                continue
+            kept[device.id] = device
+        return list(kept.values())
+
+    def _left_out(self, driver: str, device: str, problem: str) -> None:
+        """Said once per device and problem (discovery runs every few seconds)."""
+        if (driver, device, problem) not in self._said:
+            if len(self._said) >= MAX_SAID:  # a driver inventing new bad ids every round
+                self._said.clear()
+            self._said.add((driver, device, problem))
+            log.error("device left out: its driver returned an invalid record", driver=driver,
+                      device=device, problem=problem)  # fmt: skip
 
     async def _discovered(self, found: Device) -> None:
         known = self.devices.get(found.id)
@@ -408,3 +442,22 @@ async def _quietly(step: Awaitable[None], what: str) -> None:
         await step
     except Exception:
         log.exception(f"{what} failed")
+
+
+def _device_of(item: object, driver: str) -> tuple[Device | None, str]:
+    """`item` checked whole as a device of `driver`, or None and what is wrong with it."""
+    if not isinstance(item, Device):
+        return None, f"a {type(item).__name__}, not a Device"
+    try:
+        device = Device.model_validate(item.model_dump())
+    except Exception as e:  # built, then given an id the rules refuse (or never validated)
+        return None, _first_line(e)
+    if device.driver != driver:
+        return None, f"its driver is {device.driver!r}, not {driver!r}"
+    return device, ""
+
+
+def _first_line(e: Exception) -> str:
+    """A validation error's first problem, in a line ('id: String should match pattern ...')."""
+    lines = str(e).splitlines()
+    return " ".join(line.strip() for line in lines[1:3]) if len(lines) > 2 else str(e)

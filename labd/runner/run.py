@@ -296,8 +296,12 @@ async def _conditions(driver: Driver, device: Device) -> dict[str, Any]:
     try:
         async with asyncio.timeout(CONDITIONS_TIMEOUT_S):
             return await driver.conditions(device)
+    except TimeoutError:
+        why = f"conditions() took over {CONDITIONS_TIMEOUT_S:g} s"
+        log.warning("cannot read the device's conditions", driver=driver.name, error=why)
+        return {"unreadable": why}
     except Exception as e:
-        log.warning("cannot read the device's conditions", error=repr(e))
+        log.warning("cannot read the device's conditions", driver=driver.name, error=repr(e))
         return {"unreadable": str(e) or type(e).__name__}
 
 

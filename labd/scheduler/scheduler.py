@@ -384,8 +384,10 @@ class Scheduler:
             await self.space.check()
             await self._retry_or_fail(job, token, error, device_id)
             return ""
-        kind = "infrastructure failure" if isinstance(e, InfrastructureError) else "driver bug"
-        error = f"{kind}: {e}"
+        if isinstance(e, InfrastructureError):
+            error = f"infrastructure failure: {e}"
+        else:  # the driver's or the scenario's own exception: its type says where to look
+            error = f"driver bug: {type(e).__name__}: {e}" if str(e) else f"driver bug: {e!r}"
         log.warning(
             "job attempt failed", error=error, exc_info=not isinstance(e, InfrastructureError)
         )

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
 import sqlalchemy as sa
+import structlog
+from pydantic import ValidationError
 
 from labd.events import Event, IterationDone
 from labd.model import (
@@ -21,6 +24,9 @@ from labd.store.tables import outbox as outbox_table
 
 # IterationDone is the stored iteration less its timestamps, fingerprint and flags.
 ITERATION_EVENT_FIELDS = set(IterationDone.model_fields) & set(Iteration.model_fields)
+
+
+log = structlog.get_logger("labd.store")
 
 
 class Records(StoreBase):
@@ -152,9 +158,26 @@ class Records(StoreBase):
         if host is not None:
             query = query.where(devices.c.host == host)
         records = await self.read(lambda conn: conn.scalars(query).all())
-        return [Device.model_validate(r) for r in records]
+        return [device for r in records if (device := _readable_device(r)) is not None]
 
     async def get_device(self, device_id: str) -> Device | None:
         query = sa.select(devices.c.record).where(devices.c.id == device_id)
         record = await self.read(lambda conn: conn.scalar(query))
-        return Device.model_validate(record) if record is not None else None
+        return _readable_device(record) if record is not None else None
+
+
+def _readable_device(record: Any) -> Device | None:
+    """A stored device, or None for a row no device may be (a plugin's id that broke the
+    naming rule, stored before the pool checked what drivers return): left out and said, so
+    that one bad row does not stop every listing, submission and the daemon's start."""
+    try:
+        return Device.model_validate(record)
+    except ValidationError as e:
+        device_id = record.get("id") if isinstance(record, dict) else None
+        log.error(
+            "stored device left out: not a valid device",
+            device=repr(device_id)[:140],
+            problem=str(e).splitlines()[0:3],
+            hint="delete its row from the devices table",
+        )
+        return None

@@ -152,7 +152,7 @@ async def test_a_devices_own_time_out_is_still_the_devices(store: Store, tmp_pat
         job = await lab.wait_state("slow", JobState.SUCCEEDED)
         assert job.attempts == 2
         (requeued,) = [e for e in lab.events if isinstance(e, JobRequeued)]
-        assert requeued.reason == "driver bug: the device did not answer"
+        assert requeued.reason == "driver bug: TimeoutError: the device did not answer"
     finally:
         await stop(lab)
 

@@ -119,3 +119,32 @@ async def test_a_second_running_host_offering_the_same_device_id_does_not_take_i
         await name_a.release()
         await first.close()
         await second.close()
+
+
+async def test_a_stored_device_no_device_may_be_is_left_out_of_every_listing(
+    tmp_path: Path,
+) -> None:
+    """A plugin stored `fl/1#` before the pool checked what drivers return: every listing,
+    submission and the daemon's next start failed on that one row."""
+    import sqlalchemy as sa
+
+    from labd.store.tables import devices
+
+    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'labd.db'}", host="rack-a")
+    try:
+        await store.upsert_device(_busy("phone", "rack-a"))
+        bad = _busy("phone", "rack-a").model_dump(mode="json") | {"id": "fl/1#"}
+        row = {"id": "fl/1#", "host": "rack-a", "record": bad, "state": "busy", "admin": "enabled"}
+        await store.write(
+            lambda conn: conn.execute(
+                sa.insert(devices).values(**row, updated_at=store.clock.now())
+            )
+        )
+        with structlog.testing.capture_logs() as logs:
+            assert [d.id for d in await store.list_devices()] == ["phone"]
+            assert await store.get_device("fl/1#") is None
+            assert [d.id for d in await fleet_devices(store)] == ["phone"]
+        said = [e for e in logs if e["event"] == "stored device left out: not a valid device"]
+        assert said and said[0]["device"] == "'fl/1#'"
+    finally:
+        await store.close()

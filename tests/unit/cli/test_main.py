@@ -150,3 +150,30 @@ def test_config_check_refuses_a_run_as_user_this_host_lacks(
     assert capsys.readouterr().err == (
         "c2.toml: policy.run_as: no such user 'nosuchuser-labd' on this host\n"
     )
+
+
+def test_what_a_command_logs_goes_to_stderr_not_into_its_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plugin refused while `labd config check --json` loaded the plugins printed its log
+    line on stdout, ahead of the JSON a script parses."""
+    import structlog
+
+    import labd.pool
+    from labd.cli import main as cli
+
+    def refusing(*args: object, **kwargs: object) -> list[str]:
+        structlog.get_logger("labd.pool").warning("plugin refused", plugin="gizmo")
+        return []
+
+    monkeypatch.setattr(labd.pool, "run_refusals", refusing)
+    saved = structlog.get_config()
+    structlog.reset_defaults()  # as in a fresh process
+    try:
+        assert cli.main(["config", "check", str(ROOT / "config.example.toml"), "--json"]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out)["valid"] is True
+        assert "plugin refused" in err
+    finally:
+        structlog.reset_defaults()
+        structlog.configure(**saved)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
+
 from labd.config import PoolSettings
 from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckFailed
 from labd.model import AdminState, DeviceState
@@ -146,3 +148,52 @@ async def test_a_device_whose_power_plugin_failed_is_quarantined_with_the_reason
         DeviceState.QUARANTINED,
         "relay on /dev/ttyUSB0 not found",
     )
+
+
+class CarelessDriver(ScriptedDriver):
+    """A plugin's discover() as a tester wrote it: ids set after the Device was built (its
+    rules never checked), another driver's name, one id twice, not a Device at all; or, with
+    `answer`, something other than a list."""
+
+    answer: Any = None
+
+    async def discover(self) -> Any:
+        if self.answer is not None:
+            return self.answer
+        good, *_ = await super().discover()
+        slashed = good.model_copy()
+        slashed.id = "fl/1#"  # assignment is not validated
+        spaced = good.model_copy(update={"id": "ünï x"})  # nor is model_copy's update
+        foreign = good.model_copy(update={"id": "other-1", "driver": "gizmo"})
+        return [good, slashed, spaced, foreign, good.model_copy(), "not a device", 42]
+
+
+async def test_what_a_driver_returns_wrong_is_left_out_and_said_once() -> None:
+    """A tester's plugin stored ids like `fl/1#`: every submission, device listing and the
+    daemon's next start then failed on the stored row (a pydantic ValidationError), and a
+    discover() returning strings stopped the daemon at its start."""
+    driver = CarelessDriver(["p1"])
+    store = DeviceMemory()
+    pool = Pool({"scripted": driver}, {}, store, EventBus(), PoolSettings(), "h")
+    with structlog.testing.capture_logs() as logs:
+        await pool.discover()
+        await pool.discover()
+    assert list(pool.devices) == list(store.devices) == ["p1"]
+    said = [(e["device"], e["problem"]) for e in logs if e["event"].startswith("device left out")]
+    assert len(said) == 6  # once each, though discovery ran twice
+    problems = dict(said)
+    assert "String should match pattern" in problems["'fl/1#'"]
+    assert "String should match pattern" in problems["'ünï x'"]
+    assert problems["'other-1'"] == "its driver is 'gizmo', not 'scripted'"
+    assert problems["'p1'"] == "another device has the id 'p1'"
+    assert problems["'not a device'"] == "a str, not a Device"
+    assert problems["42"] == "a int, not a Device"
+    # Not a list: a failed discovery, which keeps the driver's devices as they were.
+    driver.answer = "garbage"
+    with structlog.testing.capture_logs() as logs:
+        await pool.discover()
+    (failed,) = [e for e in logs if e["event"] == "discovery failed"]
+    assert (
+        failed["driver"] == "scripted" and "returned str, not a list of Device" in failed["error"]
+    )
+    assert pool.devices["p1"].state is DeviceState.AVAILABLE
