@@ -16,6 +16,8 @@ from labd.model.job import TERMINAL, Job, JobState, can_move
 from labd.model.manifest import load_manifest, parse_spec
 from labd.model.policy import Policy, ProgramNotFound, RunAs
 from labd.model.spec import (
+    METRIC_NAME,
+    METRIC_NAME_MAX,
     PERFHERDER_MAX_UNIT,
     STORED,
     ABSpec,
@@ -31,6 +33,8 @@ from labd.model.spec import (
 __all__ = [
     "ID_PATTERN",
     "KEY_ID_PATTERN",
+    "METRIC_NAME",
+    "METRIC_NAME_MAX",
     "OPTIONAL_ID_PATTERN",
     "PERFHERDER_MAX_UNIT",
     "STORED",

@@ -67,12 +67,16 @@ class BuildInfo(BaseModel):
     product: FreeText = Field("", max_length=256, description="What was built (browser, app ...).")
 
 
+METRIC_NAME = r"^[A-Za-z0-9_.:/-]+$"  # a metric's name, in a manifest or from a scenario
+METRIC_NAME_MAX = 128
+
+
 class MetricSpec(BaseModel):
     """A metric the job reports, with its unit and which direction is better."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:/-]+$")
+    name: str = Field(min_length=1, max_length=METRIC_NAME_MAX, pattern=METRIC_NAME)
     unit: Annotated[str, AfterValidator(_perfherder_unit)] = Field(
         "",
         description=(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +21,7 @@ from labd.auth import spec_secrets
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import CannotStart, InfrastructureError, TestFailure
 from labd.events import EventBus, JobStarted
-from labd.model import Device, Iteration, Job, JobState, Policy
+from labd.model import METRIC_NAME, METRIC_NAME_MAX, Device, Iteration, Job, JobState, Policy
 from labd.redact import redact_text
 from labd.runner.conditions import judge
 from labd.runner.fingerprint import base_fingerprint, conditions_hash
@@ -29,6 +30,7 @@ from labd.runner.variants import Slot, schedule
 from labd.sdk import Driver, RunContext, Scenario
 from labd.stats import refusal
 from labd.store import Store, outlasting
+from labd.visible import quoted
 
 log = structlog.get_logger("labd.runner")
 
@@ -273,13 +275,28 @@ def _taken(values: dict[str, float], index: int) -> tuple[dict[str, float], str]
     stored it would break the store's JSON, the statistics and the Perfherder export."""
     taken, refused = {}, []
     for name, value in values.items():
-        if (reason := refusal(value)) is None:
+        if not _metric_name(name):
+            refused.append(
+                f"metric name {quoted(name)[:140]} is not one: letters, digits and _ . : / -, "
+                f"at most {METRIC_NAME_MAX} characters"
+            )
+        elif (reason := refusal(value)) is None:
             taken[name] = value
         else:
             refused.append(f"metric {name}: {reason}")
     if not refused:
         return values, ""
     return taken, f"{'; '.join(refused)} (iteration {index})"
+
+
+def _metric_name(name: object) -> bool:
+    """Whether a scenario's metric is named as a manifest's must be (a name with `#` or `/`
+    at odd places, or of 5,000 characters, reached topics, tables and Perfherder)."""
+    return (
+        isinstance(name, str)
+        and len(name) <= METRIC_NAME_MAX
+        and re.fullmatch(METRIC_NAME, name) is not None
+    )
 
 
 def _metric(scenario: Scenario, name: str) -> dict[str, Any]:

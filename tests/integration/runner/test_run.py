@@ -255,3 +255,23 @@ async def test_a_value_that_is_no_finite_number_fails_its_iteration_and_is_never
     assert values == [{"rss_kib": 4.0}, {}, {}, {}, {}, {}, {"time_ms": 5.0}]
     assert results["summary"]["time_ms"]["n"] == 1
     json.dumps(results, allow_nan=False)  # nothing stored that strict JSON cannot hold
+
+
+async def test_a_metric_named_as_no_manifest_may_name_one_fails_its_iteration(
+    store: Store, tmp_path: Path
+) -> None:
+    """A plugin tester's scenario reported metrics named "", `a/b#c`, `sp ace` and one of
+    5,000 characters: all were stored and summarised, and reached topics and tables."""
+    reports = [{"": 1.0}, {"a/b#c": 1.0, "ok_ms": 2.0}, {"sp ace": 1.0}, {"x" * 5000: 1.0},
+               {"load/first_paint:ms-2": 3.0}]  # fmt: skip
+    params = {"reports": reports}
+    _, _, results = await run(store, tmp_path, RigDriver(), params=params, iterations=5)
+    rule = "is not one: letters, digits and _ . : / -, at most 128 characters"
+    errors = [it["error"] for it in results["iterations"]]
+    assert errors[:3] == [f"metric name '' {rule} (iteration 0)",
+                          f"metric name 'a/b#c' {rule} (iteration 1)",
+                          f"metric name 'sp ace' {rule} (iteration 2)"]  # fmt: skip
+    assert errors[3].startswith("metric name 'xxxx") and errors[3].endswith(f"{rule} (iteration 3)")
+    assert errors[4] == ""
+    values = [it["values"] for it in results["iterations"]]
+    assert values == [{}, {"ok_ms": 2.0}, {}, {}, {"load/first_paint:ms-2": 3.0}]
