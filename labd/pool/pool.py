@@ -21,6 +21,7 @@ from labd.tasks import Failures, TaskSet
 log = structlog.get_logger("labd.pool")
 
 MAX_SAID = 10_000  # invalid device records remembered as said
+UNSEEN = ("vanished", "not discovered yet")  # offline until its driver finds it
 
 
 class Pool:
@@ -169,10 +170,7 @@ class Pool:
             self.devices[found.id] = device.model_copy(update={"state": DeviceState.OFFLINE})
             log.info("device appeared", device=found.id, platform=found.platform)
             await self._update(found.id, **self._settled(device))
-        elif known.state is DeviceState.OFFLINE and known.reason in (
-            "vanished",
-            "not discovered yet",
-        ):
+        elif known.state is DeviceState.OFFLINE and known.reason in UNSEEN:
             await self._update(found.id, **self._settled(known))
 
     async def _offered_elsewhere(self, device_id: str) -> str:
@@ -200,7 +198,9 @@ class Pool:
         for device_id, device in list(self.devices.items()):
             if device_id in self.busy or device.state is DeviceState.QUARANTINED:
                 continue
-            if device.state is DeviceState.OFFLINE and device.reason == "vanished":
+            # Not seen by its driver (gone, or not since this start: its driver's discovery
+            # failed): a health check alone does not bring it back.
+            if device.state is DeviceState.OFFLINE and device.reason in UNSEEN:
                 continue
             if device.driver in self.broken_drivers:
                 continue

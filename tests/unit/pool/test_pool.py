@@ -8,7 +8,7 @@ import structlog
 
 from labd.config import PoolSettings
 from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckFailed
-from labd.model import AdminState, DeviceState
+from labd.model import AdminState, Device, DeviceState
 from labd.pool import Pool
 from labd.pool.plugins import Plugins
 from tests.scripted_driver import RecordingPower, ScriptedDriver
@@ -197,3 +197,22 @@ async def test_what_a_driver_returns_wrong_is_left_out_and_said_once() -> None:
         failed["driver"] == "scripted" and "returned str, not a list of Device" in failed["error"]
     )
     assert pool.devices["p1"].state is DeviceState.AVAILABLE
+
+
+async def test_a_device_its_driver_has_not_found_since_the_start_stays_offline() -> None:
+    """After a restart a device stored by the run before became available through its health
+    check alone, though its driver's discovery had failed ever since (a plugin tester)."""
+    driver = CarelessDriver(["p1"])
+    driver.answer = "garbage"  # every discovery fails
+    stored = Device(id="p1", driver="scripted", platform="scripted", host="h")
+    pool = Pool({"scripted": driver}, {}, DeviceMemory([stored]), EventBus(), PoolSettings(), "h")
+    await pool.start()
+    try:
+        await pool.check_health()
+        device = pool.devices["p1"]
+        assert (device.state, device.reason) == (DeviceState.OFFLINE, "not discovered yet")
+        driver.answer = None  # found again: available
+        await pool.discover()
+        assert pool.devices["p1"].state is DeviceState.AVAILABLE
+    finally:
+        await pool.stop(1)
