@@ -22,7 +22,7 @@ from labd.config import HttpSettings
 from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import HeavyQueries, heavy_answer
-from labd.daemon.query import int_query
+from labd.daemon.query import int_query, job_named
 from labd.errors import AuthError, InvalidSpec, UsageError
 from labd.model import AdminState, Device, Job, JobState, id_problem
 from labd.mqtt import ApiSubmission
@@ -260,12 +260,9 @@ class Api:
         return web.json_response({"jobs": [job_view(j) for j in jobs]})
 
     async def show_job(self, request: web.Request) -> web.Response:
-        job_id = request.match_info["id"]
-        if problem := id_problem(job_id, "job id"):
-            return _error(400, [problem])
-        job = await self.store.get_job(job_id)
-        if job is None:
-            return _error(404, [f"no job {job_id!r}"])
+        job = await job_named(self.store, request)
+        if not isinstance(job, Job):
+            return job
         view = job_view(job)
         if job.state is JobState.QUEUED:
             view["waiting"] = await self.jobs.why_waiting(job)
@@ -279,24 +276,18 @@ class Api:
             limit = int_query(request, "limit", RESULTS_PAGE, 1, 2**31)
         except ValueError as e:
             return _error(400, [str(e)])
-        job_id = request.match_info["id"]
-        if problem := id_problem(job_id, "job id"):
-            return _error(400, [problem])
-        job = await self.store.get_job(job_id)
-        if job is None:
-            return _error(404, [f"no job {job_id!r}"])
+        job = await job_named(self.store, request)
+        if not isinstance(job, Job):
+            return job
         who = request[CALLER].principal.name
         return await heavy_answer(self.heavy, who, lambda: self._results_page(job, offset, limit))
 
     async def perfherder(self, request: web.Request) -> web.Response:
         """The job's PERFHERDER_DATA payload by this daemon's settings, as its job.log has it;
         409 for a job that did not succeed or whose results Perfherder would not take."""
-        job_id = request.match_info["id"]
-        if problem := id_problem(job_id, "job id"):
-            return _error(400, [problem])
-        job = await self.store.get_job(job_id)
-        if job is None:
-            return _error(404, [f"no job {job_id!r}"])
+        job = await job_named(self.store, request)
+        if not isinstance(job, Job):
+            return job
 
         async def view() -> dict[str, Any]:
             return {"perfherder": await self.jobs.perfherder_export(job)}

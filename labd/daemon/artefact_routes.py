@@ -34,7 +34,7 @@ from labd.artefacts import (
 from labd.auth import Action, Audit
 from labd.daemon.guard import CALLER, CHANNEL
 from labd.daemon.heavy import HeavyQueries, heavy_answer
-from labd.daemon.query import int_query
+from labd.daemon.query import int_query, job_named
 from labd.daemon.ranges import range_to_honour
 from labd.model import Job, id_problem
 from labd.store import Store
@@ -112,12 +112,9 @@ class ArtefactRoutes:
             limit = int_query(request, "limit", ARTEFACTS_PAGE, 1, ARTEFACTS_PAGE_MAX, cap=True)
         except ValueError as e:
             return _error(400, [str(e)])
-        job_id = request.match_info["id"]
-        if problem := id_problem(job_id, "job id"):
-            return _error(400, [problem])
-        job = await self.store.get_job(job_id)
-        if job is None:
-            return _error(404, [f"no job {job_id!r}"])
+        job = await job_named(self.store, request)
+        if not isinstance(job, Job):
+            return job
         who = request[CALLER].principal.name
         return await heavy_answer(self.heavy, who, lambda: self.listing(job, offset, limit))
 

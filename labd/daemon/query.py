@@ -1,10 +1,14 @@
-"""Query parameters of the HTTP API, checked: a bad one is a 400 that names it."""
+"""Query parameters of the HTTP API, checked: a bad one is a 400 that names it; and the job a
+route's path names."""
 
 from __future__ import annotations
 
 import re
 
 from aiohttp import web
+
+from labd.model import Job, id_problem
+from labd.store import Store
 
 # ASCII digits only, with an optional '-': int() would also take full-width digits, spaces and
 # underscores. (`[0-9]` is ASCII-only; `\d` is not.)
@@ -35,3 +39,15 @@ def int_query(
     if not low <= value <= high:
         raise ValueError(f"{name}: {value} is outside {low}..{high}")
     return value
+
+
+async def job_named(store: Store, request: web.Request) -> Job | web.Response:
+    """The job the path's `{id}` names, or the answer that says why there is none: 400 for an
+    id no job may have, 404 for one no job has."""
+    job_id = request.match_info["id"]
+    if problem := id_problem(job_id, "job id"):
+        return web.json_response({"errors": [problem]}, status=400)
+    job = await store.get_job(job_id)
+    if job is None:
+        return web.json_response({"errors": [f"no job {job_id!r}"]}, status=404)
+    return job
