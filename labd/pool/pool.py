@@ -107,14 +107,15 @@ class Pool:
         await self._save_unsaved()
         await self._adopt_admin_changes()
         seen: set[str] = set()
+        limit = self.settings.health_timeout_s
         for driver in self.drivers.values():
             try:
-                async with asyncio.timeout(self.settings.health_timeout_s):
+                async with asyncio.timeout(limit):
                     found = self._checked(driver, await driver.discover(), seen)
             except Exception as e:
-                limit = self.settings.health_timeout_s
-                why = f"discover() took over pool.health_timeout_s ({limit:g} s)"
-                why = why if isinstance(e, TimeoutError) else repr(e)
+                why = repr(e)
+                if isinstance(e, TimeoutError):
+                    why = f"discover() took over pool.health_timeout_s ({limit:g} s)"
                 log.warning("discovery failed", driver=driver.name, error=why)
                 # Keep that driver's devices as they are: one failed look is no unplug.
                 seen |= {d.id for d in self.devices.values() if d.driver == driver.name}

@@ -21,12 +21,14 @@ from labd.store.fencing import fence
 from labd.store.outbox import OutboxRow, append_job_event
 from labd.store.tables import devices, iterations, outbox_set_aside
 from labd.store.tables import outbox as outbox_table
+from labd.throttle import OncePerMinute
 
 # IterationDone is the stored iteration less its timestamps, fingerprint and flags.
 ITERATION_EVENT_FIELDS = set(IterationDone.model_fields) & set(Iteration.model_fields)
 
 
 log = structlog.get_logger("labd.store")
+_SAID = OncePerMinute()  # stored devices said to be invalid
 
 
 class Records(StoreBase):
@@ -173,11 +175,14 @@ def _readable_device(record: Any) -> Device | None:
     try:
         return Device.model_validate(record)
     except ValidationError as e:
-        device_id = record.get("id") if isinstance(record, dict) else None
-        log.error(
-            "stored device left out: not a valid device",
-            device=repr(device_id)[:140],
-            problem=str(e).splitlines()[0:3],
-            hint="delete its row from the devices table",
-        )
+        device = repr(record.get("id") if isinstance(record, dict) else None)[:140]
+        if (left_out := _SAID.due(device)) is not None:  # every listing reads it: once a minute
+            log.error(
+                "stored device left out: not a valid device",
+                device=device,
+                problem=str(e).splitlines()[0:3],
+                hint="delete its row from the devices table",
+                left_out=left_out,
+            )
         return None
+
