@@ -185,4 +185,3 @@ def _readable_device(record: Any) -> Device | None:
                 left_out=left_out,
             )
         return None
-
