@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,18 @@ def events_of(follower: Follower, job_id: str) -> list[dict[str, Any]]:
 
 def finished(follower: Follower, job_id: str) -> bool:
     return any(e["kind"] == "finished" for e in events_of(follower, job_id))
+
+
+async def run_labd(config: Path, *args: str) -> tuple[int, str, str]:
+    """`labd --config CONFIG ARGS` as a user runs it: its exit code, stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "labd", "--config", str(config), *args),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
 
 
 def assert_complete(events: list[dict[str, Any]]) -> None:
@@ -218,27 +231,13 @@ async def test_the_ci_client_example_follows_a_job_to_its_verdict(
 async def test_cli_show_and_cancel_over_mqtt(
     mosquitto_factory: Any, start_labd: Any, tmp_path: Path
 ) -> None:
-    import sys
-
     broker = mosquitto_factory()
     config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
     daemon: LabdProcess = start_labd(config)
     daemon.wait_for_log("mqtt connected")
 
     async def labd(*args: str) -> tuple[int, str, str]:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "labd",
-            "--config",
-            str(config),
-            *args,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 60)
-        assert process.returncode is not None
-        return process.returncode, out.decode(), err.decode()
+        return await run_labd(config, *args)
 
     manifest = tmp_path / "slow.toml"
     manifest.write_text(
@@ -359,8 +358,6 @@ async def test_the_cli_takes_the_answer_of_the_host_that_knows_its_key(
     admin's requests as `bad_signature` on <prefix>/errors, the CLI took that for the answer
     and exited 2, though this host answered (and ran the job). A refusal of the credentials is
     final only when no host answers within a moment."""
-    import sys
-
     broker = mosquitto_factory()
     config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
     daemon: LabdProcess = start_labd(config)
@@ -376,14 +373,7 @@ async def test_the_cli_takes_the_answer_of_the_host_that_knows_its_key(
             await client.publish(f"{PREFIX}/errors", json.dumps(refusal).encode(), qos=1)
 
     async def labd(*args: str) -> tuple[int, str, str]:
-        process = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "labd", "--config", str(config), *args),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 60)
-        assert process.returncode is not None
-        return process.returncode, out.decode(), err.decode()
+        return await run_labd(config, *args)
 
     manifest = tmp_path / "quick.toml"
     manifest.write_text('suite = "cli"\ntest = "quick"\nscenario = "command"\niterations = 1\n'
