@@ -139,6 +139,7 @@ class Daemon:
         for driver in self.drivers.values():
             driver.state_dir = settings.daemon.state_path
         self.power = load_power(settings.pool.power, source)
+        self.metrics.follow_plugins(self.drivers, self.power)
         self.policy = _policy(settings, source)
         self.audit = Audit(self.bus)
         self.limiter = RateLimiter()

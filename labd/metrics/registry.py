@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram, Info, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -48,6 +50,32 @@ class EventBusCollector(Collector):
         yield from (published, dropped, delivered, depth)
 
 
+class PluginCensus(Protocol):
+    group: str
+
+    def census(self) -> Counter[tuple[str, str]]: ...
+
+
+class PluginCollector(Collector):
+    """Each plugin group's plugins by state: a plugin refused or failed at start shows on a
+    dashboard, not only in the log line of that start."""
+
+    def __init__(self, groups: tuple[PluginCensus, ...]) -> None:
+        self.groups = groups
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        plugins = GaugeMetricFamily(
+            "labd_plugins",
+            "Plugins (drivers; power controls, one per device) by state: running, failed "
+            "(raised when started), refused (at registration), disabled (by the configuration).",
+            labels=["group", "plugin", "state"],
+        )
+        for group in self.groups:
+            for (plugin, state), count in sorted(group.census().items()):
+                plugins.add_metric([group.group, plugin, state], count)
+        yield plugins
+
+
 class DaemonMetrics:
     """Owns the registry that /metrics renders."""
 
@@ -79,6 +107,10 @@ class DaemonMetrics:
             "off the lab's, which leases and deadlines follow.",
             registry=self.registry,
         ).set_function(offset)
+
+    def follow_plugins(self, *groups: PluginCensus) -> None:
+        """Export the plugins of each group by state."""
+        self.registry.register(PluginCollector(groups))
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -7,6 +7,7 @@ a plugin that failed to start with the reason.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
@@ -26,19 +27,39 @@ T = TypeVar("T")
 
 class Plugins(dict[str, T]):
     """The plugins that started, by name (drivers) or device id (power controls); `failed`
-    holds why each of the others did not."""
+    holds why each of the others did not, `refused` why each plugin refused at registration
+    was left out."""
 
-    def __init__(self) -> None:
+    def __init__(self, registry: Registry) -> None:
         super().__init__()
+        self.group = registry.group
+        self.refused = dict(registry.refused)
         self.failed: dict[str, str] = {}
+        self.disabled: list[str] = []
+        self._plugin_of: dict[str, str] = {}  # a power control's device id -> its plugin
 
-    def start(self, key: str, what: str, make: Any, *args: Any) -> None:
+    def start(self, key: str, plugin: str, what: str, make: Any, *args: Any) -> None:
         """Construct a plugin; a plugin's own bug is logged and recorded, never fatal."""
+        self._plugin_of[key] = plugin
         try:
             self[key] = make(*args)
         except Exception as e:
             log.exception(f"{what} failed to start; continuing without it", plugin=key)
             self.failed[key] = f"{what} failed to start: {type(e).__name__}: {e}"
+
+    def census(self) -> Counter[tuple[str, str]]:
+        """How many of each plugin are in each state (running, failed, refused, disabled):
+        what `labd_plugins` exports, so a plugin left out shows beyond the log."""
+        states: Counter[tuple[str, str]] = Counter()
+        for key in self:
+            states[self._plugin_of[key], "running"] += 1
+        for key in self.failed:
+            states[self._plugin_of[key], "failed"] += 1
+        for name in self.refused:
+            states[name, "refused"] += 1
+        for name in self.disabled:
+            states[name, "disabled"] += 1
+        return states
 
 
 def _plugins(group: str) -> Registry:
@@ -119,18 +140,21 @@ def load_drivers(sections: dict[str, dict[str, Any]], host: str, source: str) ->
     ]
     if unknown:
         raise ConfigError(unknown)
-    drivers: Plugins[Driver] = Plugins()
+    drivers: Plugins[Driver] = Plugins(registry)
     for name, cls in classes.items():
         options = _options(cls.Options, sections.get(name, {}), f"drivers.{name}", source)
         if getattr(options, "enabled", True):
-            drivers.start(name, f"driver {name}", cls, options, host)
+            drivers.start(name, name, f"driver {name}", cls, options, host)
+        else:
+            drivers.disabled.append(name)
     return drivers
 
 
 def load_power(sections: dict[str, dict[str, Any]], source: str) -> Plugins[PowerControl]:
     """Power controllers per device id from `[pool.power.<device>]` sections."""
-    classes = _plugins(POWER_GROUP).classes
-    controllers: Plugins[PowerControl] = Plugins()
+    registry = _plugins(POWER_GROUP)
+    classes = registry.classes
+    controllers: Plugins[PowerControl] = Plugins(registry)
     problems = []
     for device_id, section in sections.items():
         key = f"pool.power.{device_id}"
@@ -143,7 +167,7 @@ def load_power(sections: dict[str, dict[str, Any]], source: str) -> Plugins[Powe
             continue
         rest = {k: v for k, v in section.items() if k != "kind"}
         options = _options(classes[kind].Options, rest, key, source)
-        controllers.start(device_id, f"power control {kind}", classes[kind], options)
+        controllers.start(device_id, kind, f"power control {kind}", classes[kind], options)
     if problems:
         raise ConfigError(problems)
     return controllers

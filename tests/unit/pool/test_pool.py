@@ -11,6 +11,7 @@ from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckF
 from labd.model import AdminState, Device, DeviceState
 from labd.pool import Pool
 from labd.pool.plugins import Plugins
+from labd.sdk import POWER_GROUP, Registry
 from tests.scripted_driver import RecordingPower, ScriptedDriver
 from tests.unit.fakes import DeviceMemory
 
@@ -137,7 +138,7 @@ async def test_a_change_the_store_did_not_take_is_saved_on_the_next_pass() -> No
 
 
 async def test_a_device_whose_power_plugin_failed_is_quarantined_with_the_reason() -> None:
-    power: Plugins[Any] = Plugins()
+    power: Plugins[Any] = Plugins(Registry(POWER_GROUP))
     power.failed["p1"] = "relay on /dev/ttyUSB0 not found"
     pool = Pool(
         {"scripted": ScriptedDriver(["p1"])}, power, DeviceMemory(), EventBus(), PoolSettings(), "h"
