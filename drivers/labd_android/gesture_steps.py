@@ -12,6 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from labd.sdk import UsageError
+from labd_android.input import MAX_PIXEL, keycode
+
 Direction = Literal["up", "down", "left", "right"]
 # Where the finger travels: "up" moves the content up (shows what is further down).
 UNIT = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
@@ -32,8 +35,10 @@ class GestureStep(BaseModel):
     distance_px: float | None = Field(None, gt=0, le=10_000, description="How far it moves.")
     velocity_px_s: float | None = Field(None, gt=0, le=100_000, description="How fast it moves.")
     duration_ms: float | None = Field(None, gt=0, le=60_000, description="How long it moves.")
-    x: int | None = Field(None, ge=0, description="Where it starts (default: the centre).")
-    y: int | None = Field(None, ge=0)
+    x: int | None = Field(
+        None, ge=0, le=MAX_PIXEL, description="Where it starts (default: the centre)."
+    )
+    y: int | None = Field(None, ge=0, le=MAX_PIXEL)
     key: str = Field("", description="For kind = key: back, home, enter, ... or KEYCODE_...")
     scale: float | None = Field(None, gt=0, description="For kind = pinch: the zoom factor.")
     repeat: int = Field(1, ge=1, le=100, description="The step this many times.")
@@ -50,8 +55,13 @@ class GestureStep(BaseModel):
                 )
             if self.distance_px is None and sum(given) < 2:
                 raise ValueError(f"a {self.kind} needs distance_px (or velocity and duration)")
-        if self.kind == "key" and not self.key:
-            raise ValueError("a key step needs key (back, home, enter, ... or KEYCODE_...)")
+        if self.kind == "key":
+            if not self.key:
+                raise ValueError("a key step needs key (back, home, enter, ... or KEYCODE_...)")
+            try:
+                keycode(self.key)
+            except UsageError as e:
+                raise ValueError(str(e)) from None
         if self.kind == "pause" and self.duration_ms is None:
             raise ValueError("a pause needs duration_ms")
         return self

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from labd.auth import spec_secrets
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
-from labd.errors import CannotStart, InfrastructureError, TestFailure
+from labd.errors import CannotStart, InfrastructureError, TestFailure, UsageError
 from labd.events import EventBus, JobStarted
 from labd.model import METRIC_NAME, METRIC_NAME_MAX, Device, Iteration, Job, JobState, Policy
 from labd.redact import redact_text
@@ -60,7 +60,8 @@ async def run_job(
 ) -> Outcome:
     """Run every iteration of job on device. InfrastructureError propagates (the caller
     retries); a failing iteration is recorded with its error and the job reported failed; a
-    spec that cannot start (CannotStart) fails the job at once. Values are written under
+    spec that cannot start (CannotStart) or input the device cannot take (UsageError) fails
+    the job at once. Values are written under
     `lease_token` (the scheduler's lease): LeaseLost propagates once it moved on.
 
     Errors may quote what the program wrote (its stderr): the job's secrets (`params.env`
@@ -75,6 +76,12 @@ async def run_job(
         error = redact_text(str(e), secrets)
         log.warning("the job cannot start on this device", error=error)
         return Outcome(JobState.FAILED, f"cannot start on {device.id}: {error}")
+    except UsageError as e:
+        # A value the job gave that this device's input cannot take (a key it has no name
+        # for): the job's mistake, the same on every device, so no retry and no blame.
+        error = redact_text(str(e), secrets)
+        log.warning("the job gave input the device cannot take", error=error)
+        return Outcome(JobState.FAILED, f"invalid input for {device.id}: {error}")
     except (InfrastructureError, TestFailure) as e:
         # The scheduler records these as the job's error: masked, without the original.
         if type(e) in (InfrastructureError, TestFailure) and (

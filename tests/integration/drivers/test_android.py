@@ -4,12 +4,13 @@ protocol on a local port, scripted devices behind it."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from labd.errors import InfrastructureError
+from labd.errors import InfrastructureError, UsageError
 from labd.sdk import RunContext
 from labd_android import AndroidDriver, AndroidOptions, PersistentShell, Touch
 from labd_android.input import AndroidInput
@@ -101,12 +102,32 @@ async def test_health_battery_thermal_storage_screen(adb: AdbStandIn) -> None:
     assert "not found" in (await driver.health(found) or "")
 
 
+def typed_by_android(argument: str) -> str:
+    """What `input text` types for its argument: Android's InputShellCommand reads "%s" as a
+    space, scanning left to right ("%%s" is "%" then a space)."""
+    out, escaped = [], False
+    for char in argument:
+        if escaped and char == "s":
+            out[-1] = " "
+            escaped = False
+            continue
+        escaped = char == "%"
+        out.append(char)
+    return "".join(out)
+
+
+KEYS_TYPED = {"66": "\n", "61": "\t", "67": "\b", "111": "\x1b"}
+
+
 def test_typed_text_arrives_exactly_and_never_meets_a_shell_unquoted(adb: AdbStandIn) -> None:
     device = adb.add(phone())
     driver = AndroidDriver(AndroidOptions(adb_port=adb.port), "h1")
     shell = PersistentShell(driver.adb_device(device.serial))
     keys = AndroidInput(shell)
-    nasty = "; rm -rf / `id` $(id) 'q' \"d\" \\ | & > < ünïcødé 🙂\nnext line"
+    nasty = (
+        "; rm -rf / `id` $(id) 'q' \"d\" \\ | & > < ünïcødé 🙂\nnext line\t100%sure %s "
+        "%%s % s%\bend\x1b"
+    )
     keys.text(nasty)
     commands = device.received[1:]  # after the probe for `cmd input`
     typed = []
@@ -114,11 +135,38 @@ def test_typed_text_arrives_exactly_and_never_meets_a_shell_unquoted(adb: AdbSta
         assert argv[:2] == ["cmd", "input"]  # the shell split it into these words, no more
         if argv[2] == "text":
             assert len(argv) == 4
-            typed.append(argv[3].replace("%s", " "))
+            typed.append(typed_by_android(argv[3]))
         else:
-            assert argv[2:] == ["keyevent", "66"]
-            typed.append("\n")
+            assert argv[2] == "keyevent" and len(argv) == 4
+            typed.append(KEYS_TYPED[argv[3]])
     assert "".join(typed) == nasty
+
+
+def test_keys_and_points_the_phone_cannot_take_are_refused_before_anything_is_sent(
+    adb: AdbStandIn,
+) -> None:
+    device = adb.add(phone())
+    keys = AndroidInput(PersistentShell(driver_for(adb).adb_device(device.serial)))
+    for name, code in [("Page_Down", "93"), ("page-up", "92"), ("4", "4"),
+                       ("keycode_volume_up", "KEYCODE_VOLUME_UP"), ("BACK", "4")]:  # fmt: skip
+        keys.key(name)
+        assert device.received[-1] == ["cmd", "input", "keyevent", code]
+    sent = len(device.received)
+    refused = [
+        (lambda: keys.key("KEYCODE_BACK;id"), "key 'KEYCODE_BACK;id': expected a key name"),
+        (lambda: keys.key("0"), "key '0'"),
+        (lambda: keys.key("F13"), "key 'F13'"),
+        (lambda: keys.tap(-5, 10), "x=-5: expected a whole number of pixels"),
+        (lambda: keys.tap(10, 1.5), "y=1.5"),  # type: ignore[arg-type]
+        (lambda: keys.tap(True, 10), "x=True"),
+        (lambda: keys.tap(10**12, 10), "x=1000000000000"),
+        (lambda: keys.swipe(0, 0, 10, 10, -1), "duration_ms=-1"),
+        (lambda: keys.text("a\x00b"), "text: '\\x00' at position 1 cannot be typed"),
+    ]
+    for call, message in refused:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            call()
+    assert len(device.received) == sent
 
 
 def test_taps_swipes_keys_and_gestures_take_one_shell(adb: AdbStandIn) -> None:

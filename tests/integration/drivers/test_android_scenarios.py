@@ -121,6 +121,16 @@ def test_pinch_is_refused_before_the_job_starts() -> None:
         GestureStep(kind="swipe", distance_px=1, velocity_px_s=1, duration_ms=1)
 
 
+def test_a_key_the_phone_has_no_name_for_is_refused_before_the_job_starts() -> None:
+    # At submit: met mid-run, it used to fail on every device and quarantine them.
+    with pytest.raises(ValueError, match="key 'Page_Dwn': expected a key name"):
+        GestureStep(kind="key", key="Page_Dwn")
+    with pytest.raises(ValueError, match="key 'KEYCODE_BACK;id'"):
+        GestureStep(kind="key", key="KEYCODE_BACK;id")
+    for name in ("Page_Down", "back", "4", "KEYCODE_DPAD_DOWN"):
+        GestureStep(kind="key", key=name)
+
+
 async def test_gestures_on_a_page_in_the_browser(tmp_path: Path) -> None:
     """The target is a URL: the page comes through the job's replay server (proxy, reversed)
     and the fling scrolls it in the browser's viewport."""

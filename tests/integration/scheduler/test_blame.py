@@ -81,6 +81,24 @@ async def test_a_program_missing_on_the_running_host_fails_the_job_not_the_devic
         await stop(lab)
 
 
+async def test_input_the_device_cannot_take_fails_the_job_once_not_the_device(
+    store: Store, tmp_path: Path
+) -> None:
+    # A key the device has no name for, met mid-run: the same on every device. It used to be
+    # a "driver bug", retried on each device and counted against it until quarantine.
+    lab = await make_lab(store, tmp_path, ["d1", "d2"], quarantine_after=1)
+    try:
+        await lab.submit("badkey", bad_key_iteration=1)
+        job = await lab.wait_state("badkey", JobState.FAILED, JobState.SUCCEEDED)
+        assert (job.state, job.attempts) == (JobState.FAILED, 1)
+        why = "key 'Page_Dwn': no key named 'Page_Dwn'"
+        assert job.error == f"invalid input for {job.device_id}: {why}"
+        for device in lab.pool.devices.values():
+            assert (device.state, device.consecutive_failures) == (DeviceState.AVAILABLE, 0)
+    finally:
+        await stop(lab)
+
+
 async def test_an_infrastructure_retry_goes_to_another_device_once_one_is_free(
     store: Store, tmp_path: Path
 ) -> None:
