@@ -17,10 +17,17 @@ from labd_android.health import CPUFREQ, Health, cpufreq, parse
 from labd_android.input import AndroidInput
 from labd_android.launch import AppLaunch
 from labd_android.logcat import Logcat
-from labd_android.names import serial_problem
+from labd_android.names import serial_problem, shown
 from labd_android.pageload import PhonePageLoad
 from labd_android.screen import AndroidScreen
 from labd_android.shell import PersistentShell, run
+
+# What to do about a phone adb lists in a state other than "device".
+NOT_READY_HINTS = {
+    "unauthorized": "accept this computer's key on the phone (the USB debugging prompt)",
+    "offline": "replug it, or restart its adb daemon (toggle USB debugging)",
+    "authorizing": "wait a moment, or accept the USB debugging prompt on the phone",
+}
 
 log = structlog.get_logger("labd.android")
 
@@ -68,6 +75,7 @@ class AndroidDriver(Driver[AndroidOptions]):
         self.threads = Threads()
         self.known: dict[str, Device] = {}
         self.refused: set[str] = set()  # listed serials labd cannot use: warned about once
+        self.not_ready: set[tuple[str, str]] = set()  # (serial, adb state) already said
         self.warned = False
 
     def adb_device(self, serial: str) -> adbutils.AdbDevice:
@@ -100,9 +108,10 @@ class AndroidDriver(Driver[AndroidOptions]):
             with contextlib.suppress(*ADB_ERRORS):  # the next round tries again
                 self.client.connect(address, timeout=3)
         try:
-            serials = [d.serial for d in self.client.device_list() if d.serial]
+            listed = self.client.list()
         except ADB_ERRORS as e:
             raise failure(self.server, e) from e
+        serials = self._ready([(d.serial, d.state) for d in listed if d.serial])
         devices = []
         for serial in self._usable(serials):
             if serial not in self.known:
@@ -123,6 +132,22 @@ class AndroidDriver(Driver[AndroidOptions]):
                 )
             devices.append(self.known[serial])
         return devices
+
+    def _ready(self, listed: list[tuple[str, str]]) -> list[str]:
+        """The serials adb can use now (state "device"); one in another state (a phone that
+        has not accepted this computer's key) is said once while it stays so, or it would
+        be missing from the lab without a word."""
+        waiting = {(serial, state) for serial, state in listed if state != "device"}
+        for serial, state in sorted(waiting - self.not_ready):
+            log.warning(
+                "device not ready",
+                server=self.server,
+                device=shown(serial),
+                adb_state=state,
+                hint=NOT_READY_HINTS.get(state, "see `adb devices`"),
+            )
+        self.not_ready = waiting
+        return [serial for serial, state in listed if state == "device"]
 
     def _usable(self, serials: list[str]) -> list[str]:
         """The serials labd can name devices by; one it cannot is skipped (the others are

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import subprocess
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from labd.process import child_setup
 from labd.sdk import Device, Driver, InfrastructureError
 from labd_browser import Desktop, PageLoad
 from labd_x11.desktop import X11Desktop
 from labd_x11.xinput import X11Input
+
+log = structlog.get_logger("labd.x11")
+
+MIN_SIDE, MAX_SIDE = 16, 32767  # pixels a side of a virtual screen (X's coordinates are 16-bit)
 
 
 class X11Options(BaseModel):
@@ -27,9 +33,22 @@ class X11Options(BaseModel):
     )
     xvfb: list[str] = Field(
         default_factory=list,
-        description='Virtual displays labd starts itself (Xvfb), by size, e.g. ["1280x800"].',
+        description='Virtual displays labd starts itself (Xvfb), by size, e.g. ["1280x800"]; '
+        "one that stops is started again on its display.",
     )
     tags: list[str] = Field(default_factory=list, description="Tags for device selectors.")
+
+    @field_validator("xvfb")
+    @classmethod
+    def _sizes(cls, sizes: list[str]) -> list[str]:
+        for size in sizes:
+            found = re.fullmatch(r"(\d{1,5})x(\d{1,5})", size)
+            if not found or not all(MIN_SIDE <= int(n) <= MAX_SIDE for n in found.groups()):
+                raise ValueError(
+                    f"{size!r} is not a screen size: WIDTHxHEIGHT in pixels, each from "
+                    f"{MIN_SIDE} to {MAX_SIDE}, e.g. '1280x800'"
+                )
+        return sizes
 
 
 class X11Driver(Driver[X11Options]):
@@ -46,6 +65,12 @@ class X11Driver(Driver[X11Options]):
     async def discover(self) -> list[Device]:
         if self.options.xvfb and not self.servers:
             self.servers = [await asyncio.to_thread(start_xvfb, size) for size in self.options.xvfb]
+        for n, (process, display) in enumerate(self.servers):
+            if process.poll() is not None:  # it stopped (killed, crashed): the same display again
+                log.warning("Xvfb stopped; starting it again", display=display,
+                            exit_status=process.returncode)  # fmt: skip
+                wanted = self.options.xvfb[n]
+                self.servers[n] = await asyncio.to_thread(start_xvfb, wanted, display)
         devices = []
         for name in [*self.options.displays, *(display for _, display in self.servers)]:
             size = await asyncio.to_thread(_screen_size, name)
@@ -98,14 +123,16 @@ def _screen_size(name: str) -> tuple[int, int] | None:
     return size
 
 
-def start_xvfb(size: str) -> tuple[subprocess.Popen[bytes], str]:
-    """An Xvfb of this size ("1280x800") on a free display; (process, display name)."""
+def start_xvfb(size: str, display: str = "") -> tuple[subprocess.Popen[bytes], str]:
+    """An Xvfb of this size ("1280x800") on `display`, or on a free one; (process, display
+    name)."""
     program = shutil.which("Xvfb")
     if program is None:
         raise InfrastructureError("[drivers.x11] xvfb: Xvfb is not installed (Debian package xvfb)")
     read_end, write_end = os.pipe()
     # -displayfd: Xvfb picks a free display and writes its number once it accepts clients.
-    argv = [program, "-displayfd", str(write_end), "-screen", "0", f"{size}x24", "-nolisten", "tcp"]
+    argv = [program, *([display] if display else []), "-displayfd", str(write_end),
+            "-screen", "0", f"{size}x24", "-nolisten", "tcp"]  # fmt: skip
     # Dies with this worker thread of the loop's executor, which lives as long as labd: a
     # killed labd leaves no display behind (each holds 70 MB and a display number).
     process = subprocess.Popen(

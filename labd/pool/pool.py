@@ -22,6 +22,9 @@ log = structlog.get_logger("labd.pool")
 
 MAX_SAID = 10_000  # invalid device records remembered as said
 UNSEEN = ("vanished", "not discovered yet")  # offline until its driver finds it
+# An idle device whose driver cannot list devices now (an adb server hung): offline, not
+# unhealthy. Its health checks would fail through the same fault, and blame each device.
+UNLISTED = "its driver's discovery fails: "
 
 
 class Pool:
@@ -52,6 +55,7 @@ class Pool:
         self._health_failures: dict[str, int] = {}
         self._unsaved: set[str] = set()  # devices whose last change the store did not take
         self._refused_ids: set[str] = set()  # ids another running host offers
+        self._discovery_failing: dict[str, str] = {}  # driver -> why its discovery fails
         self._said: set[tuple[str, str, str]] = set()  # devices a driver returned wrong
         self._save_failures = Failures("saving a device's state (kept meanwhile)", log)
         self._admin_failures = Failures("reading administrators' changes (tried again)", log)
@@ -116,10 +120,19 @@ class Pool:
                 why = repr(e)
                 if isinstance(e, TimeoutError):
                     why = f"discover() took over pool.health_timeout_s ({limit:g} s)"
-                log.warning("discovery failed", driver=driver.name, error=why)
-                # Keep that driver's devices as they are: one failed look is no unplug.
-                seen |= {d.id for d in self.devices.values() if d.driver == driver.name}
+                if self._discovery_failing.get(driver.name) != why:  # said once, not every pass
+                    log.warning("discovery failed", driver=driver.name, error=why)
+                    self._discovery_failing[driver.name] = why
+                # No unplug either: its devices stay, the idle ones offline until it answers.
+                for device in [d for d in self.devices.values() if d.driver == driver.name]:
+                    seen.add(device.id)
+                    if device.state is DeviceState.AVAILABLE and device.id not in self.busy:
+                        await self._update(
+                            device.id, state=DeviceState.OFFLINE, reason=UNLISTED + why
+                        )
                 continue
+            if self._discovery_failing.pop(driver.name, None) is not None:
+                log.info("discovery works again", driver=driver.name)
             for device in found:
                 seen.add(device.id)
                 await self._discovered(device)
@@ -171,7 +184,7 @@ class Pool:
             self.devices[found.id] = device.model_copy(update={"state": DeviceState.OFFLINE})
             log.info("device appeared", device=found.id, platform=found.platform)
             await self._update(found.id, **self._settled(device))
-        elif known.state is DeviceState.OFFLINE and known.reason in UNSEEN:
+        elif known.state is DeviceState.OFFLINE and _unseen(known.reason):
             await self._update(found.id, **self._settled(known))
 
     async def _offered_elsewhere(self, device_id: str) -> str:
@@ -201,7 +214,7 @@ class Pool:
                 continue
             # Not seen by its driver (gone, or not since this start: its driver's discovery
             # failed): a health check alone does not bring it back.
-            if device.state is DeviceState.OFFLINE and device.reason in UNSEEN:
+            if device.state is DeviceState.OFFLINE and _unseen(device.reason):
                 continue
             if device.driver in self.broken_drivers:
                 continue
@@ -462,3 +475,8 @@ def _first_line(e: Exception) -> str:
     """A validation error's first problem, in a line ('id: String should match pattern ...')."""
     lines = str(e).splitlines()
     return " ".join(line.strip() for line in lines[1:3]) if len(lines) > 2 else str(e)
+
+
+def _unseen(reason: str) -> bool:
+    """Whether a device offline for this reason waits for its driver to list it again."""
+    return reason in UNSEEN or reason.startswith(UNLISTED)

@@ -100,6 +100,25 @@ async def test_a_serial_labd_cannot_use_skips_that_device_only(adb: AdbStandIn) 
     assert r"serial '\xfcn\xef'" in problems[2]
 
 
+async def test_a_phone_adb_lists_but_cannot_use_yet_is_said_once_with_what_to_do(
+    adb: AdbStandIn,
+) -> None:
+    """A phone that has not accepted this computer's key was missing from the lab without a
+    word; it is said once while it waits, and joins once authorised."""
+    adb.add(phone())
+    waiting = adb.add(phone("R58M123ABC"))
+    waiting.state = "unauthorized"
+    driver = driver_for(adb)
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(3):
+            assert [d.id for d in await driver.discover()] == ["emulator-5554"]
+        waiting.state = "device"
+        assert [d.id for d in await driver.discover()] == ["emulator-5554", "R58M123ABC"]
+    (said,) = [e for e in logs if e["event"] == "device not ready"]
+    assert (said["device"], said["adb_state"]) == ("'R58M123ABC'", "unauthorized")
+    assert said["hint"] == "accept this computer's key on the phone (the USB debugging prompt)"
+
+
 def test_a_garbled_exit_status_names_the_device_and_what_came(adb: AdbStandIn) -> None:
     class Garbling(FakeDevice):
         def run(self, line: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from labd.errors import InfrastructureError, UsageError
 from labd.model import Device
@@ -118,6 +119,29 @@ async def test_driver_offers_reachable_displays(xvfb: str) -> None:
     assert await driver.health(devices[0]) is None
     gone = Device(id="x", driver="x11", platform="x11", capabilities={"display": ":4244"})
     assert await driver.health(gone) == "X11 display ':4244' cannot be opened"
+
+
+async def test_an_xvfb_labd_started_that_stops_is_started_again_on_its_display() -> None:
+    """A tester killed the Xvfb labd had started: its device stayed offline until labd was
+    restarted, and its queued job waited."""
+    driver = X11Driver(X11Options(xvfb=["320x240"]), "h1")
+    try:
+        (device,) = await driver.discover()
+        process, display = driver.servers[0]
+        process.kill()
+        process.wait(10)
+        assert await driver.health(device) == f"X11 display {display!r} cannot be opened"
+        assert [d.id for d in await driver.discover()] == [device.id]  # the same display
+        assert driver.servers[0][0].poll() is None
+        assert await driver.health(device) is None
+    finally:
+        await driver.close()
+
+
+def test_xvfb_sizes_are_checked_with_the_configuration() -> None:
+    for size in ("abc", "0x0", "1280x800x24", "99999x10"):
+        with pytest.raises(ValidationError, match=f"'{size}' is not a screen size"):
+            X11Options(xvfb=[size])
 
 
 def test_every_dispatch_is_timed_and_kept_with_the_iteration(

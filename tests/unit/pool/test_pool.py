@@ -192,11 +192,21 @@ async def test_what_a_driver_returns_wrong_is_left_out_and_said_once() -> None:
     # Not a list: a failed discovery, which keeps the driver's devices as they were.
     driver.answer = "garbage"
     with structlog.testing.capture_logs() as logs:
+        for _ in range(3):  # said once while it lasts (it was a line every pass)
+            await pool.discover()
+            await pool.check_health()
+        # Offline, not unhealthy: the fault is its driver's (an adb server hung quarantined
+        # every phone through their health checks).
+        p1 = pool.devices["p1"]
+        assert (p1.state, p1.consecutive_failures) == (DeviceState.OFFLINE, 0)
+        assert p1.reason.startswith("its driver's discovery fails: ValueError(")
+        driver.answer = None
         await pool.discover()
     (failed,) = [e for e in logs if e["event"] == "discovery failed"]
     assert (
         failed["driver"] == "scripted" and "returned str, not a list of Device" in failed["error"]
     )
+    assert [e["driver"] for e in logs if e["event"] == "discovery works again"] == ["scripted"]
     assert pool.devices["p1"].state is DeviceState.AVAILABLE
 
 
