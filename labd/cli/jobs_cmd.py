@@ -131,7 +131,10 @@ def _submit_over_mqtt(
             "error": finished["data"].get("error", ""),
             "device_id": leased[-1]["data"]["device_id"] if leased else "",
         }
-        _print_results({"job": job, "summary": (result or {}).get("summary", {})})
+        result = result or {}
+        _print_results(
+            {"job": job, "summary": result.get("summary", {}), "set_aside": result.get("set_aside")}
+        )
     if not args.wait:
         return 0
     return waited_status(events[-1]["state"], (result or {}).get("summary") or {})

@@ -45,7 +45,7 @@ from labd.mqtt.outbound import publications
 from labd.mqtt.requests import Reply
 from labd.mqtt.topics import Topics
 from labd.pool import Pool, device_changed
-from labd.store import OutboxRow, Store, out_of_space, summary_of
+from labd.store import OutboxRow, Store, digest_of, out_of_space
 from labd.tasks import Failures, TaskSet
 
 log = structlog.get_logger("labd.mqtt")
@@ -420,6 +420,7 @@ class MqttBridge:
         job = await self.store.get_job(job_id)
         if job is None:
             return
+        digest = await digest_of(self.store, job)
         result = ResultMessage(
             job_id=job.id,
             suite=job.spec.suite,
@@ -427,7 +428,8 @@ class MqttBridge:
             state=job.state.value,
             device_id=job.device_id,
             build=job.spec.build.model_dump(),
-            summary=await summary_of(self.store, job),
+            summary=digest["summary"],
+            set_aside=digest["set_aside"],
             **await self._links(job),
         )
         topic = self.topics.results(job.spec.suite, job.spec.test)

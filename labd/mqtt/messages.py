@@ -217,6 +217,12 @@ class ResultMessage(Message):
     device_id: str
     build: dict[str, str]
     summary: dict[str, dict[str, Any]]
+    set_aside: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the summary leaves out: `count` measured iterations set aside, "
+        "`reasons` (each kind of flag and how many times), `by_variant` (per variant of an A/B "
+        "job, `job` otherwise), as the API's results say it (empty from older labd).",
+    )
     artefacts: list[ArtefactLink] = Field(
         default_factory=list,
         description="The job's files on the API of the host that ran it, the first 100 in "

@@ -115,6 +115,8 @@ async def test_submit_follow_and_result(
         ResultMessage.model_validate(result)
         HostStatus.model_validate(ci.on("hosts/labd/status")[-1])
         assert result["job_id"] == "job-1" and result["summary"]["wall_time_ms"]["n"] == 3
+        # What the summary leaves out, as the API says it: `submit --wait` prints it.
+        assert result["set_aside"] == {"count": 0, "by_variant": {}, "reasons": {}}
         assert ci.on("jobs/job-1/state")[-1]["state"] == "succeeded"
         devices = [b for t, b in ci.messages if t.startswith(f"{PREFIX}/devices/")]
         assert devices and devices[-1]["platform"] == "host"
