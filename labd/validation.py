@@ -65,8 +65,9 @@ def _describe(
     reason = err["msg"][:1].lower() + err["msg"][1:]
     value = err.get("input")
     if isinstance(value, str | int | float | bool) and not _may_hold_secrets(loc):
-        shown = redact_text(value) if isinstance(value, str) else value  # a password in a URL
-        reason += f", got {quoted(shown, SHOWN_MAX)}"
+        shown = quoted(redact_text(value) if isinstance(value, str) else value, SHOWN_MAX)
+        if shown not in reason:  # a message that quotes the value already need not repeat it
+            reason += f", got {shown}"
     return f"{source}: {key}: {reason}"
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
+from labd.capture import CaptureError
 from labd.errors import InfrastructureError, TestFailure, UsageError
 from labd.sdk import Device, Driver, MetricSpec, NoOptions, PowerControl, Scenario
 
@@ -22,6 +23,7 @@ class ScriptParams(BaseModel):
     infra_failures: int = 0  # the first N attempts fail with an InfrastructureError
     fail_iteration: int = -1  # this iteration raises TestFailure
     bad_key_iteration: int = -1  # this iteration gives the device a key it has no name for
+    capture_lost_attempts: int = 0  # the first N attempts lose the screen capture mid-run
     disk_full_attempts: int = 0  # the first N attempts find no space left (ENOSPC) to write
     read_only_attempts: int = 0  # the first N attempts find the job's folder read-only
     timeout_attempts: int = 0  # the first N attempts time out talking to the device
@@ -52,6 +54,8 @@ class ScriptScenario(Scenario):
         await asyncio.sleep(p.sleep_s)
         if index == p.fail_iteration:
             raise TestFailure("scripted failure")
+        if index == 1 and self.ctx.attempt <= p.capture_lost_attempts:
+            raise CaptureError("capture.avi: X11 display ':0': cannot open it")
         if index == p.bad_key_iteration:
             raise UsageError("key 'Page_Dwn': no key named 'Page_Dwn'")
         return {"value": p.value + p.step * index}

@@ -316,6 +316,8 @@ class PageLoad(Scenario[PageLoadParams]):
                 self.pool, _analyze, spool.path, spool.timestamps, artifacts, navigated
             )
         except CaptureError as e:
+            if spool.ended_early:  # the display or capture source went away mid-run
+                raise InfrastructureError(f"capture: {spool.ended_early}; {e}") from e
             raise TestFailure(str(e)) from e
         finally:
             spool.path.unlink(missing_ok=True)

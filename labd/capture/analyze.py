@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from labd.capture import visual
 from labd.capture.artifacts import VideoArtifact, write_heatmap, write_json
 from labd.capture.colors import color_name
-from labd.capture.errors import SyncError
+from labd.capture.errors import CaptureError, SyncError
 from labd.capture.findings import (
     AnalysisOptions,
     Artifacts,
@@ -93,7 +93,8 @@ class _Pass1:
                 self._take(index, content, change)
         finally:
             if self.video is not None:
-                self.video.close()
+                ended = self.scan.end >= 0
+                self.video.close(self.scan.times[self.scan.end] if ended else None)
         if self.heat_maps:
             self.scan.heat = np.sum(self.heat_maps, axis=0, dtype=np.float32)
         return self._checked(recording.name, getattr(recording, "frame_count", 0))
@@ -111,7 +112,19 @@ class _Pass1:
                     continue
             content = self.scan.area.crop(image)
             step = scan_step(content.shape[1])
-            red = fraction_matching(subsample(content, step), self.o.end_color, self.o.tolerance)
+            small = subsample(content, step)
+            green = fraction_matching(small, self.o.start_color, self.o.tolerance)
+            if green >= self.o.sync_threshold:
+                # A second start screen: the numbers would count the first run, and what
+                # came between, as the page's load. Which one starts the run is not ours
+                # to guess.
+                start = f"{color_name(self.o.start_color)} (start) screen"
+                raise SyncError(
+                    f"{recording.name}: a second {start} at frame {index}, after the content "
+                    f"began at frame {self.scan.start}: the recording holds more than one run "
+                    "(or the page shows the start colour itself)"
+                )
+            red = fraction_matching(small, self.o.end_color, self.o.tolerance)
             if red >= self.o.sync_threshold:
                 self.scan.end = index
                 self.scan.end_seen = _seen(subsample(content, step))
@@ -223,7 +236,7 @@ class _Pass1:
                 self.video = VideoArtifact(
                     self.video_path, _fps(scan.times), size, self.o.video_max_width
                 )
-            self.video.write(content)
+            self.video.write(content, scan.times[index])
 
     def _checked(self, name: str, claimed: int = 0) -> _Scan:
         """The scan, or a SyncError saying what is missing. `claimed`: the frames the file's
@@ -395,6 +408,12 @@ def _metrics(
     if options.time_zero_ms is not None:
         # The screen showed nothing of the page until the first frame after the green one.
         times, progress = [0.0, *times], [0.0, *progress]
+    if options.blank_color is not None and painted is None and not changes:
+        raise CaptureError(
+            f"{name}: nothing between the {color_name(options.start_color)} (start) and "
+            f"{color_name(options.end_color)} (end) screens differs from the blank page: the "
+            "page drew nothing, so it has no visual progress to measure"
+        )
     fps, variable, dropped = _frame_rate(scan.times[: scan.end + 1])
     complete = visual.first_reaching(times, progress, 1.0)
     checker = scan.checkerboard
@@ -460,9 +479,14 @@ def _frame_rate(times: list[float]) -> tuple[float, bool, int]:
     if len(times) < 3:
         return 60.0, False, 0
     intervals = np.diff(np.asarray(times))
-    ratio = intervals / float(np.median(intervals))
+    median = float(np.median(intervals))
+    if not median > 0:  # most frames share a time: no rate to read from them
+        return 60.0, True, 0
+    ratio = intervals / median
     # Containers round timestamps (16, 17, 17 ms at 60 fps): average the ordinary intervals.
-    usual = float(intervals[(ratio > 0.5) & (ratio < 1.5)].mean())
+    # A capture that sends frames only on change may have none near the median: it is one.
+    ordinary = intervals[(ratio > 0.5) & (ratio < 1.5)]
+    usual = float(ordinary.mean()) if ordinary.size else median
     ratio = intervals / usual
     off_grid = np.abs(ratio - np.round(ratio)) > 0.15
     variable = bool(off_grid.mean() > 0.05)

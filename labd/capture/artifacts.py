@@ -29,6 +29,9 @@ Image = NDArray[np.uint8]
 _STOP = None
 
 
+MIN_VIDEO_FPS = 30.0
+
+
 class VideoArtifact:
     """Writes frames to a WebM file from a background thread."""
 
@@ -38,11 +41,19 @@ class VideoArtifact:
         # VP8 wants even dimensions.
         self.size = (max(2, int(width * scale) // 2 * 2), max(2, int(height * scale) // 2 * 2))
         self.path = path
+        # At least 30 frames a second: a variable-rate capture's first frames can make a low
+        # estimate, and the frames that come faster would be left out.
+        self.fps = max(MIN_VIDEO_FPS, fps)
+        self.t0: float | None = None
+        self.pending: Image | None = None  # the latest frame, shown until the next one's slot
+        self.slot = 0  # the pending frame's place in the video
         with _quiet_stderr():  # OpenCV prints that WebM has no VP80 tag, then writes fine
             self.writer = cv2.VideoWriter(
-                str(path), cv2.VideoWriter.fourcc(*"VP80"), max(1.0, fps), self.size
+                str(path), cv2.VideoWriter.fourcc(*"VP80"), self.fps, self.size
             )
         if not self.writer.isOpened():
+            if not path.parent.is_dir():
+                raise CaptureError(f"{path}: no such directory {path.parent}")
             raise CaptureError(f"{path}: cannot write a WebM (VP8) video here")
         self.frames: queue.Queue[Image | None] = queue.Queue(maxsize=16)
         self.thread = threading.Thread(target=self._encode, name="video-artifact", daemon=True)
@@ -56,10 +67,27 @@ class VideoArtifact:
                 self.writer.write(frame)
         self.writer.release()
 
-    def write(self, frame: Image) -> None:
-        self.frames.put(frame)
+    def write(self, frame: Image, t_ms: float) -> None:
+        """`frame`, captured at `t_ms`. The video runs at a constant rate, so each frame is
+        held until the next one's time: a recording that sends frames only on change (a
+        phone's `screenrecord`) shows each change when the capture saw it. Of two frames
+        that fall in one slot of the video, the later is shown."""
+        if self.t0 is None:
+            self.t0 = t_ms
+        slot = max(self.slot, round((t_ms - self.t0) * self.fps / 1000))
+        if self.pending is not None:
+            for _ in range(slot - self.slot):
+                self.frames.put(self.pending)
+        self.pending, self.slot = frame, slot
 
-    def close(self) -> Path:
+    def close(self, end_ms: float | None = None) -> Path:
+        """Finish the video; the last frame shows until `end_ms` (the red screen's time)."""
+        if self.pending is not None and self.t0 is not None:
+            end = self.slot + 1
+            if end_ms is not None:
+                end = max(end, round((end_ms - self.t0) * self.fps / 1000))
+            for _ in range(end - self.slot):
+                self.frames.put(self.pending)
         self.frames.put(_STOP)
         self.thread.join()
         return self.path

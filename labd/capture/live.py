@@ -232,12 +232,20 @@ class Spool:
     frames: int
     dropped: int
     error: str = ""
+    ended_early: str = ""  # the source ended before the stop or the time asked for: how
 
     @classmethod
     def load(cls, path: Path) -> Spool:
         info = json.loads(path.with_suffix(".json").read_text())
         times = [float(line) for line in path.with_suffix(".times").read_text().split()]
-        return cls(path, times, info["frames"], info["dropped"], info.get("error", ""))
+        return cls(
+            path,
+            times,
+            info["frames"],
+            info["dropped"],
+            info.get("error", ""),
+            info.get("ended_early", ""),
+        )
 
 
 STALL_S = 2.0  # after a stop, how long a blocked read may go on before the source is closed
@@ -270,7 +278,9 @@ def _record(
         return
     finally:
         ready.set()
-    deadline = time.monotonic() + seconds
+    began = time.monotonic()
+    deadline = began + seconds
+    ended_early: list[str] = []  # the source ran out before it was stopped
     halt = threading.Event()  # the encoder gave up: grab no more
     closed = threading.Event()  # the source was closed under a blocked read
 
@@ -279,6 +289,11 @@ def _record(
             while not (stop.is_set() or halt.is_set()) and time.monotonic() < deadline:
                 item = source.read()
                 if item is None:
+                    if not (stop.is_set() or halt.is_set() or closed.is_set()):
+                        ended_early.append(
+                            f"the source ended {time.monotonic() - began:.1f} s into the "
+                            f"{seconds:g} s asked for"
+                        )
                     break
                 try:
                     frames.put_nowait(item)
@@ -340,7 +355,7 @@ def _record(
     error = "; ".join(errors)
     if counts["frames"] == 0:
         error = "; ".join(["the source gave no frame", *errors])
-    _write_info(path, counts, error)
+    _write_info(path, counts, error, "".join(ended_early))
 
 
 def _close_stalled(source: FrameSource, closed: threading.Event, errors: list[str]) -> None:
@@ -357,8 +372,9 @@ def _drain(frames: queue.Queue[tuple[float, Image] | None]) -> None:
         pass
 
 
-def _write_info(path: Path, counts: dict[str, int], error: str) -> None:
-    path.with_suffix(".json").write_text(json.dumps({**counts, "error": error}))
+def _write_info(path: Path, counts: dict[str, int], error: str, ended_early: str = "") -> None:
+    info = {**counts, "error": error, "ended_early": ended_early}
+    path.with_suffix(".json").write_text(json.dumps(info))
     path.with_suffix(".times").touch()
 
 

@@ -7,10 +7,11 @@ import argparse
 import contextlib
 import json
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labd.errors import UsageError
+from labd.errors import EXIT_RUNTIME, UsageError
 
 if TYPE_CHECKING:
     from labd.capture import AnalysisOptions
@@ -188,7 +189,11 @@ def capture(args: argparse.Namespace) -> int:
     recorder.start()
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends the recording early
         recorder.process.join(args.seconds + 10)
-    print(json.dumps(spool_summary(recorder.stop())))
+    spool = recorder.stop()
+    print(json.dumps(spool_summary(spool)))
+    if spool.ended_early:  # a device unplugged, a stream cut: not the recording asked for
+        print(f"labd: {args.output}: {spool.ended_early}", file=sys.stderr)
+        return EXIT_RUNTIME
     return 0
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 
 from labd.auth import spec_secrets
+from labd.capture import CaptureError
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import CannotStart, InfrastructureError, TestFailure, UsageError
 from labd.events import EventBus, JobStarted
@@ -76,6 +77,11 @@ async def run_job(
         error = redact_text(str(e), secrets)
         log.warning("the job cannot start on this device", error=error)
         return Outcome(JobState.FAILED, f"cannot start on {device.id}: {error}")
+    except CaptureError as e:
+        # The screen or capture source failed (a display gone, a capture card unplugged):
+        # the device's condition, retried like any other (the analysis's own verdicts on a
+        # recording are the scenario's TestFailure).
+        raise InfrastructureError(f"capture failed: {redact_text(str(e), secrets)}") from None
     except UsageError as e:
         # A value the job gave that this device's input cannot take (a key it has no name
         # for): the job's mistake, the same on every device, so no retry and no blame.
@@ -244,6 +250,10 @@ async def _iteration(
     error = ""
     try:
         values = await scenario.run_iteration(index)
+        if not isinstance(values, dict):  # a driver bug, said as one (not a bare AttributeError)
+            raise TypeError(
+                f"run_iteration returned {type(values).__name__}, not a dict of metric values"
+            )
     except CannotStart:
         raise  # every further iteration would fail the same way
     except TestFailure as e:

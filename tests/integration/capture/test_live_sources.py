@@ -4,6 +4,7 @@ stream (ffmpeg produces the same elementary stream `adb exec-out screenrecord` d
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -121,3 +122,27 @@ def test_labd_capture_records_a_display(xvfb: str, tmp_path: Path) -> None:
     assert 15 <= summary["frames"] <= 21  # 20 per second, for one second
     assert summary["dropped"] <= 2
     assert summary["frames"] == len(out.with_suffix(".times").read_text().split())
+
+
+def test_labd_capture_says_when_the_source_ends_before_the_time_asked_for(
+    tmp_path: Path,
+) -> None:
+    """A capture card unplugged, a stream cut: the recording used to end early with exit 0
+    and no error, and a job filming it failed later on a missing red screen."""
+    import json
+    import subprocess
+    import sys
+
+    card = PageLoad.staircase(width=160, height=120).write(tmp_path / "card.avi", "MJPG")
+    out = tmp_path / "short.avi"
+    command = [sys.executable, "-m", "labd", "capture", "--v4l2", str(card)]
+    done = subprocess.run(
+        [*command, "--seconds", "30", "-o", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 3, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["frames"] == 75 and summary["error"] == ""
+    assert re.fullmatch(
+        rf"labd: {re.escape(str(out))}: the source ended \d+\.\d s into the 30 s asked for\n",
+        done.stderr,
+    )

@@ -37,6 +37,7 @@ class Params(BaseModel):
     timeouts: list[int] = []  # iterations that flag themselves as a time-out would
     reports: list[dict[str, Any]] = []  # when given: what each iteration reports, as it is
     huge_integer_at: int = -1  # that iteration reports 10**5000 (no JSON spec can hold it)
+    returns: str = ""  # "none" or "list": what every iteration returns instead of a dict
 
 
 class Steady(Scenario):
@@ -54,6 +55,8 @@ class Steady(Scenario):
             self.ctx.flags.append("timed out after 1 s (the run was killed)")
         if index == p.huge_integer_at:
             return {"time_ms": 10**5000}  # type: ignore[dict-item]
+        if p.returns:
+            return {"none": None, "list": [("time_ms", 1.0)]}[p.returns]  # type: ignore[return-value]
         if p.reports:
             return p.reports[index % len(p.reports)]
         noise = (index % 3) * 0.1  # a little spread, the same for both variants
@@ -255,6 +258,17 @@ async def test_a_value_that_is_no_finite_number_fails_its_iteration_and_is_never
     assert values == [{"rss_kib": 4.0}, {}, {}, {}, {}, {}, {"time_ms": 5.0}]
     assert results["summary"]["time_ms"]["n"] == 1
     json.dumps(results, allow_nan=False)  # nothing stored that strict JSON cannot hold
+
+
+async def test_an_iteration_that_returns_no_dict_is_a_driver_bug_said_as_one(
+    store: Store, tmp_path: Path
+) -> None:
+    """It was `AttributeError: 'NoneType' object has no attribute 'items'`: a plugin author
+    could not tell that the return value was wrong."""
+    for returned, kind in (("none", "NoneType"), ("list", "list")):
+        with pytest.raises(TypeError) as caught:
+            await run(store, tmp_path, RigDriver(), job_id=returned, params={"returns": returned})
+        assert str(caught.value) == f"run_iteration returned {kind}, not a dict of metric values"
 
 
 async def test_a_metric_named_as_no_manifest_may_name_one_fails_its_iteration(

@@ -99,6 +99,24 @@ async def test_input_the_device_cannot_take_fails_the_job_once_not_the_device(
         await stop(lab)
 
 
+async def test_a_capture_lost_mid_run_is_the_device_s_failure_retried(
+    store: Store, tmp_path: Path
+) -> None:
+    # A display or capture card gone mid-run: not the job's input (CaptureError is a
+    # UsageError for the CLI's exit code) and no driver bug, but the device's condition.
+    lab = await make_lab(store, tmp_path, ["d1"])
+    try:
+        await lab.submit("filmed", capture_lost_attempts=1)
+        job = await lab.wait_state("filmed", JobState.SUCCEEDED, JobState.FAILED, within=20)
+        assert (job.state, job.attempts) == (JobState.SUCCEEDED, 2)
+        (requeued,) = [e for e in lab.events if e.kind == "job_requeued"]  # type: ignore[attr-defined]
+        assert requeued.reason == (  # type: ignore[attr-defined]
+            "infrastructure failure: capture failed: capture.avi: X11 display ':0': cannot open it"
+        )
+    finally:
+        await stop(lab)
+
+
 async def test_an_infrastructure_retry_goes_to_another_device_once_one_is_free(
     store: Store, tmp_path: Path
 ) -> None:

@@ -78,6 +78,10 @@ def test_bad_input_exits_2_with_the_reason(
         ),
         (["analyze", video, "--start-color", "teal-ish"], "colour 'teal-ish'"),
         (["analyze", video, "--video-out", "x.mp4"], "write a .webm"),
+        (
+            ["analyze", video, "--video-out", str(tmp_path / "nodir/span.webm")],
+            f"span.webm: no such directory {tmp_path / 'nodir'}",
+        ),
     ]
     for args, message in cases:
         out = labd(*args)

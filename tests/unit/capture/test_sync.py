@@ -8,9 +8,17 @@ import cv2
 import numpy as np
 import pytest
 
-from labd.capture import AnalysisOptions, FrameList, SyncError, VideoFile, analyze
+from labd.capture import (
+    AnalysisOptions,
+    Artifacts,
+    CaptureError,
+    FrameList,
+    SyncError,
+    VideoFile,
+    analyze,
+)
 from labd.capture.colors import PRESETS, parse_color
-from labd.capture.synthetic import PageLoad
+from labd.capture.synthetic import Block, PageLoad
 from labd.errors import UsageError
 
 
@@ -120,3 +128,60 @@ def test_empty_corrupt_and_truncated_files(tmp_path: Path) -> None:
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size * 2 // 3])
     with pytest.raises(SyncError, match=r"cut.avi: no red .*capture stop mid-run"):
         analyze(VideoFile(cut))
+
+
+def test_a_second_green_screen_is_named_not_read_as_the_page() -> None:
+    """Green, a first run, green again, the page, red (a tester's file): the numbers came from
+    the first green, with the second read as the page's content, and sync confidence 1."""
+    first = PageLoad.staircase(tail=0).timed_frames()[:30]
+    second = PageLoad.staircase().timed_frames()
+    frames = [(i * 1000 / 60, image) for i, (_, image) in enumerate(first + second)]
+    with pytest.raises(
+        SyncError,
+        match=r"a second green \(start\) screen at frame 30, after the content began at frame 10",
+    ):
+        analyze(FrameList(frames, name="twice.mkv"))
+
+
+def test_a_page_that_draws_nothing_has_no_visual_progress() -> None:
+    """Green, the blank page unchanged, red: it had visually complete = Speed Index = the red
+    screen's time, which follows how long the capture waited, not the page."""
+    page = PageLoad(blocks=[])
+    with pytest.raises(
+        CaptureError, match=r"blank.mkv: nothing between the green \(start\) and red"
+    ):
+        analyze(FrameList(page.timed_frames(), name="blank.mkv"))
+    # What a page draws on the blank page, however late, is progress.
+    late = PageLoad(blocks=[Block(at_frame=59, x=0, y=0, w=40, h=40, color=(0, 0, 0))])
+    result = analyze(FrameList(late.timed_frames()))
+    assert result.visually_complete_ms == pytest.approx(late.visually_complete_ms())
+
+
+def test_the_video_shows_each_change_when_a_variable_rate_capture_saw_it(tmp_path: Path) -> None:
+    """A recording that sends frames only on change (a phone's screenrecord): its video showed
+    them evenly spaced, changes at 420, 840 and 1261 ms that came at 120, 400 and 800 ms (a
+    tester's file); the eye checks the numbers against this video."""
+    green, white, red = np.zeros((120, 160, 3), np.uint8), None, None
+    green[:] = (0, 255, 0)
+    white = np.full_like(green, 255)
+    red = np.zeros_like(green)
+    red[:] = (0, 0, 255)
+    shown, frames = white.copy(), [(0.0, green), (16.7, green), (33.3, green), (50.0, white)]
+    for t, x in ((170.0, 0), (450.0, 50), (850.0, 100)):  # 120, 400, 800 ms after content
+        shown = shown.copy()
+        shown[40:80, x : x + 40] = 0
+        frames.append((t, shown))
+    frames += [(1200.0, red), (1216.7, red)]
+    path = tmp_path / "video.webm"
+    analyze(FrameList(frames), artifacts=Artifacts(video=path))
+    playback = cv2.VideoCapture(str(path))
+    fps = playback.get(cv2.CAP_PROP_FPS)
+    dark: list[float] = []  # the share of black in each video frame
+    while (read := playback.read())[0]:
+        dark.append(float((read[1] < 64).all(axis=2).mean()))
+    seen_ms = [
+        next(i for i, d in enumerate(dark) if d > level) * 1000 / fps
+        for level in (0.05, 0.15, 0.22)
+    ]
+    assert seen_ms == pytest.approx([120, 400, 800], abs=1000 / fps + 1)
+    assert len(dark) * 1000 / fps == pytest.approx(1150, abs=1000 / fps + 1)  # to the red screen

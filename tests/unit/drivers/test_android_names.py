@@ -48,3 +48,22 @@ def test_real_names_pass() -> None:
     assert GestureParams(activity="org.example.list/.Main", steps=TAP).activity
     with pytest.raises(ValidationError, match="expected package/activity"):
         GestureParams(activity="org.example.list", steps=TAP)
+
+
+def test_a_refusal_that_quotes_the_value_does_not_repeat_it() -> None:
+    """`'x' is not an Android package name (like org.mozilla.fenix), got 'x'`: said twice."""
+    from labd.model import TestSpec
+    from labd.validation import describe_errors
+
+    with pytest.raises(ValidationError) as caught:
+        LaunchParams(package="x")
+    (line,) = describe_errors(caught.value, LaunchParams, "job.toml")
+    assert line == (
+        "job.toml: package: value error, 'x' is not an Android package name "
+        "(like org.mozilla.fenix)"
+    )
+    spec = {"suite": "s", "test": "t", "scenario": "app-launch", "iterations": "many"}
+    with pytest.raises(ValidationError) as caught:
+        TestSpec.model_validate(spec)
+    (line,) = describe_errors(caught.value, TestSpec, "job.toml")
+    assert line == "job.toml: iterations: input should be a valid integer, got 'many'"
