@@ -120,9 +120,9 @@ class _Pass1:
                 # to guess.
                 start = f"{color_name(self.o.start_color)} (start) screen"
                 raise SyncError(
-                    f"{recording.name}: a second {start} at frame {index}, after the content "
-                    f"began at frame {self.scan.start}: the recording holds more than one run "
-                    "(or the page shows the start colour itself)"
+                    f"{recording.name}: the {start} again at frame {index}, after the content "
+                    f"began at frame {self.scan.start}: a flicker or damage in the {start}, two "
+                    "runs in one recording, or a page that shows the start colour itself"
                 )
             red = fraction_matching(small, self.o.end_color, self.o.tolerance)
             if red >= self.o.sync_threshold:

@@ -90,6 +90,29 @@ def test_bad_input_exits_2_with_the_reason(
         assert "Traceback" not in out.stderr
 
 
+def test_a_damaged_file_is_said_in_labd_s_words_alone(
+    tmp_path: Path, page_video: tuple[PageLoad, Path]
+) -> None:
+    """libav's own lines ("[ffv1 @ 0x...] slice CRC mismatch") came on stderr beside labd's."""
+    import os
+    import random
+
+    data = bytearray(page_video[1].read_bytes())
+    chance = random.Random(1)
+    for i in range(len(data) // 2, len(data), 997):  # past the green screen
+        data[i] = chance.randrange(256)
+    damaged = tmp_path / "damaged.mkv"
+    damaged.write_bytes(bytes(data))
+    env = {k: v for k, v in os.environ.items() if k != "OPENCV_FFMPEG_LOGLEVEL"}
+    out = subprocess.run(
+        [sys.executable, "-m", "labd", "analyze", str(damaged)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert out.returncode == 2
+    (line,) = out.stderr.splitlines()
+    assert line.startswith(f"{damaged}: no red (end) screen")
+
+
 def test_progress_in_a_terminal_and_only_there(
     page_video: tuple[PageLoad, Path], tmp_path: Path
 ) -> None:

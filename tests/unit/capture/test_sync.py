@@ -138,7 +138,7 @@ def test_a_second_green_screen_is_named_not_read_as_the_page() -> None:
     frames = [(i * 1000 / 60, image) for i, (_, image) in enumerate(first + second)]
     with pytest.raises(
         SyncError,
-        match=r"a second green \(start\) screen at frame 30, after the content began at frame 10",
+        match=r"the green \(start\) screen again at frame 30, after the content began at frame 10",
     ):
         analyze(FrameList(frames, name="twice.mkv"))
 
