@@ -21,11 +21,13 @@ OFFSETS = {  # ms after the launch, as in the seed's results table (roughly)
 }
 
 
-def brief_iteration(launch_epoch: int, pid: int = 6118, noise: bool = True) -> list[str]:
-    """One cold launch of the clock app in brief format, other processes interleaved."""
+def brief_iteration(
+    launch_epoch: int, pid: int = 6118, noise: bool = True, app: str = "clock.gaiamobile.org"
+) -> list[str]:
+    """One cold launch of an app (the clock's) in brief format, other processes interleaved."""
     lines = [
         f"I/PerformanceTiming( 5582): Performance Entry: verticalhome.gaiamobile.org|mark|"
-        f"appLaunch@clock.gaiamobile.org|80081.169720|0.000000|{launch_epoch}"
+        f"appLaunch@{app}|80081.169720|0.000000|{launch_epoch}"
     ]
     for i, (name, offset) in enumerate(OFFSETS.items()):
         if noise:
@@ -33,7 +35,7 @@ def brief_iteration(launch_epoch: int, pid: int = 6118, noise: bool = True) -> l
                 f"D/wpa_supplicant(  421): wlan0: RX ctrl_iface - hexdump(len={i}): 50 49 4e 47"
             )
         lines.append(
-            f"I/PerformanceTiming( {pid}): Performance Entry: clock.gaiamobile.org|mark|{name}|"
+            f"I/PerformanceTiming( {pid}): Performance Entry: {app}|mark|{name}|"
             f"{offset + 1000.5:.6f}|0.000000|{launch_epoch + offset}"
         )
     return lines

@@ -51,8 +51,7 @@ def markers(args: argparse.Namespace) -> int:
                 count += 1
     except KeyboardInterrupt:  # Ctrl-C while reading a file: what was found so far is the answer
         interrupted = True
-    last = collector.finish()
-    if last is not None:
+    while (last := collector.finish()) is not None:  # each app still launching at the end
         if interrupted and not last.complete:  # finish() said the log ended: it did not
             last.problems[-1] = "interrupted (Ctrl-C) before fullyLoaded"
         _show(last.as_dict(), args.json)

@@ -111,19 +111,48 @@ def split_entry(text: str) -> RawEntry | None:
     return origin, kind, name, context, start, duration, epoch_ms
 
 
-MAX_EPOCH_MS = 1e15  # 31,000 years from 1970: exact in a float, and no epoch is beyond it
+def entry_problem(text: str) -> str:
+    """Why split_entry refused the text after ENTRY, for the user (not on the hot path)."""
+    fields = text.split("|")
+    if len(fields) != 6:
+        return f"{len(fields)} fields, not the 6 of origin|type|name|start|duration|epoch"
+    origin, kind, name, _, _, epoch = fields
+    if kind != "mark" and kind != "measure":
+        return f"type {kind!r} is neither mark nor measure"
+    if not origin or not name:
+        return "no origin" if not origin else "no name"
+    return epoch_problem(epoch) or "unreadable"
+
+
+MAX_EPOCH_MS = 10**15  # 31,000 years from 1970: no epoch is beyond it
+_EPOCH_DIGITS = 20  # room for leading zeros
 
 
 def epoch_of(text: str) -> int | None:
-    """Milliseconds since 1970 (a fractional epoch truncated); None for text that is no such
-    time: nan, inf (which crashed the collector) or beyond MAX_EPOCH_MS."""
-    try:
-        value = float(text)
-    except ValueError:
+    """Milliseconds since 1970; None for text that is no such time (epoch_problem says why)."""
+    # Raptor's epoch is JavaScript's Date.now(): whole milliseconds, digits only. A fraction
+    # is no Raptor epoch (it was truncated in silence); nan, inf, 1e12 and Python's 1_000 fail
+    # here too.
+    if not (text.isdigit() and text.isascii()) or len(text) > _EPOCH_DIGITS:
+        return None  # the length first: int() refuses 4,300 digits with a ValueError
+    value = int(text)
+    return value if value <= MAX_EPOCH_MS else None
+
+
+def epoch_problem(text: str) -> str | None:
+    """Why `text` is no epoch (epoch_of's None); None when it is one."""
+    if epoch_of(text) is not None:
         return None
-    if "_" in text or not abs(value) <= MAX_EPOCH_MS:  # Python reads 1_000; nan compares false
-        return None
-    return int(value)
+    shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
+    whole, dot, fraction = text.partition(".")
+    if dot and whole.isdigit() and fraction.isdigit() and whole.isascii() and fraction.isascii():
+        return (
+            f"epoch {shown} has a fraction: Raptor logs whole milliseconds (Date.now()), "
+            "so it is no Raptor epoch"
+        )
+    if text.isdigit() and text.isascii():
+        return f"epoch {shown} is past 10^15 ms since 1970"
+    return f"epoch {shown} is not whole milliseconds since 1970 (digits only)"
 
 
 def parse_launch(line: str) -> Launch | None:

@@ -130,3 +130,24 @@ def test_a_silent_adb_server_ends_markers_and_capture_with_its_name(
             f"labd: device emulator-5554: the adb server at 127.0.0.1:{adb.port} "
             "did not answer within 10 s\n"
         )
+
+
+def test_every_app_still_launching_when_the_log_ends_is_reported(tmp_path: Path) -> None:
+    """Two apps launching at once, neither done by the end: the CLI printed only the first."""
+    from tests.markers_log import brief_iteration
+
+    log = tmp_path / "two.log"
+    one = brief_iteration(1_700_000_000_000, app="one.example.org")[:-2]  # before fullyLoaded
+    two = brief_iteration(1_700_000_000_050, pid=7000, app="two.example.org")[:-2]
+    log.write_text("\n".join(line for pair in zip(one, two, strict=True) for line in pair) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "labd", "markers", "--file", str(log), "--json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    import json
+
+    shown = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [it["app"] for it in shown] == ["one.example.org", "two.example.org"]
+    assert all("the log ends before fullyLoaded" in it["problems"] for it in shown)
+    assert "2 iterations from" in done.stderr
