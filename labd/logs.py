@@ -81,9 +81,14 @@ def stderr_is_journal(environ: Mapping[str, str] | None = None) -> bool:
         info = os.fstat(sys.stderr.fileno())
     except (OSError, ValueError):
         return False
-    return device.isdigit() and inode.isdigit() and (info.st_dev, info.st_ino) == (
-        int(device),
-        int(inode),
+    return (
+        device.isdigit()
+        and inode.isdigit()
+        and (info.st_dev, info.st_ino)
+        == (
+            int(device),
+            int(inode),
+        )
     )
 
 
@@ -106,15 +111,16 @@ class ClientErrorsQuiet(logging.Filter):
     Anything else (a handler's exception, a 500) stays an error with its traceback. Bytes
     that are not HTTP at all (a scanner, TLS on the plain port) aiohttp logs at debug level,
     as noise on a reachable port: the same line then, at debug level. A flood of them is one
-    line a minute: the first, then the next a minute on with how many were left out since."""
+    line a minute: the first, then the next a minute on with how many were left out since.
+    Warnings and debug noise are counted apart, so a scanner's noise never hides a warning."""
 
     REASON_LIMIT = 200  # the reason can quote the client's bytes (a bad request line)
     EVERY_S = 60.0
 
     def __init__(self) -> None:
         super().__init__()
-        self._said_at: float | None = None
-        self._left_out = 0
+        self._said_at: dict[bool, float] = {}  # by whether the line is a warning
+        self._left_out: dict[bool, int] = {True: 0, False: 0}
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
@@ -124,10 +130,12 @@ class ClientErrorsQuiet(logging.Filter):
 
         if isinstance(exc, BadHttpMessage):
             now = time.monotonic()
-            if self._said_at is not None and now - self._said_at < self.EVERY_S:
-                self._left_out += 1
+            warning = record.levelno >= logging.WARNING
+            said_at = self._said_at.get(warning)
+            if said_at is not None and now - said_at < self.EVERY_S:
+                self._left_out[warning] += 1
                 return False
-            self._said_at = now
+            self._said_at[warning] = now
             reason = f"{type(exc).__name__}: {exc.message}"
             if len(reason) > self.REASON_LIMIT:
                 reason = reason[: self.REASON_LIMIT] + "..."
@@ -135,8 +143,8 @@ class ClientErrorsQuiet(logging.Filter):
             # One event to select on; who and why in fields (a Unix socket has no address).
             record.msg, record.args = "bad HTTP request refused", ()
             record.peer, record.reason = remote or "a Unix socket", reason
-            record.left_out, self._left_out = self._left_out, 0  # since the line before
-            if record.levelno >= logging.WARNING:
+            record.left_out, self._left_out[warning] = self._left_out[warning], 0  # since then
+            if warning:
                 record.levelno, record.levelname = logging.WARNING, "WARNING"
             record.exc_info, record.exc_text = None, None
         return True

@@ -18,6 +18,7 @@ STATE_DIR_MODE = 0o711
 PRIVATE_DIR_MODE = 0o700
 DATABASE_FILES = ("labd.db", "labd.db-wal", "labd.db-shm")
 PID_FILE = "labd.pid"  # SQLite gives -wal/-shm the db's mode
+CREDENTIALS_DIR = "credentials"  # labd.auth's LOCAL_FILE lives in it
 
 
 def prepare_state_dir(path: Path, sqlite: bool) -> None:
@@ -40,6 +41,11 @@ def prepare_state_dir(path: Path, sqlite: bool) -> None:
             os.close(os.open(path / DATABASE_FILES[0], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     for name in DATABASE_FILES:
         _tighten(path / name, 0o600)
+    # The local admin's credentials (labd.auth): left listable by hand, say, its folder is
+    # taken back too; the file itself is made 0600 whenever it is written.
+    _tighten(path / CREDENTIALS_DIR, PRIVATE_DIR_MODE)
+    for key_file in _regular_files(path / CREDENTIALS_DIR):
+        _tighten(key_file, 0o600)
 
 
 def lock_state_dir(path: Path) -> int:
@@ -85,3 +91,11 @@ def _tighten(path: Path, mode: int) -> None:
         return
     if info.st_uid == os.geteuid() and info.st_mode & 0o777 & ~mode:
         path.chmod(info.st_mode & 0o777 & mode)
+
+
+def _regular_files(folder: Path) -> list[Path]:
+    """The files directly in `folder` (none when it is missing or no folder)."""
+    try:
+        return [entry for entry in folder.iterdir() if entry.is_file() and not entry.is_symlink()]
+    except OSError:
+        return []

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -142,9 +143,17 @@ def _scenario(driver: type[Driver], scenario: object, seen: set[str]) -> list[st
 
 def _failure(error: BaseException) -> str:
     """The error and where in the plugin's code it was raised."""
-    frames = traceback.extract_tb(error.__traceback__)
+    # The last frame outside Python's import machinery (`<frozen importlib._bootstrap>`,
+    # importlib's own files), where a module that is not there is noticed: no line of the
+    # plugin's, nor one an admin could act on.
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not _importing(f.filename)]
     at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     return f"{type(error).__name__}: {error}{at}"
+
+
+def _importing(filename: str) -> bool:
+    """Whether a frame is labd's loader or Python's import machinery, not the plugin's."""
+    return filename == __file__ or filename.startswith("<") or "importlib" in Path(filename).parts
 
 
 def _where(cls: type) -> str:

@@ -147,6 +147,15 @@ def migrate(conn: Connection) -> list[int]:
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
     tables.schema_migrations.create(conn, checkfirst=True)
     done = set(conn.scalars(sa.select(tables.schema_migrations.c.version)))
+    known = {version for version, _, _ in MIGRATIONS}
+    if newer := sorted(done - known):
+        # A newer labd migrated it (a rollback, or a host not yet upgraded on a shared
+        # database): this code would write rows that code does not expect.
+        raise ValueError(
+            f"its schema has version {newer[-1]}, newer than this labd knows (up to "
+            f"{max(known)}): run the labd that migrated it (or newer), or restore the backup "
+            "taken before the upgrade"
+        )
     applied = []
     for version, _, step in MIGRATIONS:
         if version in done:

@@ -206,3 +206,34 @@ async def test_a_flood_of_bad_requests_is_one_line_a_minute(
         await side.stop(1)
     lines = [x for x in json_lines(capsys.readouterr().err) if x["logger"] == "aiohttp.server"]
     assert [x["left_out"] for x in lines] == [0, 49]
+
+
+async def test_a_scanner_s_noise_does_not_hide_a_bad_request_s_warning(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Bytes that are not HTTP (debug noise, written at level debug) used the minute's one
+    line: an oversized request right after was not said (an operations tester)."""
+    import asyncio
+
+    from labd.config import HttpSettings
+    from labd.daemon.http import SidePort
+
+    configure_logging("debug", "json")
+    side = SidePort(HttpSettings(port=0, api_host=""), lambda: b"")
+    await side.start()
+
+    async def send(data: bytes) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", side.port)
+        writer.write(data)
+        await reader.read()
+        writer.close()
+
+    try:
+        await send(b"GARBAGE\r\n\r\n")
+        await send(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n")
+    finally:
+        await side.stop(1)
+    lines = [x for x in json_lines(capsys.readouterr().err) if x["logger"] == "aiohttp.server"]
+    assert [x["level"] for x in lines] == ["debug", "warning"]
+    assert lines[0]["reason"].startswith("BadHttpMethod")
+    assert lines[1]["reason"].startswith("LineTooLong")

@@ -19,7 +19,8 @@ from labd.events import (
 )
 from labd.model import Device, DeviceSelector, Iteration, JobState, TestSpec
 from labd.model.device import AdminState
-from labd.store import JobConflict, Store, lane_key
+from labd.store import JobConflict, Store, StoreError, lane_key
+from labd.store.migrations import MIGRATIONS
 
 
 def spec(priority: int = 0, platform: str = "host", test: str = "t", **kw: object) -> TestSpec:
@@ -240,6 +241,25 @@ async def test_migration_v7_gives_new_jobs_a_queue_deadline_and_old_ones_none(
         assert old is not None and old.queue_deadline is None
     finally:
         await reopened.close()
+
+
+async def test_a_database_a_newer_labd_migrated_is_refused_naming_both_versions(
+    store: Store,
+) -> None:
+    """A rollback ran on a newer schema without a word (an operations tester)."""
+    import sqlalchemy as sa
+
+    async with store.engine.begin() as conn:
+        await conn.execute(
+            sa.text("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)")
+        )
+    with pytest.raises(StoreError) as caught:
+        await Store.open(store.engine.url.render_as_string(hide_password=False))
+    known = max(version for version, _, _ in MIGRATIONS)
+    assert str(caught.value).endswith(
+        f"its schema has version 99, newer than this labd knows (up to {known}): run the labd "
+        "that migrated it (or newer), or restore the backup taken before the upgrade"
+    )
 
 
 async def test_every_job_change_queues_one_numbered_event_in_its_transaction(

@@ -26,10 +26,16 @@ def test_an_older_labds_readable_files_are_tightened(tmp_path: Path) -> None:
     for name in ("labd.db", "labd.db-wal"):
         (state / name).write_text("rows")
         (state / name).chmod(0o644)
+    (state / "credentials").mkdir()
+    (state / "credentials" / "local.toml").write_text("secret")
+    (state / "credentials").chmod(0o755)  # an operations tester: listable after a restart
+    (state / "credentials" / "local.toml").chmod(0o644)
     prepare_state_dir(state, sqlite=True)
     assert (mode(state), mode(state / "jobs")) == (0o711, 0o700)
     assert mode(state / "labd.db") == mode(state / "labd.db-wal") == 0o600
     assert (state / "labd.db").read_text() == "rows"
+    assert mode(state / "credentials") == 0o700
+    assert mode(state / "credentials" / "local.toml") == 0o600
 
 
 def test_no_sqlite_file_is_made_when_the_database_is_elsewhere(tmp_path: Path) -> None:

@@ -77,6 +77,14 @@ def test_wrong_types_are_refused_with_the_reason() -> None:
     assert why["broken"].endswith("broken_plugin.py:3)")
 
 
+def test_a_plugin_module_that_is_not_there_names_no_line_of_python_s_import_machinery() -> None:
+    """`ModuleNotFoundError ... (at <frozen importlib._bootstrap>:1140)`: no line to open."""
+    missing = EntryPoint("gone", "labd_no_such_plugin_module:Driver", DRIVER_GROUP)
+    why = load_plugins(DRIVER_GROUP, [missing]).refused["gone"]
+    assert why.startswith("labd_no_such_plugin_module:Driver failed to import: ModuleNotFoundError")
+    assert "<frozen" not in why and "importlib" not in why and " (at " not in why
+
+
 def test_power_plugins_are_checked_as_power_controls() -> None:
     registry = load_plugins(POWER_GROUP, [entry("relay", "Relay", POWER_GROUP),
                                           entry("good", "Good", POWER_GROUP)])  # fmt: skip
