@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
-from labd.config import load_config, masked_dump, render_example, render_toml
+from labd.config import env_overrides, load_config, masked_dump, render_example, render_toml
 from labd.errors import ConfigError
 
 
@@ -20,10 +21,14 @@ def check(args: argparse.Namespace) -> int:
     if problems := run_refusals(loaded.settings, loaded.path.name if loaded.path else source):
         raise ConfigError(problems)
     effective = masked_dump(loaded.settings)
+    # Variables that changed values (all valid by now): the file alone does not say it all.
+    overrides = env_overrides(os.environ)
     if args.json:
-        print(json.dumps({"source": source, "valid": True, "settings": effective}, indent=2))
+        answer = {"source": source, "environment": overrides, "valid": True, "settings": effective}
+        print(json.dumps(answer, indent=2))
     else:
-        print(f"# {source}: valid\n")
+        changed = f" (with {', '.join(overrides)})" if overrides else ""
+        print(f"# {source}{changed}: valid\n")
         print(render_toml(effective))
     return 0
 

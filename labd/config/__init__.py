@@ -3,7 +3,12 @@
 from labd.config.access import LOCAL_PRINCIPAL, AuthSettings, PolicySettings, PrincipalSettings
 from labd.config.artefacts import ArtefactSettings, SuiteRetention
 from labd.config.example import render_example
-from labd.config.loader import LoadedConfig, find_config_file, load_config
+from labd.config.loader import (
+    LoadedConfig,
+    env_overrides,
+    find_config_file,
+    load_config,
+)
 from labd.config.measurement import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.config.models import (
     DaemonSettings,
@@ -40,6 +45,7 @@ __all__ = [
     "Settings",
     "StoreSettings",
     "SuiteRetention",
+    "env_overrides",
     "find_config_file",
     "load_config",
     "masked_dump",

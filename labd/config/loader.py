@@ -36,6 +36,11 @@ class LoadedConfig:
     path: Path | None
 
 
+def env_overrides(environ: Mapping[str, str]) -> list[str]:
+    """The `LABD_<SECTION>__<KEY>` variables set: what changes the file's values."""
+    return sorted(n for n in environ if n.startswith(ENV_PREFIX) and ENV_SEPARATOR in n)
+
+
 def find_config_file(explicit: str | os.PathLike[str] | None) -> Path | None:
     """The file to read: the explicit one, else $LABD_CONFIG, else the first that exists."""
     if explicit:

@@ -58,6 +58,25 @@ def test_config_check_prints_effective_config_with_secrets_masked(tmp_path: Path
     assert report["valid"] and report["settings"]["http"]["port"] == 9471
 
 
+def test_config_check_names_the_variables_that_changed_values() -> None:
+    """It said `# labd.toml: valid` when a variable had turned the console off."""
+    import os
+
+    example = str(ROOT / "config.example.toml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LABD_")}
+    env |= {"LABD_HTTP__CONSOLE": "false", "LABD_LOG__LEVEL": "debug"}
+    command = [sys.executable, "-m", "labd", "config", "check", example]
+    text = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert text.stdout.splitlines()[0] == (
+        f"# {example} (with LABD_HTTP__CONSOLE, LABD_LOG__LEVEL): valid"
+    )
+    report = json.loads(
+        subprocess.run([*command, "--json"], capture_output=True, text=True, env=env).stdout
+    )
+    assert report["environment"] == ["LABD_HTTP__CONSOLE", "LABD_LOG__LEVEL"]
+    assert report["settings"]["http"]["console"] is False
+
+
 def test_usage_error_exits_2() -> None:
     assert labd("no-such-command").returncode == 2
 
