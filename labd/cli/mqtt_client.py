@@ -61,6 +61,14 @@ def _prefix(settings: Settings) -> str:
     return settings.mqtt.prefix or f"labd/v1/{settings.daemon.lab}"
 
 
+def refusal_error(answer: dict[str, Any]) -> LabdError:
+    """labd's refusal as the error to raise: a runtime failure (exit 3) when labd could not do
+    it now (`unavailable`: its database away or its disk full, as the API says it), else the
+    request's own fault (exit 2)."""
+    problems = "\n".join(answer.get("problems") or ["refused"])
+    return LabdError(problems) if answer.get("reason") == "unavailable" else UsageError(problems)
+
+
 class Session:
     """A connected, signing client with a reply topic of its own."""
 
@@ -107,7 +115,7 @@ class Session:
 
     def refusal(
         self, topic: str, body: dict[str, Any], correlation: str, timer: asyncio.Timeout
-    ) -> UsageError | None:
+    ) -> LabdError | None:
         """labd's refusal of our request on <prefix>/errors (a request whose signature did
         not hold is answered only there), as the error to raise. A host that could not verify
         the signature may not be the only one: each host of a lab has its own `local` key, and
@@ -117,7 +125,7 @@ class Session:
             return None
         problems = "\n".join(body.get("problems") or ["refused"])
         if body.get("reason") not in CREDENTIALS_REFUSED:
-            return UsageError(problems)
+            return refusal_error(body)
         where = self.creds.path or "the credentials file"
         self.unverified = UsageError(
             f"{problems}\n(signed as {self.creds.principal!r} with {where}: labd does not know "
@@ -276,7 +284,7 @@ async def submit_and_follow(
     except aiomqtt.MqttError as e:
         raise _mqtt_failure(e) from e
     if answer is not None and not answer.get("accepted"):
-        raise UsageError("\n".join(answer.get("problems") or ["refused"]))
+        raise refusal_error(answer)
     duplicate = bool(answer and answer.get("duplicate"))
     state = events[-1]["state"] if events else (answer or {}).get("state", "")
     return {
@@ -332,18 +340,18 @@ async def _ask(settings: Settings, suffix: str, body: dict[str, Any], within: fl
 async def cancel(settings: Settings, job_id: str, within: float = 10) -> None:
     answer = await _ask(settings, f"jobs/{job_id}/cancel", {}, within)
     if not answer.get("ok"):
-        raise UsageError("\n".join(answer.get("problems") or ["refused"]))
+        raise refusal_error(answer)
 
 
 async def command(settings: Settings, device_id: str, action: str, within: float = 10) -> None:
     answer = await _ask(settings, f"devices/{device_id}/command", {"action": action}, within)
     if not answer.get("ok"):
-        raise UsageError("\n".join(answer.get("problems") or ["refused"]))
+        raise refusal_error(answer)
 
 
 async def query(settings: Settings, request: dict[str, Any], within: float = 10) -> dict[str, Any]:
     """Ask a labd host over MQTT (list, show, results); the answer's data, as the local API's."""
     answer = await _ask(settings, "jobs/query", request, within)
     if not answer.get("ok"):
-        raise UsageError("\n".join(answer.get("problems") or ["refused"]))
+        raise refusal_error(answer)
     return dict(answer.get("data") or {})

@@ -314,6 +314,7 @@ class Inbound:
                     accepted=False,
                     problems=refused.problems,
                     correlation=request.correlation,
+                    reason=refused.reason,
                 )
                 # A "rejected" event goes on the job's topic only when no job has that id: the
                 # events of an existing job (anyone's) are its own, never a refusal's.
@@ -333,10 +334,14 @@ class Inbound:
                     ok=False,
                     problems=refused.problems,
                     correlation=request.correlation,
+                    reason=refused.reason,
                 )
             else:
                 answer = RequestAnswer(
-                    ok=False, problems=refused.problems, correlation=request.correlation
+                    ok=False,
+                    problems=refused.problems,
+                    correlation=request.correlation,
+                    reason=refused.reason,
                 )
             replies += answers(incoming, answer)
         return replies

@@ -136,6 +136,11 @@ class QueryAnswer(Message):
     ok: bool
     data: dict[str, Any] = Field(default_factory=dict)
     problems: list[str] = Field(default_factory=list)
+    reason: str = Field(
+        "",
+        description="Why it was refused, the code <prefix>/errors gives (`unavailable`: labd "
+        "could not do it now, nothing was done, send it again); empty when it was not.",
+    )
 
 
 class JobEvent(Message):
@@ -269,6 +274,11 @@ class SubmitAnswer(Message):
     state: str = ""
     problems: list[str] = Field(default_factory=list)
     correlation: str = ""
+    reason: str = Field(
+        "",
+        description="Why it was refused, the code <prefix>/errors gives (`unavailable`: labd "
+        "could not do it now, nothing was done, send it again); empty when it was not.",
+    )
 
 
 class RequestAnswer(Message):
@@ -277,6 +287,11 @@ class RequestAnswer(Message):
     ok: bool
     problems: list[str] = Field(default_factory=list)
     correlation: str = ""
+    reason: str = Field(
+        "",
+        description="Why it was refused, the code <prefix>/errors gives (`unavailable`: labd "
+        "could not do it now, nothing was done, send it again); empty when it was not.",
+    )
 
 
 class ErrorMessage(Message):

@@ -93,6 +93,7 @@ async def test_submit_follow_and_result(
             "state": "queued",
             "problems": [],
             "correlation": "",
+            "reason": "",
         }
         await ci.wait_for(lambda: finished(ci, "job-1"))
         events = events_of(ci, "job-1")

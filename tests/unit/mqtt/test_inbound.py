@@ -21,7 +21,9 @@ from labd.auth import (
     sign,
 )
 from labd.auth.principals import Principal, Role
+from labd.cli.mqtt_client import refusal_error
 from labd.config import AuthSettings, MqttSettings
+from labd.errors import EXIT_RUNTIME, EXIT_USAGE
 from labd.mqtt import Inbound, Topics
 from labd.mqtt.client import encode
 from labd.mqtt.messages import ErrorMessage, QueryAnswer, RequestAnswer, SubmitAnswer
@@ -425,6 +427,13 @@ async def test_a_request_meeting_a_closed_database_is_answered_unavailable(
     replies = await harness.send(TOPICS.submit, body, CI)
     assert error(replies).reason == "unavailable"
     assert "nothing was done, send it again" in answer(replies).problems[0]
+    # The client's own answer says so too: `labd submit --via mqtt` exits 3 for it, as over
+    # the API (it exited 2, a usage error, for a full disk).
+    assert answer(replies).reason == "unavailable"
+    assert refusal_error(answer(replies).model_dump()).exit_code == EXIT_RUNTIME
+    assert (
+        refusal_error({"problems": ["spec: bad"], "reason": "invalid_spec"}).exit_code == EXIT_USAGE
+    )
 
 
 def nested(depth: int) -> Any:
