@@ -22,6 +22,8 @@ def _authority(directory: str | None):  # type: ignore[no-untyped-def]
 
 # The shaping options and the manifest's [network] keys they stand for: both are checked by
 # the one model, NetworkSpec, so the command line refuses what a manifest refuses.
+SKIPPED_SAID = 100  # archive entries named on stderr as skipped; the others are counted
+
 SHAPING_OPTIONS = {
     "latency_ms": "--latency-ms",
     "down_kbps": "--down-kbps",
@@ -77,13 +79,16 @@ def _log_to_stderr(args: argparse.Namespace) -> None:
     configure_logging(args.log_level or "info", args.log_format or "auto")
 
 
-def _writable(out: Path) -> None:
+def _writable(out: Path, overwrite: bool) -> None:
     """Refuse, before anything is recorded, an archive path that cannot be written (a
     directory, /proc) or is not a file (/dev/null, a pipe): found only at the end, it lost the
-    whole recording, or replaced a device with a regular file."""
-    from labd.replay import not_a_file
+    whole recording, or replaced a device with a regular file. An archive already there is
+    kept unless `overwrite`: a recording stopped at once replaced 3 MB with an empty one."""
+    from labd.replay import already_there, not_a_file
 
     if problem := not_a_file(out):
+        raise UsageError(problem)
+    if not overwrite and (problem := already_there(out)):
         raise UsageError(problem)
     probe = out.with_name(out.name + ".partial")
     try:
@@ -106,7 +111,7 @@ def record(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         raise UsageError(f"{out}: no such directory {out.parent}")
-    _writable(out)
+    _writable(out, args.overwrite)
     upstream_ca = Path(args.upstream_ca) if args.upstream_ca else None
     if upstream_ca is not None:
         try:
@@ -115,7 +120,11 @@ def record(args: argparse.Namespace) -> int:
             reason = getattr(e, "strerror", None) or getattr(e, "reason", None) or str(e)
             raise UsageError(f"--upstream-ca {upstream_ca}: {reason}") from None
     max_body = _mebibytes("--max-body-mb", args.max_body_mb)
-    asyncio.run(record(out, args.host, args.port, _authority(args.ca), upstream_ca, max_body))
+    asyncio.run(
+        record(
+            out, args.host, args.port, _authority(args.ca), upstream_ca, max_body, args.overwrite
+        )
+    )
     return 0
 
 
@@ -134,8 +143,11 @@ def serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--profile: {e}") from None
     chosen = profile_for(network.model_copy(update={"profile": named}))
     archive = load(Path(args.archive), max_bytes, args.ignore_param or ())
-    for problem in archive.skipped:
+    listed = archive.skipped[:SKIPPED_SAID]
+    for problem in listed:
         print(f"labd replay: skipped {shown(problem)}", file=sys.stderr)
+    if unlisted := len(archive.skipped) - len(listed):
+        print(f"labd replay: {unlisted} more entries skipped, not listed", file=sys.stderr)
     summary = asyncio.run(
         serve(archive, Shaper(chosen, args.seed), args.host, args.port, _authority(args.ca))
     )

@@ -219,6 +219,11 @@ def add_replay_commands(nouns: Any) -> None:
     record.add_argument("--ca", metavar="DIR", help="the replay CA (labd replay ca) for HTTPS")
     record.add_argument("--upstream-ca", metavar="PEM", help="trust this CA for origins too")
     record.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace OUT.har if it exists (refused otherwise); an empty recording never does",
+    )
+    record.add_argument(
         "--max-body-mb",
         type=float,
         default=64,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
+from labd.replay.encoding import coding_of
 from labd.replay.errors import ArchiveError
 from labd.textfile import size_text
 from labd.validation import MAX_DEPTH, too_deep
@@ -29,7 +30,8 @@ from labd.validation import MAX_DEPTH, too_deep
 Key = tuple[str, str, str, str, str]
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # Hop-by-hop and framing headers: the server sets them for the body it actually sends (HAR
-# bodies are stored decoded, so a recorded Content-Encoding would lie).
+# bodies are stored decoded: a recorded Content-Encoding is kept apart, in Response.encoding,
+# and sent only with a body encoded again to match).
 DROPPED_HEADERS = {
     "connection", "keep-alive", "proxy-connection", "transfer-encoding", "content-length",
     "content-encoding", "upgrade", "te", "trailer",
@@ -124,7 +126,8 @@ class Response:
     status: int
     reason: str
     headers: tuple[tuple[str, str], ...]
-    body: bytes
+    body: bytes  # decoded
+    encoding: str = ""  # the recorded Content-Encoding ("gzip"), "" for none
 
 
 @dataclass
@@ -253,7 +256,7 @@ def _entry(entry: Any, ignore_params: frozenset[str], problems: list[str]) -> tu
             raise ValueError(f"response.content.text: bad base64 ({e})") from None
     else:
         body = text.encode("utf-8")
-    headers = _headers(response.get("headers") or [], problems)
+    headers, encoding = _headers(response.get("headers") or [], problems)
     # Exports that list no headers still name the type; a stylesheet or script served without
     # one is refused by a browser under nosniff, and the page would load differently.
     mime = content.get("mimeType")
@@ -267,19 +270,24 @@ def _entry(entry: Any, ignore_params: frozenset[str], problems: list[str]) -> tu
     method = request.get("method")
     if not isinstance(method, str) or not TOKEN.fullmatch(method):
         raise ValueError(f"request.method {method!r} is not an HTTP method")
-    return request_key(method, url, ignore_params), Response(status, reason, headers, body)
+    key = request_key(method, url, ignore_params)
+    return key, Response(status, reason, headers, body, encoding)
 
 
-def _headers(listed: Any, problems: list[str]) -> tuple[tuple[str, str], ...]:
-    """The headers to send: framing and HTTP/2 pseudo-headers dropped silently (the server
-    sets its own), those HTTP cannot carry dropped and described in `problems`."""
+def _headers(listed: Any, problems: list[str]) -> tuple[tuple[tuple[str, str], ...], str]:
+    """(the headers to send, the recorded content coding): framing and HTTP/2 pseudo-headers
+    dropped silently (the server sets its own), those HTTP cannot carry dropped and described
+    in `problems`."""
     if not isinstance(listed, list):
         raise ValueError("response.headers: expected a list")
-    kept = []
+    kept, encoding = [], ""
     for j, header in enumerate(listed):
         if not isinstance(header, dict) or not {"name", "value"} <= header.keys():
             raise ValueError(f"response.headers[{j}]: expected an object with name and value")
         name, value = str(header["name"]), str(header["value"])
+        if name.lower() == "content-encoding":
+            encoding = coding_of(value)  # the replay server encodes the body again to match
+            continue
         if name.lower() in DROPPED_HEADERS or name.startswith(":"):
             continue
         if not TOKEN.fullmatch(name):
@@ -290,7 +298,7 @@ def _headers(listed: Any, problems: list[str]) -> tuple[tuple[str, str], ...]:
             )
         else:
             kept.append((name, value))
-    return tuple(kept)
+    return tuple(kept), encoding
 
 
 def har_entry(
@@ -304,12 +312,20 @@ def har_entry(
     body: bytes,
     started: str,
     time_ms: float,
+    wire_size: int | None = None,
 ) -> dict[str, Any]:
-    """One HAR 1.2 entry; bodies that are not UTF-8 text, or hold control characters JSON
-    would escape six bytes to one, are stored as base64."""
+    """One HAR 1.2 entry; `body` is decoded, and bodies that are not UTF-8 text, or hold
+    control characters JSON would escape six bytes to one, are stored as base64. Under a
+    Content-Encoding among `headers`, `wire_size` is the body's size as received (encoded):
+    HAR's bodySize, and content.compression the bytes it saved; unknown, bodySize is -1."""
     headers = list(headers)
     mime = next((v for k, v in headers if k.lower() == "content-type"), "")
     content: dict[str, Any] = {"size": len(body), "mimeType": mime}
+    body_size = len(body)
+    if any(k.lower() == "content-encoding" and coding_of(v) for k, v in headers):
+        body_size = -1 if wire_size is None else wire_size
+        if wire_size is not None:
+            content["compression"] = len(body) - wire_size
     try:
         text: str | None = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -341,7 +357,7 @@ def har_entry(
             "content": content,
             "redirectURL": "",
             "headersSize": -1,
-            "bodySize": len(body),
+            "bodySize": body_size,
         },
         "cache": {},
         "timings": {"send": 0, "wait": time_ms, "receive": 0},

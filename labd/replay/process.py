@@ -21,6 +21,7 @@ log = structlog.get_logger("labd.replay")
 
 PR_SET_PDEATHSIG = 1  # prctl(2) option
 LINE_LIMIT = 1000  # characters of a server's log line carried into labd's log
+LINE_BUFFER = 2**20  # the longest line read from the server (its listening line names skips)
 LEVELS = ("debug", "info", "warning", "error")
 NOT_RELAYED = ("timestamp", "logger", "port")
 _LIBC = ctypes.CDLL(None)  # loaded here: dlopen takes locks, not safe after fork
@@ -70,6 +71,7 @@ class ReplayProcess:
         self.process: asyncio.subprocess.Process | None = None
         self.ready: dict[str, Any] = {}
         self._said: asyncio.Task[None] | None = None
+        self._last_said = ""  # the server's last line on stderr: why it stopped, if it did
 
     @property
     def port(self) -> int:
@@ -83,8 +85,12 @@ class ReplayProcess:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             preexec_fn=_die_with_labd,
+            limit=LINE_BUFFER,
         )
         assert self.process.stdout is not None and self.process.stderr is not None
+        # Read as it comes, from the start: a pipe nobody reads fills, and the server stalls
+        # on its next line (an archive's skipped entries, said before it listens, did).
+        self._said = asyncio.get_running_loop().create_task(self._relay(self.process.stderr))
         try:
             line = await asyncio.wait_for(self.process.stdout.readline(), ready_within)
         except TimeoutError:
@@ -94,20 +100,35 @@ class ReplayProcess:
                 f"replay server did not listen within {ready_within:.0f} s"
             ) from None
         if not line:
-            error = (await self.process.stderr.read()).decode(errors="replace").strip()
-            reason = error.splitlines()[-1] if error else "no output"
-            if await self.process.wait() == EXIT_USAGE:  # the job's archive: not the device's fault
+            status = await self.process.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._said, 5)
+            reason = self._last_said or "no output"
+            if status == EXIT_USAGE:  # the job's archive: not the device's fault
                 raise CannotStart(f"replay server: {reason}")
             raise InfrastructureError(f"replay server failed: {reason}")
         self.ready = json.loads(line)
-        # Read as it comes: a pipe nobody reads fills, and the server stalls on its next line.
-        self._said = asyncio.get_running_loop().create_task(self._relay(self.process.stderr))
         return self.ready
+
+    async def tally(self, within: float = 5.0) -> dict[str, Any]:
+        """What it has served and missed so far (`served`, `missed`, `last_miss`), asked for
+        by SIGUSR1; {} when it does not answer in time."""
+        if self.process is None or self.process.returncode is not None:
+            return {}
+        assert self.process.stdout is not None
+        self.process.send_signal(signal.SIGUSR1)
+        with contextlib.suppress(TimeoutError, ValueError):
+            async with asyncio.timeout(within):
+                while line := await self.process.stdout.readline():
+                    if line.startswith(b'{"tally"'):
+                        return dict(json.loads(line)["tally"])
+        return {}
 
     async def _relay(self, stderr: asyncio.StreamReader) -> None:
         """The server's log lines (JSON) into labd's log, one event each, at their level."""
         while line := await stderr.readline():
             text = line.decode(errors="replace").strip()
+            self._last_said = text
             try:
                 said = dict(json.loads(text))
             except (ValueError, TypeError):

@@ -12,6 +12,7 @@ import asyncio
 import datetime
 import ipaddress
 import json
+import os
 import socket
 import stat
 import time
@@ -20,6 +21,7 @@ from typing import Any
 
 import structlog
 from aiohttp import ClientError, ClientSession, web
+from aiohttp.compression_utils import HAS_BROTLI, HAS_ZSTD
 from yarl import URL
 
 from labd import __version__
@@ -29,16 +31,22 @@ from labd.replay.replaying import request_url
 
 log = structlog.get_logger("labd.replay")
 
+# Codings aiohttp decodes only with a module that may not be installed.
+OPTIONAL_CODINGS = {"br": HAS_BROTLI, "zstd": HAS_ZSTD}
+
 
 class TooLarge(Exception):
     """The origin's body is over the recorder's limit."""
 
 
 class RecordHandler:
-    def __init__(self, session: ClientSession, out: Path, max_body: int) -> None:
+    def __init__(
+        self, session: ClientSession, out: Path, max_body: int, overwrite: bool = False
+    ) -> None:
         self.session = session
         self.out = out
         self.max_body = max_body
+        self.overwrite = overwrite
         self.entries: list[dict[str, Any]] = []
         self.failed = 0
 
@@ -54,8 +62,10 @@ class RecordHandler:
         headers = [
             (k, v)
             for k, v in request.headers.items()
-            if k.lower() not in DROPPED_HEADERS | {"host"}
+            if k.lower() not in DROPPED_HEADERS | {"host", "accept-encoding"}
         ]
+        if codings := _decodable(request.headers.get("Accept-Encoding", "")):
+            headers.append(("Accept-Encoding", codings))
         started = datetime.datetime.now(datetime.UTC).isoformat()
         began = time.perf_counter()
         try:
@@ -63,9 +73,17 @@ class RecordHandler:
                 request.method, url, headers=headers, data=body or None, allow_redirects=False
             ) as upstream:
                 payload = await self._read(upstream.content)  # decoded, as HAR keeps them
+                wire_size = upstream.content.total_raw_bytes  # as received: encoded
                 status, reason = upstream.status, upstream.reason or ""
+                # The HAR keeps the origin's Content-Encoding, as browsers' exports do (replay
+                # encodes the body again); the client gets the body decoded, without it.
+                recorded_headers = [
+                    (k, v)
+                    for k, v in upstream.headers.items()
+                    if k.lower() not in DROPPED_HEADERS - {"content-encoding"}
+                ]
                 reply_headers = [
-                    (k, v) for k, v in upstream.headers.items() if k.lower() not in DROPPED_HEADERS
+                    (k, v) for k, v in recorded_headers if k.lower() != "content-encoding"
                 ]
         except (ClientError, TimeoutError, OSError, TooLarge) as e:
             self.failed += 1
@@ -83,10 +101,11 @@ class RecordHandler:
                 body,
                 status,
                 reason,
-                reply_headers,
+                recorded_headers,
                 payload,
                 started,
                 elapsed,
+                wire_size,
             )
         )
         return web.Response(
@@ -109,13 +128,35 @@ class RecordHandler:
 
     def write(self) -> Path:
         """The archive, replaced atomically so a reader never sees half of it; never over
-        what is not a file (a device, a pipe: as root, /dev/null became a regular file)."""
+        what is not a file (a device, a pipe: as root, /dev/null became a regular file), nor,
+        without `overwrite`, over a file that appeared while recording."""
         partial = self.out.with_name(self.out.name + ".partial")
         partial.write_text(json.dumps(har_document(self.entries, __version__), indent=1))
-        if problem := not_a_file(self.out):
+        problem = not_a_file(self.out) or (not self.overwrite and already_there(self.out))
+        if problem:
             raise UsageError(f"{problem}; the recording is in {partial}")
         partial.replace(self.out)
         return self.out
+
+
+def already_there(path: Path) -> str | None:
+    """Why a recording may not replace `path` without --overwrite (something is there), or
+    None."""
+    if not os.path.lexists(path):
+        return None
+    return f"{path} exists; labd replay record keeps it (--overwrite replaces it)"
+
+
+def _decodable(accept_encoding: str) -> str:
+    """The client's Accept-Encoding less the codings aiohttp cannot decode here (br without
+    the brotli module, zstd without its): an origin answering in one of those got a 502, so
+    a browser's "gzip, deflate, br, zstd" made much of a site unrecordable."""
+    kept = []
+    for item in accept_encoding.split(","):
+        coding = item.partition(";")[0].strip().lower()
+        if coding and (coding not in OPTIONAL_CODINGS or OPTIONAL_CODINGS[coding]):
+            kept.append(item.strip())
+    return ", ".join(kept)
 
 
 def not_a_file(path: Path) -> str | None:

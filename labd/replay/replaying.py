@@ -1,8 +1,10 @@
 """Replay: answer from the archive in memory, shaped, through the listener's one port.
 
 A request not in the archive gets a 404 with an `X-Labd-Replay: miss` header; misses are
-counted and listed when the server stops. The unshaped path does no per-request work beyond a
-dictionary lookup: headers are prepared once, at load.
+counted and listed when the server stops. A HEAD not recorded as such is answered as its
+recorded GET is, without the body, as an origin would. The unshaped path does no per-request
+work beyond a dictionary lookup: headers are prepared once, at load, and so are bodies
+encoded again in their recorded Content-Encoding (sent to clients that accept it).
 
 Every client is served from the one copy of a body loaded with the archive: a large body is
 written in slices of it, each after the client has taken the one before, so a slow reader
@@ -22,7 +24,8 @@ import structlog
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from labd.replay.har import Archive, Response, request_key
+from labd.replay.encoding import accepted, encoded
+from labd.replay.har import Archive, Key, Response, request_key
 from labd.replay.shaping import Shaper
 
 log = structlog.get_logger("labd.replay")
@@ -43,12 +46,19 @@ class Stats:
     misses: Counter[str] = field(default_factory=Counter)
     missed: int = 0  # every miss, listed or not
     errors: int = 0  # clients gone mid-response and the like
+    last_miss: str = ""
 
     def miss(self, what: str) -> None:
         self.missed += 1
         what = what if len(what) <= MISS_TEXT else what[:MISS_TEXT] + "..."
+        self.last_miss = what
         if what in self.misses or len(self.misses) < MISSES_KEPT:
             self.misses[what] += 1
+
+    def tally(self) -> dict[str, Any]:
+        """The counts so far, asked for while serving (SIGUSR1): a job's runner tells each
+        iteration's misses from the one before."""
+        return {"served": self.served, "missed": self.missed, "last_miss": self.last_miss}
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -68,6 +78,21 @@ class _Prepared:
     body: bytes
 
 
+@dataclass(frozen=True)
+class _Choices:
+    """One recorded response as it can be sent: decoded, and encoded again in its recorded
+    coding when that can be produced here."""
+
+    plain: _Prepared
+    coding: str = ""
+    encoded: _Prepared | None = None
+
+    def for_client(self, accept_encoding: str) -> _Prepared:
+        if self.encoded is not None and self.coding in accepted(accept_encoding):
+            return self.encoded
+        return self.plain
+
+
 class ReplayHandler:
     def __init__(self, archive: Archive, shaper: Shaper) -> None:
         self.archive = archive
@@ -78,7 +103,7 @@ class ReplayHandler:
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         url = request_url(request)
-        found = self.prepared.get(request_key(request.method, url, self.archive.ignore_params))
+        found = self._find(request_key(request.method, url, self.archive.ignore_params))
         shaper = self.shaper
         if shaper.profile.shaped:
             await self._shape_request(request)
@@ -90,14 +115,21 @@ class ReplayHandler:
                 headers={MISS_HEADER: "miss"},
             )
         self.stats.served += 1
-        if shaper.down is None and len(found.body) <= STREAM_OVER:
-            return web.Response(
-                status=found.status,
-                reason=found.reason or None,
-                headers=found.headers,
-                body=found.body,
-            )
-        return await self._sliced(request, found)
+        chosen = found.for_client(request.headers.get("Accept-Encoding", ""))
+        if request.method == "HEAD":
+            if shaper.down is not None:
+                await shaper.down.take(512)  # the status line and headers, roughly
+            return _whole(chosen)  # aiohttp sends its Content-Length, not the body
+        if shaper.down is None and len(chosen.body) <= STREAM_OVER:
+            return _whole(chosen)
+        return await self._sliced(request, chosen)
+
+    def _find(self, key: Key) -> _Choices | None:
+        """The recording for `key`; for a HEAD recorded only as a GET, the GET's."""
+        found = self.prepared.get(key)
+        if found is None and key[0] == "HEAD":
+            found = self.prepared.get(("GET", *key[1:]))
+        return found
 
     async def _shape_request(self, request: web.BaseRequest) -> None:
         """The request's side of the link: connection set-up once, upload pacing, the round trip."""
@@ -147,6 +179,28 @@ def request_url(request: web.BaseRequest) -> str:
     return str(url)
 
 
-def _prepare(response: Response) -> _Prepared:
+def _whole(prepared: _Prepared) -> web.Response:
+    return web.Response(
+        status=prepared.status,
+        reason=prepared.reason or None,
+        headers=prepared.headers,
+        body=prepared.body,
+    )
+
+
+def _prepare(response: Response) -> _Choices:
+    """Encoded once, at load: not again for every request. An empty body stays as it is
+    (a redirect, a 304)."""
     headers: CIMultiDict[str] = CIMultiDict(response.headers)
-    return _Prepared(response.status, response.reason, CIMultiDictProxy(headers), response.body)
+    plain = _Prepared(response.status, response.reason, CIMultiDictProxy(headers), response.body)
+    coding = response.encoding
+    body = encoded(response.body, coding) if coding and response.body else None
+    if body is None:  # none recorded, or one this machine cannot produce: identity
+        return _Choices(plain)
+    headers = headers.copy()
+    headers["Content-Encoding"] = coding
+    return _Choices(
+        plain,
+        coding,
+        _Prepared(response.status, response.reason, CIMultiDictProxy(headers), body),
+    )

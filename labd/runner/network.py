@@ -4,6 +4,7 @@ from the device, its profile written into every iteration's fingerprint."""
 from __future__ import annotations
 
 import asyncio
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -45,9 +46,14 @@ def archive_path(network: NetworkSpec, settings: ReplaySettings) -> tuple[Path, 
             f"network.archive: replay.archive_dir {root} is not a directory (make it and put "
             "the archives jobs may name there)"
         )
-    if not path.is_file():
+    try:
+        info = path.stat()
+    except OSError:
         return path, f"network.archive: no such file {path}"
-    if path.stat().st_size > settings.max_archive_mb * 2**20:
+    if not stat.S_ISREG(info.st_mode):  # a directory was "no such file"
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a pipe, a device or a socket"
+        return path, f"network.archive: {path} is not a regular file ({kind})"
+    if info.st_size > settings.max_archive_mb * 2**20:
         return (
             path,
             f"network.archive: {path} is over replay.max_archive_mb ({settings.max_archive_mb:g})",
@@ -62,10 +68,35 @@ def network_fingerprint(network: NetworkSpec, profile: Profile | None = None) ->
     return {**(profile or profile_for(network)).fingerprint(), "archive": network.archive}
 
 
+class MissWatch:
+    """Which requests of an iteration the archive did not hold: a page that loaded with
+    404s for its scripts or images is quick, and its numbers say nothing of the page."""
+
+    def __init__(self, server: ReplayProcess) -> None:
+        self.server = server
+        self.missed = 0
+
+    async def flags(self) -> list[str]:
+        """A flag for the requests missed since the last call (none: []); asked after each
+        iteration."""
+        tally = await self.server.tally()
+        missed = int(tally.get("missed", self.missed))
+        new, self.missed = missed - self.missed, missed
+        if new <= 0:
+            return []
+        return [
+            f"requests the replay archive does not hold: {new} (the last: "
+            f"{str(tally.get('last_miss', ''))[:MISS_SHOWN]})"
+        ]
+
+
+MISS_SHOWN = 200  # characters of a missed request in a flag
+
+
 @asynccontextmanager
 async def test_network(
     network: NetworkSpec, settings: ReplaySettings, driver: Driver, device: Device, ctx: RunContext
-) -> AsyncIterator[None]:
+) -> AsyncIterator[MissWatch]:
     profile = profile_for(network)
     path, problem = await asyncio.to_thread(archive_path, network, settings)  # off the loop
     if problem:  # changed since it was submitted: the job's fault, not the device's
@@ -82,8 +113,9 @@ async def test_network(
             address=address,
             profile=profile.name,
             entries=server.ready["entries"],
+            skipped=server.ready.get("skipped_count", 0),
         )
-        yield
+        yield MissWatch(server)
     finally:
         summary = await server.stop()
         if summary.get("missed"):

@@ -26,7 +26,7 @@ from labd.model import METRIC_NAME, METRIC_NAME_MAX, Device, Iteration, Job, Job
 from labd.redact import redact_text
 from labd.runner.conditions import judge
 from labd.runner.fingerprint import base_fingerprint, conditions_hash
-from labd.runner.network import test_network
+from labd.runner.network import MissWatch, test_network
 from labd.runner.variants import Slot, schedule
 from labd.sdk import Driver, RunContext, Scenario
 from labd.stats import refusal
@@ -132,11 +132,12 @@ async def _run(
     failed: list[str] = []
     aside: list[str] = []
     measured: list[dict[str, float]] = []
+    misses: MissWatch | None = None
     async with contextlib.AsyncExitStack() as stack:
         if spec.network is not None:
             first = next(iter(runs.values())).ctx
             network = test_network(spec.network, replay or ReplaySettings(), driver, device, first)
-            await stack.enter_async_context(network)
+            misses = await stack.enter_async_context(network)
             for scenario in runs.values():
                 scenario.ctx.network = first.network
                 scenario.ctx.fingerprint["network"] = first.fingerprint["network"]
@@ -155,7 +156,7 @@ async def _run(
         while position < len(plan):
             slot = plan[position]
             iteration = await _iteration(
-                runs[slot.variant], slot, position, driver, device, rules, secrets
+                runs[slot.variant], slot, position, driver, device, rules, secrets, misses
             )
             position += 1
             await _keep(store, iteration, lease_token)  # publishes IterationDone
@@ -239,6 +240,7 @@ async def _iteration(
     device: Device,
     rules: MeasurementSettings,
     secrets: list[str],
+    misses: MissWatch | None = None,
 ) -> Iteration:
     """Run one iteration between two readings of the device's conditions; its error and
     flags with the job's secrets masked."""
@@ -261,8 +263,10 @@ async def _iteration(
     values, refused = _taken(values, index)
     error = error or redact_text(refused, secrets)
     finished = datetime.now(UTC)
+    missed = await misses.flags() if misses is not None else []
     after = await _conditions(driver, device)
-    flags = [redact_text(f, secrets) for f in [*ctx.flags, *judge(before, after, rules)]]
+    raised = [*ctx.flags, *missed, *judge(before, after, rules)]
+    flags = [redact_text(f, secrets) for f in raised]
     fingerprint = {
         **ctx.fingerprint,
         "conditions": {"before": before, "after": after},

@@ -3,6 +3,7 @@ while it runs, with the profile in every iteration's fingerprint."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -77,6 +78,12 @@ async def test_bad_network_is_refused_at_submit_with_every_reason(
     ]
     with pytest.raises(InvalidSpec, match=r"network.archive: no such file .*missing.har"):
         await jobs.submit(spec(archive="missing.har"), "job.toml", submitter="t")
+    (archives / "dir.har").mkdir()  # it was "no such file"
+    with pytest.raises(InvalidSpec) as caught:
+        await jobs.submit(spec(archive="dir.har"), "job.toml", submitter="t")
+    assert caught.value.problems == [
+        f"job.toml: network.archive: {archives / 'dir.har'} is not a regular file (a directory)"
+    ]
     lost = spec(archive="site.har")
     lost["params"]["url"] = "http://site.test/not-recorded"
     with pytest.raises(
@@ -159,3 +166,67 @@ async def test_an_archive_that_cannot_be_served_is_refused_at_submit(
                 job["params"]["url"] = url
             with pytest.raises(InvalidSpec, match=rf"job.toml: network.archive: .*{name}: {says}"):
                 await jobs.submit(job, "job.toml", submitter="t")
+
+
+MISSING = """
+import urllib.request
+try:
+    urllib.request.urlopen('http://site.test/app.js')
+except Exception:
+    pass  # the page goes on without its script, and is quick
+"""
+
+
+async def test_requests_the_archive_does_not_hold_set_their_iteration_aside(
+    store: Store, archives: Path, tmp_path: Path
+) -> None:
+    """Every request a 404: the job succeeded with quick numbers, the misses in the log only
+    (a replay tester). Now each iteration says it, and is set aside; so is the job's result."""
+    driver = HostDriver(HostOptions(), "h1")
+    settings = ReplaySettings(archive_dir=str(archives))
+    jobs = JobService(
+        store, {"host": driver}, EventBus(), replay=settings, policy=policy_for_tests()
+    )
+    device = await store.upsert_device((await driver.discover())[0])
+    bad = spec(archive="site.har", profile="none") | {
+        "params": {"command": [sys.executable, "-c", MISSING]}
+    }
+    job, _ = await jobs.submit(bad, "job.toml", job_id="misses", submitter="t")
+    outcome = await run_job(
+        job, device, driver, jobs.params_of(job.spec, driver), store, EventBus(),
+        tmp_path / "misses", settings, policy=policy_for_tests(),
+    )  # fmt: skip
+    flag = "requests the replay archive does not hold: 1 (the last: GET http://site.test/app.js)"
+    assert outcome.state is JobState.FAILED
+    assert outcome.error == f"every measured iteration (2) was set aside; first: {flag}"
+    assert [(it.flags, it.set_aside) for it in await store.iterations("misses")] == [
+        ([flag], True),
+        ([flag], True),
+    ]
+
+
+async def test_an_archive_with_thousands_of_unservable_entries_still_starts(
+    store: Store, tmp_path: Path
+) -> None:
+    """Each skipped entry was a line on the server's stderr, read only once it listened: past
+    64 KiB of them the pipe filled, the server stalled, and the job timed out on the device."""
+    good = har_entry("GET", "http://site.test/", [], b"", 200, "OK", [], b"ok", "", 1)
+    broken = [
+        har_entry("GET", f"http://site.test/{n}", [], b"", 200, "OK", [], b"", "", 1)
+        | {"response": {"status": "abc"}}
+        for n in range(3000)
+    ]
+    (tmp_path / "site.har").write_text(json.dumps(har_document([good, *broken], "test")))
+    driver = HostDriver(HostOptions(), "h1")
+    settings = ReplaySettings(archive_dir=str(tmp_path))
+    jobs = JobService(
+        store, {"host": driver}, EventBus(), replay=settings, policy=policy_for_tests()
+    )
+    device = await store.upsert_device((await driver.discover())[0])
+    job, _ = await jobs.submit(spec(archive="site.har"), "job.toml", job_id="big", submitter="t")
+    async with asyncio.timeout(45):  # it hung for the 60 s the server has to listen
+        outcome = await run_job(
+            job, device, driver, jobs.params_of(job.spec, driver), store, EventBus(),
+            tmp_path / "big", settings, policy=policy_for_tests(),
+        )  # fmt: skip
+    assert outcome.state is JobState.SUCCEEDED, outcome.error

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import hashlib
 import json
+import random
 import signal
 import ssl
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from subprocess import PIPE
@@ -16,11 +19,12 @@ import aiohttp
 import pytest
 import trustme
 from aiohttp import web
+from aiohttp.compression_utils import HAS_BROTLI, HAS_ZSTD
 
 from labd.replay.certs import CA_CERT, write_ca
 from labd.replay.har import load
 from labd.replay.process import ReplayProcess
-from labd.replay.shaping import PROFILES
+from labd.replay.shaping import PROFILES, Profile
 
 PNG = bytes([0x89, 0x50, 0x4E, 0x47]) + bytes(range(256))
 
@@ -199,7 +203,32 @@ async def test_a_request_for_the_recorder_itself_is_refused(
                 assert r.status == 400 and "is this recorder itself" in await r.text()
         async with http.get(f"http://127.0.0.1:{port}/", headers={"Host": f"[::1]:{port}"}) as r:
             assert r.status == 400  # origin-form, asking for itself by another name
-    assert await recorded(recorder, out) == []
+    recorder.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(recorder.communicate(), 30)
+    assert f"nothing recorded; {out} not created" in err.decode() and not out.exists()
+
+
+async def test_an_archive_is_replaced_only_when_asked_and_never_by_nothing(
+    origin: tuple[Origin, int], recording: Recorder, tmp_path: Path
+) -> None:
+    """A recording stopped at once, with nothing in it, replaced a 3 MB archive of 11 entries
+    with one of none ("entries": [])."""
+    _, port = origin
+    out = tmp_path / "site.har"
+    out.write_text("recorded before")
+    recorder, _ = await recording(out, "--overwrite")
+    recorder.send_signal(signal.SIGINT)
+    said, err = await asyncio.wait_for(recorder.communicate(), 30)
+    assert recorder.returncode == 0
+    assert f"labd replay: nothing recorded; {out} left as it was" in err.decode()
+    assert json.loads(said)["archive"] is None
+    assert out.read_text() == "recorded before" and not list(tmp_path.glob("*.partial"))
+    recorder, recorder_port = await recording(out, "--overwrite")
+    async with aiohttp.ClientSession() as http:
+        page = f"http://127.0.0.1:{port}/page"
+        async with http.get(page, proxy=f"http://127.0.0.1:{recorder_port}") as r:
+            assert r.status == 200
+    assert await recorded(recorder, out) == [page]
 
 
 async def test_a_hanging_origin_holds_neither_the_others_nor_its_slots(
@@ -265,3 +294,102 @@ async def test_bodies_over_the_limit_or_cut_short_are_refused_and_not_recorded(
         )
     assert peak_kib < 200 * 1024  # Python, aiohttp and a body at the limit, not the stream
     assert await recorded(recorder, out) == [f"http://127.0.0.1:{port}/page"]
+
+
+def _page(words: int) -> bytes:
+    """HTML of words drawn from a small vocabulary: compresses about as a page does."""
+    draw = random.Random(7)
+    vocabulary = [f"word{n}" for n in range(400)]
+    return ("<p>" + " ".join(draw.choice(vocabulary) for _ in range(words)) + "</p>").encode()
+
+
+async def _raw_get(
+    port: int, path: str, accept: str, method: str = "GET"
+) -> tuple[int, dict[str, str], bytes, int]:
+    """(status, headers, body as sent, bytes on the wire) of one request in origin form."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = f"{method} {path} HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n"
+    head += f"Accept-Encoding: {accept}\r\n" if accept else ""
+    writer.write(head.encode() + b"\r\n")
+    received = await asyncio.wait_for(reader.read(), 30)
+    writer.close()
+    top, _, body = received.partition(b"\r\n\r\n")
+    lines = top.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body, len(received)
+
+
+async def test_a_gzipped_page_is_recorded_decoded_and_replayed_gzipped(
+    recording: Recorder, tmp_path: Path
+) -> None:
+    """The origin sent 70 bytes of gzip; the HAR kept 11,000 decoded bytes and no
+    Content-Encoding, and replay sent all 11,000 under the bandwidth limit (157 times the
+    bytes the page cost). A HEAD of the page was a 404 miss."""
+    page = _page(60_000)  # about 540 KB, 130 KB of gzip
+    zipped = gzip.compress(page)
+    asked: list[str] = []
+
+    async def gzipped(request: web.Request) -> web.Response:
+        asked.append(request.headers.get("Accept-Encoding", ""))
+        headers = {"Content-Encoding": "gzip", "Content-Type": "text/html"}
+        return web.Response(body=zipped, headers=headers)
+
+    app = web.Application()
+    app.add_routes([web.get("/page", gzipped)])
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    origin_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    out = tmp_path / "site.har"
+    try:
+        recorder, port = await recording(out)
+        async with aiohttp.ClientSession() as http:
+            browser = {"Accept-Encoding": "gzip, deflate, br, zstd"}
+            async with http.get(
+                f"http://127.0.0.1:{origin_port}/page",
+                proxy=f"http://127.0.0.1:{port}",
+                headers=browser,
+            ) as r:
+                assert r.status == 200 and await r.read() == page
+        await recorded(recorder, out)
+    finally:
+        await runner.cleanup()
+    # br (a browser's first choice) is asked for only when the recorder can decode it: it was
+    # a 502 and nothing recorded.
+    assert (
+        ("br" in asked[0]) == HAS_BROTLI and ("zstd" in asked[0]) == HAS_ZSTD and "gzip" in asked[0]
+    )
+    (entry,) = json.loads(out.read_text())["log"]["entries"]
+    response = entry["response"]
+    assert hashlib.md5(response["content"]["text"].encode()).digest() == hashlib.md5(page).digest()
+    assert {"name": "Content-Encoding", "value": "gzip"} in response["headers"]
+    assert response["bodySize"] == len(zipped)
+    assert response["content"]["compression"] == len(page) - len(zipped)
+
+    # Recorded as 127.0.0.1:PORT; asked for below in origin form, as site.test.
+    entry["request"]["url"] = "http://site.test/page"
+    out.write_text(json.dumps({"log": {"entries": [entry]}}))
+    server = ReplayProcess(out, Profile(down_kbps=8000))  # 1 MB/s
+    await server.start()
+    try:
+        began = time.perf_counter()
+        status, headers, body, wire = await _raw_get(server.port, "/page", "gzip, deflate, br")
+        took = time.perf_counter() - began
+        plain = await _raw_get(server.port, "/page", "")
+        head = await _raw_get(server.port, "/page", "gzip", method="HEAD")
+    finally:
+        summary = await server.stop()
+    assert status == 200 and headers["content-encoding"] == "gzip"
+    assert int(headers["content-length"]) == len(body) and wire < len(zipped) * 1.1
+    assert hashlib.md5(gzip.decompress(body)).digest() == hashlib.md5(page).digest()
+    assert took < len(page) / 1e6 / 2  # the link carried the gzip, not the page decoded
+    assert wire / 1e6 * 0.9 <= took
+    # A client that does not accept gzip gets the page as it is, its length as sent.
+    assert "content-encoding" not in plain[1] and plain[2] == page
+    assert int(plain[1]["content-length"]) == len(page)
+    # HEAD, recorded only as a GET: the GET's status and headers, no body.
+    assert head[0] == 200 and head[2] == b""
+    assert head[1]["content-length"] == headers["content-length"]
+    assert head[1]["content-encoding"] == "gzip"
+    assert summary["served"] == 3 and summary["missed"] == 0
