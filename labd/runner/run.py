@@ -62,8 +62,8 @@ async def run_job(
     """Run every iteration of job on device. InfrastructureError propagates (the caller
     retries); a failing iteration is recorded with its error and the job reported failed; a
     spec that cannot start (CannotStart) or input the device cannot take (UsageError) fails
-    the job at once. Values are written under
-    `lease_token` (the scheduler's lease): LeaseLost propagates once it moved on.
+    the job at once. Values are written under `lease_token` (the scheduler's lease):
+    LeaseLost propagates once it moved on.
 
     Errors may quote what the program wrote (its stderr): the job's secrets (`params.env`
     values, secret fields) are masked in every error and flag before it is stored or logged."""
