@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from labd.sdk import TestFailure, UsageError, check_duration, check_text, timed
+from labd_android.names import shown
 from labd_android.shell import PersistentShell
 
 # Hardware keys by name, Android's KeyEvent codes; looked up as desktop key names are (without
@@ -41,11 +42,11 @@ def keycode(name: object) -> str:
         return str(code)
     if KEYCODE_NAME.fullmatch(text.upper()):
         return text.upper()
-    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_KEYCODE:
+    if text.isascii() and text.isdigit() and len(text) <= 3 and 1 <= int(text) <= MAX_KEYCODE:
         return str(int(text))
     raise UsageError(
-        f"key {name!r}: expected a key name ({', '.join(KEYCODES)}), a KEYCODE_... name or "
-        f"a key code from 1 to {MAX_KEYCODE}"
+        f"key {shown(name if isinstance(name, str) else repr(name))}: expected a key name "
+        f"({', '.join(KEYCODES)}), a KEYCODE_... name or a key code from 1 to {MAX_KEYCODE}"
     )
 
 

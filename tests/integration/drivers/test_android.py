@@ -156,6 +156,7 @@ def test_keys_and_points_the_phone_cannot_take_are_refused_before_anything_is_se
         (lambda: keys.key("KEYCODE_BACK;id"), "key 'KEYCODE_BACK;id': expected a key name"),
         (lambda: keys.key("0"), "key '0'"),
         (lambda: keys.key("F13"), "key 'F13'"),
+        (lambda: keys.key("9" * 5000), f"key '{'9' * 60}'...: expected"),  # no int() of it
         (lambda: keys.tap(-5, 10), "x=-5: expected a whole number of pixels"),
         (lambda: keys.tap(10, 1.5), "y=1.5"),  # type: ignore[arg-type]
         (lambda: keys.tap(True, 10), "x=True"),
