@@ -46,24 +46,33 @@ class Stats:
     misses: Counter[str] = field(default_factory=Counter)
     missed: int = 0  # every miss, listed or not
     errors: int = 0  # clients gone mid-response and the like
-    last_miss: str = ""
+    page_missed: int = 0  # misses of the recorded sites' pages and resources (page_miss)
+    last_page_miss: str = ""
 
-    def miss(self, what: str) -> None:
+    def miss(self, what: str, of_page: bool = True) -> None:
         self.missed += 1
         what = what if len(what) <= MISS_TEXT else what[:MISS_TEXT] + "..."
-        self.last_miss = what
+        if of_page:
+            self.page_missed += 1
+            self.last_page_miss = what
         if what in self.misses or len(self.misses) < MISSES_KEPT:
             self.misses[what] += 1
 
     def tally(self) -> dict[str, Any]:
         """The counts so far, asked for while serving (SIGUSR1): a job's runner tells each
         iteration's misses from the one before."""
-        return {"served": self.served, "missed": self.missed, "last_miss": self.last_miss}
+        return {
+            "served": self.served,
+            "missed": self.missed,
+            "page_missed": self.page_missed,
+            "last_page_miss": self.last_page_miss,
+        }
 
     def summary(self) -> dict[str, Any]:
         return {
             "served": self.served,
             "missed": self.missed,
+            "page_missed": self.page_missed,
             "misses": [{"url": url, "count": n} for url, n in self.misses.most_common()],
             "misses_not_listed": self.missed - sum(self.misses.values()),
             "client_errors": self.errors,
@@ -99,16 +108,18 @@ class ReplayHandler:
         self.shaper = shaper
         self.stats = Stats()
         self.prepared = {key: _prepare(r) for key, r in archive.responses.items()}
+        self.sites = {key[2] for key in self.prepared}  # the authorities recorded
         self.seen: weakref.WeakSet[Any] = weakref.WeakSet()  # connections already set up
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         url = request_url(request)
-        found = self._find(request_key(request.method, url, self.archive.ignore_params))
+        key = request_key(request.method, url, self.archive.ignore_params)
+        found = self._find(key)
         shaper = self.shaper
         if shaper.profile.shaped:
             await self._shape_request(request)
         if found is None:
-            self.stats.miss(f"{request.method} {url}")
+            self.stats.miss(f"{request.method} {url}", self._of_page(key))
             return web.Response(
                 status=404,
                 text=f"not in the archive: {request.method} {url}\n",
@@ -123,6 +134,11 @@ class ReplayHandler:
         if shaper.down is None and len(chosen.body) <= STREAM_OVER:
             return _whole(chosen)
         return await self._sliced(request, chosen)
+
+    def _of_page(self, key: Key) -> bool:
+        """Whether a miss is of the page: a recorded site's, not a browser's own request (an
+        update or clock check to a site never recorded, the tab's /favicon.ico)."""
+        return key[2] in self.sites and key[3] != "/favicon.ico"
 
     def _find(self, key: Key) -> _Choices | None:
         """The recording for `key`; for a HEAD recorded only as a GET, the GET's."""

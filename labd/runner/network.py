@@ -70,7 +70,9 @@ def network_fingerprint(network: NetworkSpec, profile: Profile | None = None) ->
 
 class MissWatch:
     """Which requests of an iteration the archive did not hold: a page that loaded with
-    404s for its scripts or images is quick, and its numbers say nothing of the page."""
+    404s for its scripts or images is quick, and its numbers say nothing of the page. Only
+    the recorded sites' requests count: a browser's own (update checks, /favicon.ico) are
+    no part of the page."""
 
     def __init__(self, server: ReplayProcess) -> None:
         self.server = server
@@ -80,13 +82,13 @@ class MissWatch:
         """A flag for the requests missed since the last call (none: []); asked after each
         iteration."""
         tally = await self.server.tally()
-        missed = int(tally.get("missed", self.missed))
+        missed = int(tally.get("page_missed", self.missed))
         new, self.missed = missed - self.missed, missed
         if new <= 0:
             return []
         return [
             f"requests the replay archive does not hold: {new} (the last: "
-            f"{str(tally.get('last_miss', ''))[:MISS_SHOWN]})"
+            f"{str(tally.get('last_page_miss', ''))[:MISS_SHOWN]})"
         ]
 
 
