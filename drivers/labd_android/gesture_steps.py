@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from labd.sdk import UsageError
 from labd_android.input import MAX_PIXEL, keycode
@@ -43,6 +43,12 @@ class GestureStep(BaseModel):
     scale: float | None = Field(None, gt=0, description="For kind = pinch: the zoom factor.")
     repeat: int = Field(1, ge=1, le=100, description="The step this many times.")
     then_ms: float = Field(300, ge=0, le=60_000, description="Wait after it (each repeat).")
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _code_as_text(cls, value: object) -> object:
+        """`key = 4` in TOML is the key code 4, as `key = "4"` is."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def _complete(self) -> GestureStep:

@@ -280,10 +280,24 @@ def analyze(
     """Visual metrics of a recording; raises SyncError when it cannot be trusted at all."""
     options = options or AnalysisOptions()
     artifacts = artifacts or Artifacts()
-    scan = _Pass1(options, artifacts.video).run(recording)
-    options = options.model_copy(update={"pixel_threshold": scan.pixel_threshold})
-    frames, painted = _progress(recording, scan, options)
-    result = _metrics(recording.name, scan, frames, painted, options)
+    # The video is written beside its name and put in place only for a recording that is
+    # analysed: a refused one replaced a video already there.
+    for wanted in (artifacts.video, artifacts.heatmap, artifacts.progress):
+        if wanted is not None and not wanted.parent.is_dir():  # said before any work
+            raise CaptureError(f"{wanted}: no such directory {wanted.parent}")
+    video = artifacts.video
+    partial = video.with_name(f".{video.stem}.partial{video.suffix}") if video else None
+    try:
+        scan = _Pass1(options, partial).run(recording)
+        options = options.model_copy(update={"pixel_threshold": scan.pixel_threshold})
+        frames, painted = _progress(recording, scan, options)
+        result = _metrics(recording.name, scan, frames, painted, options)
+    except BaseException:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+        raise
+    if partial is not None and video is not None and partial.exists():
+        partial.replace(video)
     if artifacts.heatmap is not None and scan.heat is not None:
         result.artifacts["heatmap"] = str(write_heatmap(artifacts.heatmap, scan.heat))
     if artifacts.video is not None:

@@ -30,6 +30,10 @@ _STOP = None
 
 
 MIN_VIDEO_FPS = 30.0
+# At most 108,000 frames of video (an hour at 30 a second): a recording that holds one frame
+# for a day (a variable-rate file of two kilobytes) asked for 2.6 million, hours of
+# encoding. Past it the video ends, on the recording's last frame.
+MAX_SLOTS = 3600 * 30
 
 
 class VideoArtifact:
@@ -74,7 +78,7 @@ class VideoArtifact:
         that fall in one slot of the video, the later is shown."""
         if self.t0 is None:
             self.t0 = t_ms
-        slot = max(self.slot, round((t_ms - self.t0) * self.fps / 1000))
+        slot = min(MAX_SLOTS, max(self.slot, round((t_ms - self.t0) * self.fps / 1000)))
         if self.pending is not None:
             for _ in range(slot - self.slot):
                 self.frames.put(self.pending)
@@ -85,7 +89,7 @@ class VideoArtifact:
         if self.pending is not None and self.t0 is not None:
             end = self.slot + 1
             if end_ms is not None:
-                end = max(end, round((end_ms - self.t0) * self.fps / 1000))
+                end = min(MAX_SLOTS, max(end, round((end_ms - self.t0) * self.fps / 1000)))
             for _ in range(end - self.slot):
                 self.frames.put(self.pending)
         self.frames.put(_STOP)
@@ -117,6 +121,8 @@ def write_heatmap(path: Path, changes: NDArray[np.float32]) -> Path:
         else (changes * (255.0 / peak)).astype(np.uint8)
     )
     if not cv2.imwrite(str(path), cv2.applyColorMap(scaled, cv2.COLORMAP_JET)):
+        if not path.parent.is_dir():
+            raise CaptureError(f"{path}: no such directory {path.parent}")
         raise CaptureError(f"{path}: cannot write the heat map")
     return path
 

@@ -94,7 +94,10 @@ def _tighten(path: Path, mode: int) -> None:
 
 
 def _regular_files(folder: Path) -> list[Path]:
-    """The files directly in `folder` (none when it is missing or no folder)."""
+    """The files directly in `folder` (none when it is missing, no folder, or a link: what
+    it points at is not labd's to change)."""
+    if folder.is_symlink():
+        return []
     try:
         return [entry for entry in folder.iterdir() if entry.is_file() and not entry.is_symlink()]
     except OSError:

@@ -148,13 +148,18 @@ def migrate(conn: Connection) -> list[int]:
     tables.schema_migrations.create(conn, checkfirst=True)
     done = set(conn.scalars(sa.select(tables.schema_migrations.c.version)))
     known = {version for version, _, _ in MIGRATIONS}
-    if newer := sorted(done - known):
+    if newer := sorted(v for v in done - known if v > max(known)):
         # A newer labd migrated it (a rollback, or a host not yet upgraded on a shared
         # database): this code would write rows that code does not expect.
         raise ValueError(
             f"its schema has version {newer[-1]}, newer than this labd knows (up to "
             f"{max(known)}): run the labd that migrated it (or newer), or restore the backup "
             "taken before the upgrade"
+        )
+    if unknown := sorted(done - known):
+        raise ValueError(
+            f"its schema_migrations table holds version {unknown[0]}, which no labd made "
+            f"(versions are 1 to {max(known)}): the table was changed by hand"
         )
     applied = []
     for version, _, step in MIGRATIONS:

@@ -129,6 +129,9 @@ def test_a_key_the_phone_has_no_name_for_is_refused_before_the_job_starts() -> N
         GestureStep(kind="key", key="KEYCODE_BACK;id")
     for name in ("Page_Down", "back", "4", "KEYCODE_DPAD_DOWN"):
         GestureStep(kind="key", key=name)
+    assert GestureStep(kind="key", key=4).key == "4"  # type: ignore[arg-type]  # TOML's 4
+    with pytest.raises(ValueError, match="key '0'"):
+        GestureStep(kind="key", key=0)  # type: ignore[arg-type]
 
 
 async def test_gestures_on_a_page_in_the_browser(tmp_path: Path) -> None:

@@ -262,6 +262,17 @@ async def test_a_database_a_newer_labd_migrated_is_refused_naming_both_versions(
     )
 
 
+async def test_a_version_no_labd_made_is_not_called_newer(store: Store) -> None:
+    import sqlalchemy as sa
+
+    async with store.engine.begin() as conn:
+        await conn.execute(
+            sa.text("INSERT INTO schema_migrations (version, applied_at) VALUES (-5, 0)")
+        )
+    with pytest.raises(StoreError, match="holds version -5, which no labd made"):
+        await Store.open(store.engine.url.render_as_string(hide_password=False))
+
+
 async def test_every_job_change_queues_one_numbered_event_in_its_transaction(
     store: Store,
 ) -> None:

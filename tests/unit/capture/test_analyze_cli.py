@@ -82,6 +82,10 @@ def test_bad_input_exits_2_with_the_reason(
             ["analyze", video, "--video-out", str(tmp_path / "nodir/span.webm")],
             f"span.webm: no such directory {tmp_path / 'nodir'}",
         ),
+        (
+            ["analyze", video, "--heatmap", str(tmp_path / "nodir/heat.png")],
+            f"heat.png: no such directory {tmp_path / 'nodir'}",
+        ),
     ]
     for args, message in cases:
         out = labd(*args)

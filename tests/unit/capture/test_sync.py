@@ -185,3 +185,30 @@ def test_the_video_shows_each_change_when_a_variable_rate_capture_saw_it(tmp_pat
     ]
     assert seen_ms == pytest.approx([120, 400, 800], abs=1000 / fps + 1)
     assert len(dark) * 1000 / fps == pytest.approx(1150, abs=1000 / fps + 1)  # to the red screen
+
+
+def test_a_refused_recording_leaves_the_video_there_as_it_was(tmp_path: Path) -> None:
+    """A page that drew nothing was refused, and its video replaced the one already there."""
+    video = tmp_path / "span.webm"
+    video.write_text("the last good one")
+    with pytest.raises(CaptureError, match="nothing between"):
+        analyze(FrameList(PageLoad(blocks=[]).timed_frames()), artifacts=Artifacts(video=video))
+    assert video.read_text() == "the last good one"
+    assert [p.name for p in tmp_path.iterdir()] == ["span.webm"]  # no partial left behind
+
+
+def test_a_frame_held_for_a_day_makes_no_endless_video(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import labd.capture.artifacts as artifacts_module
+
+    monkeypatch.setattr(artifacts_module, "MAX_SLOTS", 90)  # 3 s at 30 a second
+    green, white, red = (np.zeros((60, 80, 3), np.uint8) for _ in range(3))
+    green[:], white[:], red[:] = (0, 255, 0), (255, 255, 255), (0, 0, 255)
+    shown = white.copy()
+    shown[10:30, 10:30] = 0
+    day = 86_400_000.0
+    frames = [(0.0, green), (33.3, green), (66.7, white), (100.0, shown), (day, red)]
+    video = tmp_path / "v.webm"
+    analyze(FrameList(frames), artifacts=Artifacts(video=video))
+    assert int(cv2.VideoCapture(str(video)).get(cv2.CAP_PROP_FRAME_COUNT)) <= 91

@@ -82,3 +82,17 @@ def test_a_labd_pid_that_is_not_a_regular_file_is_named(tmp_path: Path) -> None:
     fd = lock_state_dir(tmp_path)  # a plain one is taken, and holds the pid
     assert (tmp_path / "labd.pid").read_text() == f"{os.getpid()}\n"
     os.close(fd)
+
+
+def test_a_credentials_folder_that_is_a_link_is_not_followed(tmp_path: Path) -> None:
+    """Its target and the files in it were made 0700 and 0600: not labd's to change."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "f").write_text("someone's")
+    elsewhere.chmod(0o755)
+    (elsewhere / "f").chmod(0o644)
+    state = tmp_path / "labd"
+    state.mkdir()
+    (state / "credentials").symlink_to(elsewhere)
+    prepare_state_dir(state, sqlite=True)
+    assert (mode(elsewhere), mode(elsewhere / "f")) == (0o755, 0o644)
