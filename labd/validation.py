@@ -66,7 +66,7 @@ def _describe(
     value = err.get("input")
     if isinstance(value, str | int | float | bool) and not _may_hold_secrets(loc):
         shown = quoted(redact_text(value) if isinstance(value, str) else value, SHOWN_MAX)
-        if shown not in reason:  # a message that quotes the value already need not repeat it
+        if not (isinstance(value, str) and shown in reason):  # quoted in it already: once
             reason += f", got {shown}"
     return f"{source}: {key}: {reason}"
 

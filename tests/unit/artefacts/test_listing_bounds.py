@@ -118,9 +118,9 @@ async def test_the_mqtt_result_links_a_bounded_number_and_counts_the_rest(
     bridge._artefact_links = lambda job: keeper.links(job, "h")
 
     async def no_summary(store: Any, job: Job) -> dict[str, Any]:
-        return {}
+        return {"summary": {}, "set_aside": {}}
 
-    monkeypatch.setattr(bridge_module, "summary_of", no_summary)
+    monkeypatch.setattr(bridge_module, "digest_of", no_summary)
     sent: list[tuple[str, bytes]] = []
 
     class Client:
