@@ -182,7 +182,11 @@ class ReplayHandler:
                     await link.take(len(chunk))
                 await response.write(chunk)
             await response.write_eof()
-        except (ConnectionError, asyncio.CancelledError):
+        except ConnectionError:
+            # The client went away (a closed tab, a load generator's end): counted, and the
+            # answer handed back as it is, which aiohttp closes without logging a server error.
+            self.stats.errors += 1
+        except asyncio.CancelledError:
             self.stats.errors += 1
             raise
         return response
