@@ -3,7 +3,9 @@ among the headers; replay encodes the body again so the link carries about what 
 sent (11,000 bytes of page went out for 70 bytes of gzip: 157 times the bandwidth).
 
 gzip and deflate come from the standard library; br only when the `brotli` module is there.
-A coding that cannot be produced is served as identity, without the header."""
+A coding that cannot be produced is served as identity, without the header. Codings applied
+one over another ("gzip, gzip", in the order applied) are undone at record in reverse and
+applied again at replay, layer by layer: aiohttp decodes a single coding only."""
 
 from __future__ import annotations
 
@@ -19,12 +21,20 @@ ZLIB_LEVEL = 6  # zlib's default, and gzip's (the level an origin used is not re
 BROTLI_QUALITY = 5  # as servers compressing on the fly use; 11 takes seconds a megabyte
 
 
+# What aiohttp's client decodes by itself: a Content-Encoding of exactly one of these.
+AIOHTTP_DECODES = frozenset({"gzip", "deflate", "br", "zstd"})
+
+
 def coding_of(value: str) -> str:
-    """The coding a Content-Encoding value names, in lower case; "" for none (identity). A
-    list of several ("gzip, br") is kept whole: no encoder produces it."""
-    coding = ",".join(part.strip() for part in value.lower().split(","))
-    coding = ALIASES.get(coding, coding)
-    return "" if coding in ("", "identity") else coding
+    """The codings a Content-Encoding value names, in lower case and the order applied, joined
+    by commas ("gzip,br"); "" for none (identity)."""
+    parts = [ALIASES.get(p.strip(), p.strip()) for p in value.lower().split(",")]
+    return ",".join(p for p in parts if p not in ("", "identity"))
+
+
+def layers(coding: str) -> list[str]:
+    """The codings of `coding_of`'s value, in the order applied."""
+    return coding.split(",") if coding else []
 
 
 def _brotli() -> Any | None:
@@ -49,9 +59,57 @@ ENCODERS = _encoders()
 
 
 def encoded(body: bytes, coding: str) -> bytes | None:
-    """`body` in `coding`, or None when this machine cannot produce that coding."""
-    encoder = ENCODERS.get(coding)
-    return encoder(body) if encoder is not None else None
+    """`body` in `coding` (each layer in turn), or None when this machine cannot produce one."""
+    if any(layer not in ENCODERS for layer in layers(coding)):
+        return None
+    for layer in layers(coding):
+        body = ENCODERS[layer](body)
+    return body
+
+
+class Undecodable(Exception):
+    """A recorded body this machine cannot decode (a coding it has no decoder for, or
+    corrupt data); the message names which."""
+
+
+def decoded(body: bytes, coding: str, limit: int) -> bytes:
+    """`body` with every layer of `coding` undone, last applied first; Undecodable past
+    `limit` bytes (a small body can inflate to gigabytes) or when a layer cannot be undone."""
+    for layer in reversed(layers(coding)):
+        if layer in ("gzip", "deflate"):
+            body = _inflated(body, layer, limit)
+        elif layer == "br" and (brotli := _brotli()) is not None:
+            try:
+                body = bytes(brotli.decompress(body))
+            except brotli.error as e:
+                raise Undecodable(f"br: {e}") from None
+        else:
+            raise Undecodable(f"no decoder here for the content coding {layer!r}")
+        if len(body) > limit:
+            raise Undecodable(f"decoded, the body is over the limit of {limit:,} bytes")
+    return body
+
+
+def _inflated(body: bytes, layer: str, limit: int) -> bytes:
+    """gzip (every member, as gzip.decompress reads them) or HTTP's deflate (zlib's format,
+    or raw deflate as some servers send), at most `limit` + 1 bytes out."""
+    wbits = 31 if layer == "gzip" else (15 if body[:1] == b"\x78" else -15)
+    out = bytearray()
+    rest = body
+    try:
+        while rest and len(out) <= limit:
+            inflater = zlib.decompressobj(wbits)
+            out += inflater.decompress(rest, limit + 1 - len(out))
+            if not inflater.eof:
+                if inflater.unconsumed_tail:
+                    break  # over the limit: the caller says so
+                raise Undecodable(f"{layer}: the data ends early")
+            rest = inflater.unused_data
+            if layer != "gzip" or not rest.startswith(b"\x1f\x8b"):
+                break  # the last member; what trails it (padding) is not the body
+    except zlib.error as e:
+        raise Undecodable(f"{layer}: {e}") from None
+    return bytes(out)
 
 
 @lru_cache(maxsize=256)  # a client sends the same value each time: parsed once

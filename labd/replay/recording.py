@@ -26,6 +26,7 @@ from yarl import URL
 
 from labd import __version__
 from labd.errors import UsageError
+from labd.replay.encoding import AIOHTTP_DECODES, Undecodable, coding_of, decoded
 from labd.replay.har import DROPPED_HEADERS, har_document, har_entry
 from labd.replay.replaying import request_url
 
@@ -74,6 +75,9 @@ class RecordHandler:
             ) as upstream:
                 payload = await self._read(upstream.content)  # decoded, as HAR keeps them
                 wire_size = upstream.content.total_raw_bytes  # as received: encoded
+                sent = upstream.headers.get("Content-Encoding", "")
+                if sent.lower() not in AIOHTTP_DECODES and (coding := coding_of(sent)):
+                    payload = decoded(payload, coding, self.max_body)  # aiohttp left it encoded
                 status, reason = upstream.status, upstream.reason or ""
                 # The HAR keeps the origin's Content-Encoding, as browsers' exports do (replay
                 # encodes the body again); the client gets the body decoded, without it.
@@ -85,7 +89,7 @@ class RecordHandler:
                 reply_headers = [
                     (k, v) for k, v in recorded_headers if k.lower() != "content-encoding"
                 ]
-        except (ClientError, TimeoutError, OSError, TooLarge) as e:
+        except (ClientError, TimeoutError, OSError, TooLarge, Undecodable) as e:
             self.failed += 1
             why = str(e) or type(e).__name__
             log.warning("record_upstream_failed", url=url, error=why)

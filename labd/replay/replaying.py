@@ -24,7 +24,7 @@ import structlog
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from labd.replay.encoding import accepted, encoded
+from labd.replay.encoding import accepted, encoded, layers
 from labd.replay.har import Archive, Key, Response, request_key
 from labd.replay.shaping import Shaper
 
@@ -97,7 +97,7 @@ class _Choices:
     encoded: _Prepared | None = None
 
     def for_client(self, accept_encoding: str) -> _Prepared:
-        if self.encoded is not None and self.coding in accepted(accept_encoding):
+        if self.encoded is not None and set(layers(self.coding)) <= accepted(accept_encoding):
             return self.encoded
         return self.plain
 
@@ -218,7 +218,7 @@ def _prepare(response: Response) -> _Choices:
     if body is None:  # none recorded, or one this machine cannot produce: identity
         return _Choices(plain)
     headers = headers.copy()
-    headers["Content-Encoding"] = coding
+    headers["Content-Encoding"] = ", ".join(layers(coding))
     return _Choices(
         plain,
         coding,

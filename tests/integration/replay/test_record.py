@@ -393,3 +393,59 @@ async def test_a_gzipped_page_is_recorded_decoded_and_replayed_gzipped(
     assert head[1]["content-length"] == headers["content-length"]
     assert head[1]["content-encoding"] == "gzip"
     assert summary["served"] == 3 and summary["missed"] == 0
+
+
+async def test_codings_aiohttp_leaves_alone_are_recorded_decoded_or_refused_by_name(
+    recording: Recorder, tmp_path: Path
+) -> None:
+    """aiohttp decodes a single gzip, deflate, br or zstd: "gzip, gzip" and "x-gzip" came
+    through the recorder still gzipped, the browser got gzip bytes as its page, and replay sent
+    them again under the header. An unknown coding is not recorded, and the 502 names it."""
+    page = _page(2_000)
+    bodies = {
+        "/twice": ("gzip, gzip", gzip.compress(gzip.compress(page))),
+        "/x": ("x-gzip", gzip.compress(page)),
+        "/old": ("compress", b"\x1f\x9d\x90"),
+    }
+
+    async def coded(request: web.Request) -> web.Response:
+        coding, body = bodies[request.path]
+        return web.Response(body=body, headers={"Content-Encoding": coding})
+
+    app = web.Application()
+    app.add_routes([web.get(path, coded) for path in bodies])
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    origin_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    out = tmp_path / "site.har"
+    got = {}
+    try:
+        recorder, port = await recording(out)
+        async with aiohttp.ClientSession() as http:
+            for path in bodies:
+                async with http.get(
+                    f"http://127.0.0.1:{origin_port}{path}", proxy=f"http://127.0.0.1:{port}"
+                ) as r:
+                    got[path] = (r.status, await r.read())
+        await recorded(recorder, out)
+    finally:
+        await runner.cleanup()
+    assert got["/twice"] == (200, page) and got["/x"] == (200, page)
+    assert got["/old"][0] == 502 and b"'compress'" in got["/old"][1]
+    entries = json.loads(out.read_text())["log"]["entries"]
+    assert sorted(e["request"]["url"].rsplit("/", 1)[1] for e in entries) == ["twice", "x"]
+    for e in entries:  # replayed as site.test
+        e["request"]["url"] = "http://site.test/" + e["request"]["url"].rsplit("/", 1)[1]
+    out.write_text(json.dumps({"log": {"entries": entries}}))
+    server = ReplayProcess(out, PROFILES["none"])
+    await server.start()
+    try:
+        twice = await _raw_get(server.port, "/twice", "gzip")
+        x = await _raw_get(server.port, "/x", "gzip")
+    finally:
+        await server.stop()
+    assert twice[1]["content-encoding"] == "gzip, gzip"
+    assert gzip.decompress(gzip.decompress(twice[2])) == page
+    assert x[1]["content-encoding"] == "gzip" and gzip.decompress(x[2]) == page
