@@ -80,31 +80,21 @@ def _log_to_stderr(args: argparse.Namespace) -> None:
 
 
 def _writable(out: Path, overwrite: bool) -> None:
-    """Refuse, before anything is recorded, an archive path that cannot be written (a
-    directory, /proc) or is not a file (/dev/null, a pipe): found only at the end, it lost the
-    whole recording, or replaced a device with a regular file. An archive already there is
-    kept unless `overwrite`: a recording stopped at once replaced 3 MB with an empty one."""
+    """Refuse, before anything is recorded, an archive path that is not a file (/dev/null, a
+    pipe, a directory): found only at the end, it lost the whole recording, or replaced a
+    device with a regular file. An archive already there is kept unless `overwrite`: a
+    recording stopped at once replaced 3 MB with an empty one. (Whether it can be written at
+    all, and by this recorder alone, is `claim`'s to say.)"""
     from labd.replay import already_there, not_a_file
 
     if problem := not_a_file(out):
         raise UsageError(problem)
     if not overwrite and (problem := already_there(out)):
         raise UsageError(problem)
-    probe = out.with_name(out.name + ".partial")
-    try:
-        with probe.open("xb"):
-            pass
-        probe.unlink()
-    except FileExistsError:
-        raise UsageError(
-            f"{probe} exists: a recording that was not moved into place; move it away first"
-        ) from None
-    except OSError as e:
-        raise UsageError(f"{out}: cannot be written: {e.strerror or e}") from None
 
 
 def record(args: argparse.Namespace) -> int:
-    from labd.replay import record
+    from labd.replay import claim, record, release
 
     _check_port(args.port)
     _log_to_stderr(args)
@@ -120,11 +110,21 @@ def record(args: argparse.Namespace) -> int:
             reason = getattr(e, "strerror", None) or getattr(e, "reason", None) or str(e)
             raise UsageError(f"--upstream-ca {upstream_ca}: {reason}") from None
     max_body = _mebibytes("--max-body-mb", args.max_body_mb)
-    asyncio.run(
-        record(
-            out, args.host, args.port, _authority(args.ca), upstream_ca, max_body, args.overwrite
+    hold = claim(out)
+    try:
+        asyncio.run(
+            record(
+                out,
+                args.host,
+                args.port,
+                _authority(args.ca),
+                upstream_ca,
+                max_body,
+                args.overwrite,
+            )
         )
-    )
+    finally:
+        release(hold, out)
     return 0
 
 

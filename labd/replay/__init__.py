@@ -5,7 +5,7 @@ from labd.replay.certs import CA_CERT, Authority, write_ca
 from labd.replay.errors import ArchiveError
 from labd.replay.har import Archive, load
 from labd.replay.process import ReplayProcess
-from labd.replay.recording import already_there, not_a_file
+from labd.replay.recording import already_there, claim, not_a_file, release
 from labd.replay.server import record, serve
 from labd.replay.shaping import PROFILES, Profile, Shaper, profile, profile_for
 
@@ -19,11 +19,13 @@ __all__ = [
     "ReplayProcess",
     "Shaper",
     "already_there",
+    "claim",
     "load",
     "not_a_file",
     "profile",
     "profile_for",
     "record",
+    "release",
     "serve",
     "write_ca",
 ]

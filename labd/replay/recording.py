@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import fcntl
 import ipaddress
 import json
 import os
@@ -134,13 +135,57 @@ class RecordHandler:
         """The archive, replaced atomically so a reader never sees half of it; never over
         what is not a file (a device, a pipe: as root, /dev/null became a regular file), nor,
         without `overwrite`, over a file that appeared while recording."""
-        partial = self.out.with_name(self.out.name + ".partial")
+        partial = partial_of(self.out)
         partial.write_text(json.dumps(har_document(self.entries, __version__), indent=1))
         problem = not_a_file(self.out) or (not self.overwrite and already_there(self.out))
         if problem:
             raise UsageError(f"{problem}; the recording is in {partial}")
         partial.replace(self.out)
         return self.out
+
+
+def partial_of(out: Path) -> Path:
+    """Where a recording of `out` is written before it is put in place."""
+    return out.with_name(out.name + ".partial")
+
+
+def claim(out: Path) -> int:
+    """A recording's hold on `out`: its .partial, created empty and locked for as long as the
+    recorder runs (an open descriptor; `release` ends it). A second recorder of the same archive
+    is refused: both said they had written it, and only the last one's entries were kept. An
+    unlocked .partial with something in it is a recording that was not put in place."""
+    partial = partial_of(out)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(partial, flags, 0o644)
+    except OSError as e:
+        raise UsageError(f"{out}: cannot be written: {e.strerror or e}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UsageError(
+            f"{out}: another labd replay record is recording it (it holds {partial})"
+        ) from None
+    if os.fstat(fd).st_size:
+        os.close(fd)
+        raise UsageError(
+            f"{partial} exists: a recording that was not moved into place; move it away first"
+        )
+    return fd
+
+
+def release(fd: int, out: Path) -> None:
+    """Ends `claim`'s hold; its .partial goes when nothing was written to it (a recording
+    put in place took it, one that could not be is kept, as the message about it says)."""
+    partial = partial_of(out)
+    try:
+        if os.path.samestat(os.fstat(fd), partial.lstat()) and not os.fstat(fd).st_size:
+            partial.unlink()
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def already_there(path: Path) -> str | None:

@@ -449,3 +449,41 @@ async def test_codings_aiohttp_leaves_alone_are_recorded_decoded_or_refused_by_n
     assert twice[1]["content-encoding"] == "gzip, gzip"
     assert gzip.decompress(gzip.decompress(twice[2])) == page
     assert x[1]["content-encoding"] == "gzip" and gzip.decompress(x[2]) == page
+
+
+async def test_a_second_recorder_of_the_same_archive_is_refused_and_a_killed_one_leaves_no_block(
+    origin: tuple[Origin, int], recording: Recorder, tmp_path: Path
+) -> None:
+    """Two `--overwrite` recordings of one archive both said they had written it; only the
+    last one's entries were in it."""
+    _, port = origin
+    out = tmp_path / "site.har"
+    first, first_port = await recording(out, "--overwrite")
+    second = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "labd", "replay", "record", str(out), "--port=0", "--overwrite",
+        stdout=PIPE, stderr=PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(second.communicate(), 30)
+    assert second.returncode == 2
+    assert err.decode().strip() == (
+        f"{out}: another labd replay record is recording it (it holds {out}.partial)"
+    )
+    async with aiohttp.ClientSession() as http:
+        page = f"http://127.0.0.1:{port}/page"
+        async with http.get(page, proxy=f"http://127.0.0.1:{first_port}") as r:
+            assert r.status == 200
+    assert await recorded(first, out) == [page]
+    assert not list(tmp_path.glob("*.partial"))
+    # A recorder killed outright leaves its empty .partial: the next one takes it over.
+    killed, _ = await recording(out, "--overwrite")
+    killed.kill()
+    await killed.wait()
+    assert (tmp_path / "site.har.partial").read_bytes() == b""
+    again, again_port = await recording(out, "--overwrite")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(page, proxy=f"http://127.0.0.1:{again_port}") as r,
+    ):
+        assert r.status == 200
+    assert await recorded(again, out) == [page]
+    assert not list(tmp_path.glob("*.partial"))
