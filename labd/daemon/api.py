@@ -22,7 +22,7 @@ from labd.config import HttpSettings
 from labd.daemon.artefact_routes import ArtefactRoutes
 from labd.daemon.guard import CALLER, CHANNEL, WILDCARDS, ApiGuard, Caller, allowed_host_names
 from labd.daemon.heavy import HeavyQueries, heavy_answer
-from labd.daemon.query import int_query, job_named
+from labd.daemon.query import int_query, job_named, states_query
 from labd.errors import AuthError, InvalidSpec, UsageError
 from labd.model import AdminState, Device, Job, JobState, id_problem
 from labd.mqtt import ApiSubmission
@@ -252,7 +252,7 @@ class Api:
 
     async def list_jobs(self, request: web.Request) -> web.Response:
         try:
-            states = [JobState(s) for s in request.query.getall("state", [])]
+            states = states_query(request)
             limit = int_query(request, "limit", 100, 1, MAX_LIST)
         except ValueError as e:
             return _error(400, [str(e)])

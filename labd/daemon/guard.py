@@ -205,7 +205,12 @@ class ApiGuard:
 
     def _authenticate(self, request: web.Request) -> Caller:
         source = source_of(request)
-        header = request.headers.get("Authorization")
+        given = request.headers.getall("Authorization", [])
+        if len(given) > 1:  # which one counts would depend on who reads them (a proxy adds one)
+            raise Refused(
+                401, "bad_credential", f"Authorization given {len(given)} times; send one"
+            )
+        header = given[0] if given else None
         if header is not None:
             scheme, _, token = header.partition(" ")
             if scheme.lower() != "bearer" or not token.strip():

@@ -13,10 +13,13 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from pathlib import Path
+from typing import Any
 
 import structlog
 from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMethod, LineTooLong
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from labd.acceptor import Acceptor, open_files_limit
@@ -30,6 +33,43 @@ Probe = Callable[[], Awaitable[str | None]]
 """A readiness check: None when fine, else the reason it is not."""
 
 PROBE_TIMEOUT = 2.0
+
+# On every answer of every listener (the console adds its own stricter set): a job's data or a
+# metrics page is not for a shared cache, nor to be sniffed into another type.
+PLAIN_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+
+
+async def plain_headers(_: web.Request, response: web.StreamResponse) -> None:
+    """An `on_response_prepare` hook: PLAIN_HEADERS where the answer has not set its own."""
+    for name, value in PLAIN_HEADERS.items():
+        response.headers.setdefault(name, value)
+
+
+class QuotesNothing(web.RequestHandler):
+    """aiohttp's own answer to a request it cannot read quotes it (`Got more than 8190 bytes
+    when reading: b'Bearer 3f9a...'`: a credential came back in the body, on a page with no
+    no-store). This one names the fault and quotes nothing."""
+
+    def handle_error(
+        self,
+        request: Any,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if status != HTTPStatus.INTERNAL_SERVER_ERROR:  # aiohttp's 500 already quotes nothing
+            message = f"{status} {HTTPStatus(status).phrase}: {_unreadable(exc)}\n"
+        response = super().handle_error(request, status, exc, message)
+        response.headers.update(PLAIN_HEADERS)
+        return response
+
+
+def _unreadable(exc: BaseException | None) -> str:
+    if isinstance(exc, LineTooLong):
+        return "the request line or a header is over 8190 bytes"
+    if isinstance(exc, BadHttpMethod):
+        return "this is not an HTTP request"
+    return "a malformed HTTP request"
 
 
 def connection_cap(settings: HttpSettings, listeners: int) -> int:
@@ -49,6 +89,7 @@ class SidePort:
         self.settings = settings
         self.probes: dict[str, Probe] = {}
         self.app = web.Application()
+        self.app.on_response_prepare.append(plain_headers)
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/readyz", self._readyz)
         self.app.router.add_get("/metrics", self._metrics)
@@ -76,6 +117,7 @@ class SidePort:
 
     def add_api(self, api: web.Application, socket_path: Path) -> None:
         """Serve `api` on the Unix socket at `socket_path` and on http.api_host:api_port."""
+        api.on_response_prepare.append(plain_headers)
         self.api, self.api_socket = api, socket_path
 
     async def start(self) -> None:
@@ -109,20 +151,23 @@ class SidePort:
     async def _serve(self, app: web.Application, sockets: list[socket.socket], cap: int) -> None:
         # aiohttp's keep-alive timer runs from the connection's start or the answer before
         # until a whole request has arrived: the time-out for a request's headers.
-        runner = web.AppRunner(
-            app,
-            access_log=None,
-            handle_signals=False,
-            keepalive_timeout=self.settings.header_timeout_s,
-        )
+        options: dict[str, Any] = {
+            "access_log": None,
+            "keepalive_timeout": self.settings.header_timeout_s,
+        }
+        runner = web.AppRunner(app, handle_signals=False, **options)
         await runner.setup()
         self._runners.append(runner)
         server = runner.server
         assert server is not None  # set up just now
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> QuotesNothing:
+            return QuotesNothing(server, loop=loop, **options)
 
         async def connect(conn: socket.socket) -> None:
             try:
-                await asyncio.get_running_loop().connect_accepted_socket(server, conn)
+                await loop.connect_accepted_socket(protocol, conn)
             except OSError:  # the client left before it was served
                 conn.close()
 

@@ -7,7 +7,7 @@ import re
 
 from aiohttp import web
 
-from labd.model import Job, id_problem
+from labd.model import Job, JobState, id_problem
 from labd.store import Store
 
 # ASCII digits only, with an optional '-': int() would also take full-width digits, spaces and
@@ -39,6 +39,18 @@ def int_query(
     if not low <= value <= high:
         raise ValueError(f"{name}: {value} is outside {low}..{high}")
     return value
+
+
+def states_query(request: web.Request) -> list[JobState]:
+    """The job states `?state=` names (any number of them); ValueError naming a wrong one."""
+    states = []
+    for raw in request.query.getall("state", []):
+        try:
+            states.append(JobState(raw))
+        except ValueError:
+            known = ", ".join(s.value for s in JobState)
+            raise ValueError(f"state: {raw[:40]!r} is not a job state ({known})") from None
+    return states
 
 
 async def job_named(store: Store, request: web.Request) -> Job | web.Response:

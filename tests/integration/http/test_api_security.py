@@ -513,3 +513,64 @@ def test_another_principals_job_id_is_a_conflict_that_reveals_nothing(lab: Lab) 
     assert "job" not in squatter.body
     again = lab.request("POST", "/api/v1/jobs", body, token=TOKENS["other"])
     assert again.status == 200 and again.body["created"] is False
+
+
+def _head_and_body(answer: bytes) -> tuple[str, dict[str, str], bytes]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status, *lines = head.decode().split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)}
+    return status, headers, body
+
+
+def test_a_request_too_long_to_read_is_answered_without_quoting_it(lab: Lab) -> None:
+    """aiohttp's 400 quoted the header it could not read (`Got more than 8190 bytes when
+    reading: b'Bearer ...'`): a credential came back in the body, on an answer with no
+    no-store."""
+    assert lab.daemon.port is not None and lab.daemon.api_port is not None
+    token = TOKENS["ci"] + "x" * 9_000
+    for port, path in [(lab.daemon.port, "/console/"), (lab.daemon.api_port, "/api/v1/jobs")]:
+        head = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n"
+        status, headers, body = _head_and_body(_raw_request(port, head.encode()))
+        assert status.endswith("400 Bad Request"), port
+        assert body == b"400 Bad Request: the request line or a header is over 8190 bytes\n"
+        assert headers["cache-control"] == "no-store"
+        assert headers["x-content-type-options"] == "nosniff"
+
+
+def test_metrics_and_api_answers_are_not_for_a_shared_cache(lab: Lab) -> None:
+    assert lab.daemon.port is not None and lab.daemon.api_port is not None
+    jobs = f"GET /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKENS['ci']}"
+    for port, head in [
+        (lab.daemon.port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1"),
+        (lab.daemon.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1"),
+        (lab.daemon.api_port, jobs),
+        (lab.daemon.api_port, "GET /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1"),  # a 401
+    ]:
+        raw = _raw_request(port, (head + "\r\nConnection: close\r\n\r\n").encode())
+        status, headers, _ = _head_and_body(raw)
+        assert (headers.get("cache-control"), headers.get("x-content-type-options")) == (
+            "no-store",
+            "nosniff",
+        ), (status, head)
+
+
+def test_two_authorization_headers_are_refused_whichever_comes_first(lab: Lab) -> None:
+    """The first one won: a proxy that appends its own could be overridden by the client's."""
+    for pair in [(TOKENS["viewer"], "xyz"), ("xyz", TOKENS["viewer"])]:
+        head = "GET /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        head += "".join(f"Authorization: Bearer {t}\r\n" for t in pair) + "\r\n"
+        assert lab.daemon.api_port is not None
+        status, _, body = _head_and_body(_raw_request(lab.daemon.api_port, head.encode()))
+        assert status.endswith("401 Unauthorized")
+        assert json.loads(body) == {
+            "errors": ["Authorization given 2 times; send one"],
+            "reason": "bad_credential",
+        }
+
+
+def test_a_job_state_the_lab_does_not_know_is_named_with_those_it_does(lab: Lab) -> None:
+    answer = lab.request("GET", "/api/v1/jobs?state=queued&state=bogus", token=TOKENS["ci"])
+    assert answer.status == 400
+    [problem] = answer.body["errors"]
+    assert problem.startswith("state: 'bogus' is not a job state (queued, ")
+    assert "succeeded" in problem
