@@ -35,12 +35,16 @@ def notify_cancel(conn: sa.Connection, job_id: str) -> None:
     )
 
 
-async def follow_cancels(engine: AsyncEngine, heard: Callable[[str], None]) -> None:
+async def follow_cancels(
+    engine: AsyncEngine, heard: Callable[[str], None], options: dict[str, Any]
+) -> None:
     """Call `heard(job_id)` for every cancel notified, for ever, on a connection of its own
-    (a pooled one would go back to the pool and stop listening); reconnects when it is lost."""
+    (a pooled one would go back to the pool and stop listening); reconnects when it is lost.
+    `options`: asyncpg's connection options beyond the URL's (the session's name)."""
     import asyncpg  # installed with labd[postgres], as the engine's driver
 
     args, kwargs = engine.dialect.create_connect_args(engine.url)
+    kwargs = {**kwargs, **options}
     failures = Failures("listening for cancels from other hosts", log)
     while True:
         try:

@@ -36,6 +36,13 @@ def default_sqlite_url(state_dir: Path) -> str:
     return f"sqlite+aiosqlite:///{state_dir / 'labd.db'}"
 
 
+def postgres_session(host: str) -> dict[str, Any]:
+    """asyncpg's connection options naming the host in pg_stat_activity's application_name,
+    so an administrator can tell (and end) one host's sessions; PostgreSQL keeps 63 bytes."""
+    name = f"labd/{host}" if host else "labd"
+    return {"server_settings": {"application_name": name.encode()[:63].decode(errors="ignore")}}
+
+
 class Store(Leases, Records, Views):
     """Async access to labd's database. Create with `await Store.open(url)`."""
 
@@ -84,7 +91,13 @@ class Store(Leases, Records, Views):
             _configure_sqlite(reader, writes=False)
             store = cls(engine, host, SqliteThread(writer, reader), bus, clock)
         else:
-            engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+            engine = create_async_engine(
+                url,
+                pool_size=10,
+                max_overflow=10,
+                pool_pre_ping=True,
+                connect_args=postgres_session(host),
+            )
             store = cls(engine, host, bus=bus, clock=clock)
         try:
             applied = await store.write(migrate)
@@ -147,7 +160,7 @@ class Store(Leases, Records, Views):
         """Call `heard(job_id)` as soon as any host asks to cancel a leased or running job, for
         ever (PostgreSQL; on SQLite the one host hears its own cancels directly)."""
         if self.dialect == "postgresql":
-            await notices.follow_cancels(self.engine, heard)
+            await notices.follow_cancels(self.engine, heard, postgres_session(self.host))
 
     async def ping(self) -> str | None:
         """None when the database answers, else why not (for /readyz)."""

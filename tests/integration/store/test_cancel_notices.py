@@ -60,3 +60,31 @@ async def test_sqlite_has_no_other_host_to_hear(tmp_path: object) -> None:
         await asyncio.wait_for(store.follow_cancels(lambda _: None), 1)  # returns at once
     finally:
         await store.close()
+
+
+async def test_each_hosts_sessions_are_named_in_pg_stat_activity(postgres_url: str) -> None:
+    """Seven sessions a host, all with an empty application_name: ending one host's meant
+    matching client ports against `ss -tnp`."""
+    a = await Store.open(postgres_url, host="rack-a")
+    b = await Store.open(postgres_url, host="rack-b")
+    listening = asyncio.create_task(a.follow_cancels(lambda _: None))
+    try:
+        await asyncio.sleep(0.5)  # the listener connects
+
+        def names(conn: sa.Connection) -> list[str]:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT application_name FROM pg_stat_activity "
+                    "WHERE datname = current_database() ORDER BY 1"
+                )
+            )
+            return [row[0] for row in rows]
+
+        seen = await b.read(names)
+        assert "labd/rack-b" in seen  # this query's own session
+        assert seen.count("labd/rack-a") >= 2  # the pool's and the cancel listener's
+        assert set(seen) == {"labd/rack-a", "labd/rack-b"}
+    finally:
+        listening.cancel()
+        await a.close()
+        await b.close()
