@@ -105,7 +105,14 @@ class Scheduler:
         self._news = news
         # This host just started, so nothing it leased before is still running.
         for job in await self.store.expire_leases(owner=self.owner):
-            log.warning("took back a job this host held before it restarted", job_id=job.id)
+            log.warning(
+                "took back a job this host held before it restarted",
+                job_id=job.id,
+                state=job.state.value,
+                error=job.error,
+            )
+            if job.state.terminal:  # out of attempts: its last line, as every job has one
+                log.info("job finished", job_id=job.id, state=job.state.value, error=job.error)
         await self.reap()
         await self.space.check()
         self.jobs.leasing_paused = lambda: self.space.low  # why queued jobs wait, said by the API

@@ -314,7 +314,11 @@ class Leases(JobQueue):
         def expire(conn: sa.Connection) -> list[JobEvent]:
             events: list[JobEvent] = []
             for row in conn.execute(query.with_for_update(skip_locked=True)).all():
-                held_by = f"lease held by {row.lease_owner} expired"
+                held_by = (
+                    f"{owner} restarted while it held the job"  # no lease ran out
+                    if owner
+                    else f"lease held by {row.lease_owner} expired"
+                )
                 if known := (why or {}).get(row.id):
                     held_by += f" ({known})"
                 refund = False

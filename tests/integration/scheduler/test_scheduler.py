@@ -14,11 +14,11 @@ import structlog
 from labd.config import PoolSettings, SchedulerSettings
 from labd.errors import InvalidSpec
 from labd.events import Event, EventBus, deserialise
-from labd.model import AdminState, DeviceState, JobState
+from labd.model import AdminState, DeviceSelector, DeviceState, JobState
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.sdk import Driver
-from labd.store import Store
+from labd.store import Store, lane_key
 from tests.scripted_driver import RecordingPower, ScriptedDriver
 
 FAST = SchedulerSettings(
@@ -417,3 +417,41 @@ async def test_a_job_requeued_after_it_started_gets_its_queue_time_again(lab: La
     await lab.pool.set_admin("d1", AdminState.MAINTENANCE)
     await lab.submit("waits", spec={"queue_timeout_s": 0.5})  # and a deadline still holds
     await lab.wait_state("waits", JobState.TIMED_OUT)
+
+
+async def test_a_job_ended_by_its_hosts_restart_says_so_and_has_its_last_line(
+    store: Store, tmp_path: Path
+) -> None:
+    """A scheduling tester's job, out of attempts when its host came back after a SIGKILL,
+    ended `lease held by hA expired on attempt 1` (no lease had run out) and no host logged
+    its `job finished`."""
+    spec = {
+        "suite": "s",
+        "test": "t",
+        "scenario": "script",
+        "iterations": 3,
+        "warmup": 0,
+        "max_attempts": 1,
+        "device": {"platform": "scripted"},
+    }
+    before = await make_lab(store, tmp_path, ["d1"])  # the host as it was: d1 is the lab's
+    await before.scheduler.stop(1)
+    await before.pool.stop(1)
+    before._recorder.cancel()  # type: ignore[attr-defined]
+    await before.jobs.submit(spec, "test.toml", job_id="killed", submitter="tests")
+    lane = lane_key(DeviceSelector(platform="scripted"), "script")
+    lease = await store.claim_job("d1", [lane], "test-host", ttl=60)  # the host that died
+    assert lease is not None and await store.mark_running("killed", lease.token)
+    with structlog.testing.capture_logs() as logs:
+        lab = await make_lab(store, tmp_path, ["d1"])  # the same host, started again
+    try:
+        job = await store.get_job("killed")
+        assert job is not None and job.state is JobState.FAILED
+        said = "test-host restarted while it held the job on attempt 1; no attempts left"
+        assert job.error == said
+        [last] = [x for x in logs if x["event"] == "job finished" and x["job_id"] == "killed"]
+        assert (last["state"], last["error"]) == ("failed", job.error)
+    finally:
+        await lab.scheduler.stop(1)
+        await lab.pool.stop(1)
+        lab._recorder.cancel()  # type: ignore[attr-defined]

@@ -79,6 +79,8 @@ async def test_a_restarted_host_requeues_a_claim_it_never_started_without_counti
     assert moved["claimed"].state is JobState.QUEUED and moved["claimed"].attempts == 0
     assert "ended before the job started" in moved["claimed"].error
     assert moved["started"].state is JobState.QUEUED and moved["started"].attempts == 1
+    # No lease ran out: the host came back (a scheduling tester's job read "lease ... expired").
+    assert moved["started"].error == "host-a restarted while it held the job; requeued"
     requeued = [e for e in await outbox_events(store, "claimed") if isinstance(e, JobRequeued)]
     assert [(e.attempt, e.attempt_counted) for e in requeued] == [(1, False)]
     again = await store.claim_job("d1", [LANE], "host-a", 30)
