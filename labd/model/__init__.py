@@ -1,7 +1,14 @@
 """The domain model: devices, jobs, test specs, iterations, the job policy. (The driver
 interfaces are the plugin SDK's: labd.sdk.)"""
 
-from labd.model.device import AdminState, Device, DeviceSelector, DeviceState
+from labd.model.device import (
+    AdminState,
+    Device,
+    DeviceSelector,
+    DeviceState,
+    job_running_on,
+    running_reason,
+)
 from labd.model.ids import (
     ID_PATTERN,
     KEY_ID_PATTERN,
@@ -60,8 +67,10 @@ __all__ = [
     "can_move",
     "check_id",
     "id_problem",
+    "job_running_on",
     "key_id_problem",
     "load_manifest",
     "no_control",
     "parse_spec",
+    "running_reason",
 ]

@@ -43,6 +43,20 @@ class Device(BaseModel):
     consecutive_failures: int = 0
 
 
+RUNNING = "running "  # a busy device's reason: "running <job id>"
+
+
+def running_reason(job_id: str) -> str:
+    return RUNNING + job_id
+
+
+def job_running_on(device: Device) -> str | None:
+    """The job a busy device's host recorded it running, or None."""
+    if device.state is not DeviceState.BUSY or not device.reason.startswith(RUNNING):
+        return None
+    return device.reason.removeprefix(RUNNING)
+
+
 class DeviceSelector(BaseModel):
     """Which devices a job may run on; an empty field matches anything."""
 

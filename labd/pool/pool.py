@@ -13,7 +13,7 @@ import structlog
 
 from labd.config import PoolSettings
 from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckFailed
-from labd.model import AdminState, Device, DeviceState
+from labd.model import AdminState, Device, DeviceState, running_reason
 from labd.sdk import Driver, PowerControl
 from labd.store import DeviceTaken, Store, running_hosts
 from labd.tasks import Failures, TaskSet
@@ -352,7 +352,7 @@ class Pool:
 
     async def acquire(self, device_id: str, job_id: str) -> None:
         self.reserve(device_id, job_id)
-        await self._update(device_id, state=DeviceState.BUSY, reason=f"running {job_id}")
+        await self._update(device_id, state=DeviceState.BUSY, reason=running_reason(job_id))
 
     async def release(self, device_id: str, infra_failure: str = "") -> None:
         """The job on device_id ended; `infra_failure` says why if the device was at fault."""

@@ -19,9 +19,10 @@ import sqlalchemy as sa
 import structlog
 
 from labd.errors import LabdError
-from labd.model import Device, DeviceState
+from labd.model import Device, DeviceState, JobState, job_running_on
 from labd.store.advisory import SessionLock
 from labd.store.store import Store
+from labd.store.tables import ACTIVE_STATES, jobs
 
 log = structlog.get_logger("labd.store")
 
@@ -104,22 +105,66 @@ def _signed(key: int) -> int:
 
 async def fleet_devices(store: Store) -> list[Device]:
     """Every device of the lab as its host last recorded it, except that a device whose host
-    runs no labd is offline, saying so: its row keeps the state it had when the host died."""
+    runs no labd is offline, saying so (its row keeps the state it had when the host died), and
+    so is a busy device whose job is no longer its host's (below)."""
     devices = await store.list_devices()
     running = await running_hosts(store, {device.host for device in devices})
-    return [device if device.host in running else _host_gone(device) for device in devices]
+    shown = [device if device.host in running else _host_gone(device) for device in devices]
+    lost = await _jobs_lost(store, shown)
+    return [_job_lost(d, lost[d.id]) if d.id in lost else d for d in shown]
 
 
 async def fleet_device(store: Store, device_id: str) -> Device | None:
     """One device as `fleet_devices` shows it."""
     device = await store.get_device(device_id)
-    if device is None or device.host in await running_hosts(store, [device.host]):
-        return device
-    return _host_gone(device)
+    if device is None:
+        return None
+    if device.host not in await running_hosts(store, [device.host]):
+        return _host_gone(device)
+    lost = await _jobs_lost(store, [device])
+    return _job_lost(device, lost[device.id]) if device.id in lost else device
 
 
 def _host_gone(device: Device) -> Device:
     reason = f"its host {device.host!r} runs no labd (it last reported {device.state.value})"
+    return device.model_copy(update={"state": DeviceState.OFFLINE, "reason": reason})
+
+
+# A job ends, then its device is freed: a busy device whose job ended this long ago was not.
+ENDED_LONG_AGO_S = 60.0
+
+
+async def _jobs_lost(store: Store, devices: Iterable[Device]) -> dict[str, str]:
+    """Busy devices whose host has lost their job, by device id, with what became of it: a host
+    frozen (SIGSTOP, a stalled VM) or cut off from the database still holds its name, so
+    its devices stayed busy with jobs another host had taken over: one job on two devices."""
+    busy = {d.id: job for d in devices if (job := job_running_on(d)) is not None}
+    if not busy:
+        return {}
+    query = sa.select(jobs.c.id, jobs.c.state, jobs.c.device_id, jobs.c.finished_at).where(
+        jobs.c.id.in_(set(busy.values()))
+    )
+    rows = {row.id: row for row in await store.read(lambda conn: conn.execute(query).all())}
+    now = store.clock.now()
+    lost = {}
+    for device_id, job_id in busy.items():
+        row = rows.get(job_id)
+        if row is None:
+            lost[device_id] = f"its job {job_id!r} is not in the lab's database"
+        elif row.state == JobState.QUEUED.value:
+            lost[device_id] = f"its job {job_id!r} went back to the queue"
+        elif row.state in ACTIVE_STATES and row.device_id != device_id:
+            lost[device_id] = f"its job {job_id!r} moved to {row.device_id}"
+        elif row.finished_at is not None and now - row.finished_at > ENDED_LONG_AGO_S:
+            lost[device_id] = f"its job {job_id!r} ended ({row.state}) and the device was not freed"
+    return lost
+
+
+def _job_lost(device: Device, what: str) -> Device:
+    reason = (
+        f"its host {device.host!r} stopped renewing its lease ({what}): the host is frozen, "
+        "stalled or cut off from the database"
+    )
     return device.model_copy(update={"state": DeviceState.OFFLINE, "reason": reason})
 
 

@@ -148,3 +148,62 @@ async def test_a_stored_device_no_device_may_be_is_left_out_of_every_listing(
         assert said and said[0]["device"] == "'fl/1#'"
     finally:
         await store.close()
+
+
+async def test_a_frozen_hosts_busy_device_is_not_shown_running_a_job_taken_over(
+    postgres_url: str,
+) -> None:
+    """A host stopped with SIGSTOP keeps its name (its session lives), so its devices stayed
+    `busy ... (running stopb-3)` while another host ran stopb-3: one job on two devices."""
+    from labd.model import running_reason
+    from tests.integration.store.test_store import LANE, spec
+
+    here = await Store.open(postgres_url, host="rack-a")
+    frozen = await Store.open(postgres_url, host="rack-b")
+    names = HostName(here, "rack-a"), HostName(frozen, "rack-b")
+    try:
+        for name in names:
+            await name.take()
+        await frozen.submit_job("j1", spec(), "ci")
+        lease = await frozen.claim_job("phone-b", [LANE], "rack-b", ttl=30)
+        assert lease is not None and await frozen.mark_running("j1", lease.token)
+        busy = _busy("phone-b", "rack-b").model_copy(update={"reason": running_reason("j1")})
+        await frozen.upsert_device(busy)
+        assert await fleet_device(here, "phone-b") == busy  # its job is its own: as stored
+
+        # rack-b stops renewing; rack-a's reaper requeues the job, then rack-a runs it.
+        await here.expire_leases(now=here.clock.now() + 60)
+        [shown] = [d for d in await fleet_devices(here) if d.id == "phone-b"]
+        assert shown.state is DeviceState.OFFLINE
+        assert shown.reason == (
+            "its host 'rack-b' stopped renewing its lease (its job 'j1' went back to the "
+            "queue): the host is frozen, stalled or cut off from the database"
+        )
+        assert await here.claim_job("phone-a", [LANE], "rack-a", ttl=30) is not None
+        shown = await fleet_device(here, "phone-b")
+        assert shown is not None and "(its job 'j1' moved to phone-a)" in shown.reason
+        stored = await here.get_device("phone-b")  # only the view changes
+        assert stored is not None and stored.state is DeviceState.BUSY
+    finally:
+        for name in names:
+            await name.release()
+        await here.close()
+        await frozen.close()
+
+
+async def test_a_device_whose_job_has_just_ended_is_still_shown_busy(tmp_path: Path) -> None:
+    """Between a job's end and its device's release a listing must not call the host lost."""
+    from labd.model import JobState, running_reason
+    from tests.integration.store.test_store import LANE, spec
+
+    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'labd.db'}", host="rack-a")
+    try:
+        await store.submit_job("j1", spec(), "ci")
+        lease = await store.claim_job("phone", [LANE], "rack-a", ttl=30)
+        assert lease is not None and await store.mark_running("j1", lease.token)
+        busy = _busy("phone", "rack-a").model_copy(update={"reason": running_reason("j1")})
+        await store.upsert_device(busy)
+        assert await store.finish_job("j1", lease.token, JobState.SUCCEEDED)
+        assert await fleet_device(store, "phone") == busy
+    finally:
+        await store.close()
