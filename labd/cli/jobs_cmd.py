@@ -56,7 +56,6 @@ def _exists(job_id: str, state: str) -> str:
     return f"job {shown(job_id)} exists ({state}): submitted before with this spec"
 
 
-
 def waited_status(state: str, summary: dict[str, Any]) -> int:
     """`submit --wait`'s exit status: 3 for a job that did not succeed; 1 when an A/B job's
     comparison found a regression (a negative verdict, as `labd compare` exits); else 0."""
@@ -224,6 +223,12 @@ def list_jobs(args: argparse.Namespace) -> int:
                 f"{shown(job['id']):<34} {shown(job['state']):<10} {name:<30} "
                 f"{shown(job['device_id'] or '-'):<16} {shown(job['submitted_at'])}"
             )
+        if len(jobs) >= args.limit:  # 50 of 430 queued looked like the whole queue
+            print(
+                f"labd: the newest {len(jobs)} shown, the limit; there may be more "
+                f"(--limit N, at most 1000)",
+                file=sys.stderr,
+            )
 
     _print(args, {"jobs": jobs}, human)
     return 0
@@ -319,4 +324,3 @@ def results(args: argparse.Namespace) -> int:
     else:
         raise LabdError(f"unknown format {fmt!r}")
     return 0  # a regression is shown, not an error here: `submit --wait` and `compare` judge
-

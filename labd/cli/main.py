@@ -118,7 +118,9 @@ def _add_job_commands(nouns: Any) -> None:
     verbs = jobs.add_subparsers(dest="verb", metavar="VERB", required=True)
     listing = verbs.add_parser("list", help="recent jobs, newest first")
     listing.add_argument("--state", action="append", default=[], help="only this state")
-    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument(
+        "--limit", type=int, default=50, help="at most this many, the newest (default 50)"
+    )
     listing.set_defaults(handler=_lazy("labd.cli.jobs_cmd:list_jobs"))
     listing.add_argument(
         "--via",

@@ -369,6 +369,14 @@ def test_the_labd_command_uses_the_socket_or_a_token(lab: Lab, tmp_path: Path) -
         "job cli-1 exists (succeeded): submitted before with this spec\n",
     )
     assert not (lab.markers / "cli").exists()
+    # A listing cut at its limit says so (50 of 430 queued jobs looked like the whole queue).
+    assert labd("submit", str(manifest), "--via", "api", "--id", "cli-2").returncode == 0
+    cut, whole = labd("jobs", "list", "--limit", "1"), labd("jobs", "list")
+    assert cut.stdout.count("\ncli-") == 1 and whole.stdout.count("\ncli-") == 2
+    assert cut.stderr == (
+        "labd: the newest 1 shown, the limit; there may be more (--limit N, at most 1000)\n"
+    )
+    assert whole.stderr == ""
     # Elsewhere: a URL and the credentials file of a principal.
     credentials = tmp_path / "ci.toml"
     credentials.write_text(
