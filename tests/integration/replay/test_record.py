@@ -319,6 +319,17 @@ async def _raw_get(
     return int(lines[0].split()[1]), headers, body, len(received)
 
 
+async def _origin(routes: list[web.RouteDef]) -> tuple[web.AppRunner, int]:
+    """An origin serving `routes` on loopback: its runner (to clean up) and its port."""
+    app = web.Application()
+    app.add_routes(routes)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
 async def test_a_gzipped_page_is_recorded_decoded_and_replayed_gzipped(
     recording: Recorder, tmp_path: Path
 ) -> None:
@@ -334,13 +345,7 @@ async def test_a_gzipped_page_is_recorded_decoded_and_replayed_gzipped(
         headers = {"Content-Encoding": "gzip", "Content-Type": "text/html"}
         return web.Response(body=zipped, headers=headers)
 
-    app = web.Application()
-    app.add_routes([web.get("/page", gzipped)])
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    origin_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, origin_port = await _origin([web.get("/page", gzipped)])
     out = tmp_path / "site.har"
     try:
         recorder, port = await recording(out)
@@ -412,13 +417,7 @@ async def test_codings_aiohttp_leaves_alone_are_recorded_decoded_or_refused_by_n
         coding, body = bodies[request.path]
         return web.Response(body=body, headers={"Content-Encoding": coding})
 
-    app = web.Application()
-    app.add_routes([web.get(path, coded) for path in bodies])
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    origin_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, origin_port = await _origin([web.get(path, coded) for path in bodies])
     out = tmp_path / "site.har"
     got = {}
     try:
