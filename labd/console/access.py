@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import math
 import secrets
 import time
 from collections import OrderedDict, defaultdict, deque
@@ -33,6 +34,11 @@ SESSIONS_PER_PRINCIPAL = 20  # a principal's new sign-in past these closes its o
 MAX_SESSIONS = 1000  # a last resort: it takes 50 principals each at their cap to reach it
 SIGN_INS_PER_MINUTE = 10  # each principal's, in a sliding minute
 FORM = "application/x-www-form-urlencoded"
+PATH = "/console"  # the cookie's scope
+ENDED = (
+    "your console session has ended (signed out, unused for "
+    f"{SESSION_IDLE_S // 3600} hours, or labd restarted): sign in again"
+)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CSRF = web.RequestKey("csrf", str)
 OPEN_PATHS = frozenset({"/console/login", "/console/static/console.css", "/console/static/live.js"})
@@ -54,11 +60,12 @@ class Session:
 
 
 class TooManySignIns(Exception):
-    """A principal signed in more than SIGN_INS_PER_MINUTE times in the last minute."""
+    """A principal signed in more than SIGN_INS_PER_MINUTE times in the last minute;
+    `retry_after_s`: whole seconds until its oldest sign-in leaves the minute."""
 
-    def __init__(self, principal: str, message: str) -> None:
+    def __init__(self, principal: str, message: str, retry_after_s: int) -> None:
         super().__init__(message)
-        self.principal = principal
+        self.principal, self.retry_after_s = principal, retry_after_s
 
 
 class Sessions:
@@ -91,10 +98,12 @@ class Sessions:
         while recent and now - recent[0] > 60:
             recent.popleft()
         if len(recent) >= SIGN_INS_PER_MINUTE:
+            wait_s = max(1, math.ceil(60 - (now - recent[0])))
             raise TooManySignIns(
                 principal,
                 f"principal {principal!r} signed in {len(recent)} times in the last minute "
-                f"(limit {SIGN_INS_PER_MINUTE}); try again in a minute",
+                f"(limit {SIGN_INS_PER_MINUTE}); try again in {wait_s} s",
+                wait_s,
             )
         recent.append(now)
 
@@ -129,8 +138,19 @@ async def _read_form(request: web.Request, within_s: float) -> None:
     header time-out, which does not cover a body): 300 clients each trickling a byte of a 1 MB
     sign-in body every 5 s held every connection of the side port, /healthz and /metrics with
     it, for as long as they liked."""
-    if request.content_length is None or request.content_length > FORM_MAX:
-        raise Refused(413, "too_large", f"a console form is at most {FORM_MAX} bytes, sent whole")
+    if request.content_length is None:  # chunked, or no body at all
+        raise Refused(
+            411,
+            "length_required",
+            "a console form post needs a Content-Length (a form sent chunked, or without a "
+            "body, is not taken)",
+        )
+    if request.content_length > FORM_MAX:
+        raise Refused(
+            413,
+            "too_large",
+            f"a console form is at most {FORM_MAX} bytes, this one says {request.content_length:,}",
+        )
     try:
         async with asyncio.timeout(within_s):
             await request.post()
@@ -164,8 +184,12 @@ class ConsoleGuard:
         except Refused as e:
             audit_refusal(self.audit, request, action, e)
             if e.status == 401 and request.method == "GET" and _wants_page(request):
+                # The sign-in page says why a cookie it was sent no longer signs in, and clears it.
                 raise web.HTTPSeeOther(f"/console/login?next={quote(request.path_qs)}") from None
-            return web.Response(status=e.status, text=f"{e}\n")
+            refusal = web.Response(status=e.status, text=f"{e}\n")
+            if e.status == 401 and request.cookies.get(cookie_name(request)):
+                refusal.del_cookie(cookie_name(request), path=PATH)
+            return refusal
         return response
 
     async def _admit(
@@ -184,7 +208,9 @@ class ConsoleGuard:
                 request[CSRF] = session.csrf
             return await handler(request)
         if session is None or principal is None:
-            raise Refused(401, "no_credential", "the console needs you to sign in")
+            raise Refused(
+                401, "no_credential", ENDED if sid else "the console needs you to sign in"
+            )
         if not principal.may(action):
             raise Refused(
                 403,
@@ -193,14 +219,17 @@ class ConsoleGuard:
                 principal.name,
             )
         if request.method == "POST":
-            form = await request.post()
-            if not hmac.compare_digest(str(form.get("csrf", "")), session.csrf):
-                raise Refused(
-                    403, "bad_csrf_token", "the form's anti-forgery token is wrong", principal.name
-                )
+            _check_csrf(await request.post(), session.csrf, principal.name)
         request[CALLER] = Caller(principal, source_of(request))
         request[CSRF] = session.csrf
-        return await handler(request)
+        try:
+            response = await handler(request)
+        except web.HTTPException as e:  # a redirect after a write is a use too
+            renew_cookie(request, e, sid)
+            raise
+        if not response.prepared:  # a live stream has sent its headers already
+            renew_cookie(request, response, sid)
+        return response
 
     def _check_form_post(self, request: web.Request) -> None:
         if "Origin" not in request.headers:
@@ -220,6 +249,33 @@ class ConsoleGuard:
         if principal is None:
             return None
         return self.sessions.open(principal.name), principal
+
+
+def _check_csrf(form: Mapping[str, object], expected: str, principal: str) -> None:
+    """The form carries the session's anti-forgery token (403 naming what is wrong)."""
+    given = form.get("csrf")
+    if not given:
+        raise Refused(
+            403, "bad_csrf_token", "the form carries no anti-forgery token (csrf)", principal
+        )
+    if not hmac.compare_digest(str(given), expected):
+        raise Refused(403, "bad_csrf_token", "the form's anti-forgery token is wrong", principal)
+
+
+def set_session_cookie(request: web.BaseRequest, response: web.StreamResponse, sid: str) -> None:
+    """The session cookie, good for SESSION_IDLE_S from now: the session's own lapse."""
+    response.set_cookie(
+        cookie_name(request), sid, path=PATH, httponly=True, samesite="Strict",
+        max_age=SESSION_IDLE_S,
+    )  # fmt: skip
+
+
+def renew_cookie(request: web.BaseRequest, response: web.StreamResponse, sid: str) -> None:
+    """Send the cookie again with each answer to a signed-in request, so that it lapses when
+    the session does (8 hours unused), not 8 hours after sign-in; unless the handler set or
+    cleared it itself (signing out)."""
+    if cookie_name(request) not in response.cookies:
+        set_session_cookie(request, response, sid)
 
 
 def _canonical(request: web.Request) -> str:

@@ -18,6 +18,7 @@ from aiohttp import web
 from labd.auth import Action, Audit, Principals
 from labd.config import HttpSettings
 from labd.console.access import (
+    ENDED,
     SESSION_IDLE_S,
     ConsoleGuard,
     Handler,
@@ -25,6 +26,7 @@ from labd.console.access import (
     TooManySignIns,
     cookie_name,
     security_headers,
+    set_session_cookie,
     with_security_headers,
 )
 from labd.console.artefacts import ArtefactFiles
@@ -124,6 +126,9 @@ class SignIn:
         target = _local(request.query.get("next", ""))
         if request.get(CALLER) is not None and not problem:
             raise web.HTTPSeeOther(target)
+        stale = request.get(CALLER) is None and bool(request.cookies.get(cookie_name(request)))
+        if stale and not problem:  # a cookie of a session this daemon no longer holds
+            problem = ENDED[:1].upper() + ENDED[1:] + "."
         body = (
             (f"<p class='finding'>{escape(problem)}</p>" if problem else "")
             + "<form method='post' action='/console/login' class='login'>"
@@ -135,20 +140,31 @@ class SignIn:
             "gives one per principal). It is checked once; the browser keeps a session cookie "
             f"that lapses after {SESSION_IDLE_S // 3600} hours unused or when labd restarts.</p>"
         )
-        return page(request, "Sign in to the labd console", body)
+        response = page(request, "Sign in to the labd console", body)
+        if stale:
+            response.del_cookie(cookie_name(request), path=PREFIX)
+        return response
 
     async def sign_in(self, request: web.Request) -> web.Response:
         assert self.guard is not None
         data = await request.post()
         target, source = request.path, source_of(request)
+        token = str(data.get("token", "")).strip()
+        if not token:
+            why = "no token was given (the form's `token` field is missing or empty)"
+            self.audit.refused(CHANNEL, "-", "sign_in", target, source, "no_credential", why)
+            response = await self.form(request, f"Sign-in refused: {why}.")
+            response.set_status(400)
+            return response
         try:
-            found = self.guard.sign_in(str(data.get("token", "")))
+            found = self.guard.sign_in(token)
         except TooManySignIns as e:
             self.audit.refused(
                 CHANNEL, e.principal, "sign_in", target, source, "rate_limited", str(e)
             )
             response = await self.form(request, str(e))
             response.set_status(429)
+            response.headers["Retry-After"] = str(e.retry_after_s)
             return response
         if found is None:  # audited and counted like a wrong bearer token on the API
             self.audit.refused(
@@ -160,14 +176,7 @@ class SignIn:
         sid, principal = found
         self.audit.allowed(CHANNEL, principal.name, "sign_in", target, source)
         response = web.HTTPSeeOther(_local(str(data.get("next", ""))))
-        response.set_cookie(
-            cookie_name(request),
-            sid,
-            path=PREFIX,
-            httponly=True,
-            samesite="Strict",
-            max_age=SESSION_IDLE_S,
-        )
+        set_session_cookie(request, response, sid)
         raise response
 
     async def sign_out(self, request: web.Request) -> web.Response:

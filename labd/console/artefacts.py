@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from labd.artefacts import (
     INLINE,
@@ -30,7 +30,7 @@ from labd.artefacts import (
     open_artefact,
     path_problem,
 )
-from labd.console.stills import FILMSTRIP_WIDTH, StillsRefused, cut
+from labd.console.stills import FILMSTRIP_WIDTH, Stills, StillsRefused, cut
 from labd.daemon.artefact_routes import OpenedFile
 from labd.tasks import TaskSet
 
@@ -39,6 +39,11 @@ KEPT_FILMSTRIPS = 8
 CUTTERS = 2  # videos cut at once: one slow video (30 s at most) leaves the other slot free
 PAGE_FILES = 200  # files the job page lists; the rest are counted and left to the API
 EVIDENCE_KINDS = frozenset({"video", "heatmap", "progress"})
+# labd.capture writes about 150 bytes a frame: 4 MiB is some 28,000 frames, eight minutes
+# of a 60 fps capture. Reading 7 MB of 200,000 frames took a second of the daemon's time.
+PROGRESS_MOST_BYTES = 4 * 1024 * 1024
+CURVE_MOST = 1000  # points of the visual-progress curve: past the pixels of its width
+KEPT_PROGRESS = 8  # progress files kept parsed (a page and its stills read each)
 Evidence = dict[str, Artefact]  # kind (video, heatmap, progress) -> file, of one iteration
 
 
@@ -60,7 +65,8 @@ class _Frame(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False)
 
     t_ms: float
-    progress: float
+    # A share of the final frame: labd.capture writes 0.0 to 1.0 (the last frame is 1.0).
+    progress: float = Field(ge=0.0, le=1.0)
 
 
 class _Progress(BaseModel):
@@ -69,7 +75,7 @@ class _Progress(BaseModel):
     frames: list[_Frame]
 
 
-Filmstrip = dict[int, bytes] | StillsRefused  # the stills, or why there are none
+Filmstrip = Stills | StillsRefused  # the stills, or why there are none
 _Key = tuple[str, str, float]  # job, video, the video's mtime
 
 
@@ -84,6 +90,7 @@ class ArtefactFiles:
         self._cutting: dict[_Key, asyncio.Task[Filmstrip]] = {}
         self._cutters = asyncio.Semaphore(CUTTERS)
         self._tasks = TaskSet("console-stills")
+        self._frames: OrderedDict[tuple[str, str, int, int], list[dict[str, Any]]] = OrderedDict()
 
     async def close(self, _: web.Application | None = None) -> None:
         """Stop the cuts under way (their children are killed)."""
@@ -139,20 +146,38 @@ class ArtefactFiles:
             return web.Response(
                 status=422, body=refusal_image(str(stills)), content_type="image/svg+xml"
             )
-        if frame not in stills:
+        if why := stills.past_end(frame):  # an image again: the page's <img> says why
+            return web.Response(
+                status=404, body=refusal_image(why, "No still"), content_type="image/svg+xml"
+            )
+        if frame not in stills.jpegs:
             return web.Response(status=404, text=f"frame {frame} is not in the filmstrip\n")
-        return web.Response(body=stills[frame], content_type="image/jpeg")
+        return web.Response(body=stills.jpegs[frame], content_type="image/jpeg")
 
     async def progress(self, job_id: str, name: str) -> list[dict[str, Any]]:
         """The per-frame progress an analysis kept (`frames` of progress.json), each frame a
         dict with float `t_ms` and `progress`. Raises ProgressError for a malformed file."""
-        fd, _ = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, name)
-        return await asyncio.to_thread(_read_frames, fd)
+        fd, info = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, name)
+        key = (job_id, name, info.st_mtime_ns, info.st_size)
+        if (known := self._frames.get(key)) is not None:
+            os.close(fd)
+            self._frames.move_to_end(key)
+            return known
+        frames = await asyncio.to_thread(_read_frames, fd)
+        self._frames[key] = frames
+        while len(self._frames) > KEPT_PROGRESS:
+            self._frames.popitem(last=False)
+        return frames
 
     def refused(self, job_id: str, video: str) -> str:
         """Why the video's filmstrip was refused, if it was ('' when not, or not yet cut)."""
+        found = self.kept(job_id, video)
+        return str(found) if isinstance(found, StillsRefused) else ""
+
+    def kept(self, job_id: str, video: str) -> Filmstrip | None:
+        """The video's stills or refusal, once cut (None before)."""
         found = [v for (j, name, _), v in self._stills.items() if (j, name) == (job_id, video)]
-        return str(found[-1]) if found and isinstance(found[-1], StillsRefused) else ""
+        return found[-1] if found else None
 
     async def _filmstrip(self, job_id: str, video: str, progress: str) -> Filmstrip:
         fd, info = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, video)
@@ -206,7 +231,12 @@ def evidence(listing: list[Artefact]) -> dict[tuple[str, int], Evidence]:
 
 def _read_frames(fd: int) -> list[dict[str, Any]]:
     with os.fdopen(fd, "rb") as file:
-        data = file.read()
+        data = file.read(PROGRESS_MOST_BYTES + 1)
+    if len(data) > PROGRESS_MOST_BYTES:
+        raise ProgressError(
+            f"it is larger than the {PROGRESS_MOST_BYTES:,} bytes the console reads (labd "
+            f"writes about 150 bytes a frame: some {PROGRESS_MOST_BYTES // 150:,} frames)"
+        )
     try:
         document = json.loads(data)
     except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested past the stack
@@ -216,10 +246,48 @@ def _read_frames(fd: int) -> list[dict[str, Any]]:
     try:
         parsed = _Progress.model_validate(document)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise ProgressError(f"{where}: {first['msg'][:1].lower()}{first['msg'][1:]}") from None
+        raise ProgressError(_first_error(e)) from None
     return [frame.model_dump() for frame in parsed.frames]
+
+
+def _first_error(e: ValidationError) -> str:
+    """The first thing wrong, by frame and field: `frame 9, progress: input should be less
+    than or equal to 1 (got 9)`."""
+    first = e.errors()[0]
+    loc = first["loc"]
+    if len(loc) >= 3 and loc[0] == "frames" and isinstance(loc[1], int):
+        where = f"frame {loc[1]}, " + ".".join(str(part) for part in loc[2:])
+    else:
+        where = ".".join(str(part) for part in loc) or "(top level)"
+    message = first["msg"][:1].lower() + first["msg"][1:]
+    got = first.get("input")
+    shown = f" (got {got!r})" if isinstance(got, int | float) and not isinstance(got, bool) else ""
+    return f"{where}: {message}{shown}"
+
+
+def curve_points(frames: list[dict[str, Any]], most: int = CURVE_MOST) -> list[tuple[float, float]]:
+    """(ms, progress) of the visual-progress curve, at most `most` points: the first frame,
+    each frame where progress changed and the last (a step curve needs no other); past
+    `most`, in each of most/4 spans of time its first, lowest, highest and last point, so every
+    rise and fall stays drawn."""
+    points: list[tuple[float, float]] = []
+    for k, f in enumerate(frames):
+        if k in (0, len(frames) - 1) or f["progress"] != frames[k - 1]["progress"]:
+            points.append((float(f["t_ms"]), float(f["progress"])))
+    if len(points) <= most:
+        return points
+    spans = max(1, most // 4)
+    start, end = points[0][0], points[-1][0]
+    width = (end - start) / spans or 1.0
+    buckets: dict[int, list[int]] = {}
+    for n, (t, _) in enumerate(points):
+        buckets.setdefault(min(spans - 1, int((t - start) / width)), []).append(n)
+    kept: set[int] = set()
+    for members in buckets.values():
+        lowest = min(members, key=lambda n: points[n][1])
+        highest = max(members, key=lambda n: points[n][1])
+        kept |= {members[0], lowest, highest, members[-1]}
+    return [points[n] for n in sorted(kept)]
 
 
 def changes(frames: list[dict[str, Any]]) -> list[tuple[int, float, float]]:
@@ -238,9 +306,9 @@ def changes(frames: list[dict[str, Any]]) -> list[tuple[int, float, float]]:
     return out
 
 
-def refusal_image(why: str) -> bytes:
-    """A still-sized SVG that says why there are no stills."""
-    lines = textwrap.wrap(f"No stills: {why}.", 40)
+def refusal_image(why: str, lead: str = "No stills") -> bytes:
+    """A still-sized SVG that says why there is no still."""
+    lines = textwrap.wrap(f"{lead}: {why}.", 40)
     text = "".join(
         f"<text x='8' y='{18 + 14 * n}'>{escape(line)}</text>" for n, line in enumerate(lines)
     )

@@ -4,13 +4,23 @@ job keeps, linked."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from html import escape
 from typing import Any
 
 from labd.artefacts import Artefact, ArtefactError, api_path
-from labd.console.artefacts import ArtefactFiles, changes, evidence, still_url, url
+from labd.console.artefacts import (
+    ArtefactFiles,
+    Filmstrip,
+    changes,
+    curve_points,
+    evidence,
+    still_url,
+    url,
+)
 from labd.console.layout import table
+from labd.console.stills import Stills
 from labd.report import progress_curve
 
 EVIDENCE_LINKS = 200  # iterations linked by the evidence's "kept for"; others by ?iteration=
@@ -26,15 +36,14 @@ async def evidence_section(files: ArtefactFiles, query: Mapping[str, str], job_i
     kept = evidence(listing.of_kinds)
     out = []
     if kept:
-        asked = (query.get("variant", ""), query.get("iteration", ""))
-        chosen = next((key for key in kept if (key[0], str(key[1])) == asked), list(kept)[-1])
+        chosen, problem = _chosen(kept, query)
         linked = list(kept)[:EVIDENCE_LINKS]
         if chosen not in linked:
             linked.append(chosen)
         links = " ".join(
             f"<a href='?iteration={n}&amp;variant={escape(v)}#evidence'"
             + (" class='here'" if (v, n) == chosen else "")
-            + f">{escape(v + ' ' if v else '')}{n + 1}</a>"
+            + f">{escape(v + ' ' if v else '')}{n}</a>"
             for v, n in linked
         )
         if len(kept) > len(linked):
@@ -42,8 +51,9 @@ async def evidence_section(files: ArtefactFiles, query: Mapping[str, str], job_i
         variant, index = chosen
         out += [
             "<h2 id='evidence'>Evidence</h2>",
-            f"<p class='note'>Iteration {escape(variant + ' ' if variant else '')}{index + 1} "
-            f"(kept for: {links}).</p>",
+            f"<p class='finding'>{escape(problem)}</p>" if problem else "",
+            f"<p class='note'>Iteration {escape(variant + ' ' if variant else '')}{index} "
+            f"(folder {escape(_folder(variant, index))}; kept for: {links}).</p>",
             await _one(files, job_id, kept[chosen]),
         ]
     rows = [
@@ -80,6 +90,35 @@ async def evidence_section(files: ArtefactFiles, query: Mapping[str, str], job_i
     return "".join(out)
 
 
+def _folder(variant: str, index: int) -> str:
+    return f"{variant}/iteration-{index}" if variant else f"iteration-{index}"
+
+
+def _chosen(
+    kept: dict[tuple[str, int], dict[str, Artefact]], query: Mapping[str, str]
+) -> tuple[tuple[str, int], str]:
+    """The iteration whose evidence ?iteration=N&variant=V asks for, else the last that kept
+    any; and what was wrong with the query, if anything."""
+    last = list(kept)[-1]
+    if "iteration" not in query:
+        return last, ""
+    asked, variant = query["iteration"], query.get("variant", "")
+    instead = f"the evidence of iteration {_folder(*last)} is shown"
+    try:
+        index = int(asked)
+    except ValueError:
+        return (
+            last,
+            f"?iteration={asked!r} is not a number (an iteration index, from 0); {instead}.",
+        )
+    if (variant, index) not in kept:
+        return (
+            last,
+            f"Iteration {_folder(variant, index)} kept no video, heat map or progress; {instead}.",
+        )
+    return (variant, index), ""
+
+
 async def _one(files: ArtefactFiles, job_id: str, found: dict[str, Artefact]) -> str:
     out = []
     video, heatmap, progress = (found.get(k) for k in ("video", "heatmap", "progress"))
@@ -97,14 +136,10 @@ async def _one(files: ArtefactFiles, job_id: str, found: dict[str, Artefact]) ->
             if video is not None and (why := files.refused(job_id, video.name)):
                 out.append(f"<p class='finding'>No filmstrip: {escape(why)}.</p>")
             elif video is not None:
-                out.append(_filmstrip(job_id, video.name, frames))
-            out.append(
-                progress_curve(
-                    "visual progress",
-                    [float(f["t_ms"]) for f in frames],
-                    [float(f["progress"]) for f in frames],
-                )
-            )
+                kept = files.kept(job_id, video.name)
+                out.append(await asyncio.to_thread(_filmstrip, job_id, video.name, frames, kept))
+            # Off the event loop: a job's file may hold many frames, thinned to CURVE_MOST.
+            out.append(await asyncio.to_thread(_curve, frames))
     if heatmap is not None:
         out.append(
             f"<figure><img src='{escape(url(job_id, heatmap.name))}' alt='heat map of changes' "
@@ -114,13 +149,35 @@ async def _one(files: ArtefactFiles, job_id: str, found: dict[str, Artefact]) ->
     return "".join(out)
 
 
-def _filmstrip(job_id: str, video: str, frames: list[dict[str, Any]]) -> str:
-    cells = "".join(
-        f"<figure><img src='{escape(still_url(job_id, video, k))}' alt='frame at {t:.0f} ms' "
-        f"loading='lazy'><figcaption>{t:.0f} ms · {100 * p:.0f}%</figcaption></figure>"
-        for k, t, p in changes(frames)
+def _curve(frames: list[dict[str, Any]]) -> str:
+    points = curve_points(frames)
+    return progress_curve("visual progress", [t for t, _ in points], [p for _, p in points])
+
+
+def _filmstrip(
+    job_id: str, video: str, frames: list[dict[str, Any]], kept: Filmstrip | None
+) -> str:
+    """The stills of the frames where progress changed; once the video is cut, a frame past
+    its end is named in place of a broken image."""
+    stills = kept if isinstance(kept, Stills) else Stills({})
+    cells, past = [], 0
+    for k, t, p in changes(frames):
+        caption = f"<figcaption>{t:.0f} ms · {100 * p:.0f}%</figcaption>"
+        if why := stills.past_end(k):
+            past += 1
+            cells.append(f"<figure><p class='note'>No still: {escape(why)}.</p>{caption}</figure>")
+        else:
+            src = escape(still_url(job_id, video, k))
+            image = f"<img src='{src}' alt='frame at {t:.0f} ms' loading='lazy'>"
+            cells.append(f"<figure>{image}{caption}</figure>")
+    note = (
+        f"<p class='finding'>{past} of these frames are past the end of the video "
+        f"({stills.video_frames:,} frames; progress.json lists {len(frames):,}): the progress "
+        "file does not match the video.</p>"
+        if past
+        else ""
     )
     return (
         "<h3>Filmstrip: the frames where visual progress changed</h3>"
-        f"<div class='filmstrip'>{cells}</div>"
+        f"{note}<div class='filmstrip'>{''.join(cells)}</div>"
     )

@@ -12,7 +12,7 @@ from aiohttp import web
 from labd.console.artefacts import ArtefactFiles
 from labd.console.evidence import evidence_section
 from labd.console.lab import progress
-from labd.console.layout import form, page, state, table, when
+from labd.console.layout import form, job_link, page, state, table, when
 from labd.daemon.api import Api
 from labd.daemon.guard import CALLER
 from labd.daemon.heavy import Busy
@@ -43,16 +43,18 @@ class JobPage:
         if job is None:
             raise web.HTTPNotFound(text=f"no job {job_id!r}\n")
         its: list[Iteration] = []
+        problem = ""
         try:
             # Reading and summarising every iteration is a heavy query like the API's results.
             async with self.api.heavy.turn(request[CALLER].principal.name):
                 its = await self.api.store.iterations(job.id, attempt=job.attempts)
-                offset = _offset(request.query.get("values", ""), len(its))
+                offset, problem = _offset(request.query.get("values"), len(its))
                 figures = await asyncio.to_thread(_figures, job, its, offset)
         except Busy:
             figures = "<p class='note'>The daemon is busy with other results; reload shortly.</p>"
         body = (
-            await self._facts(request, job)
+            (f"<p class='finding'>{escape(problem)}</p>" if problem else "")
+            + await self._facts(request, job)
             + figures
             + _set_aside(its)
             + await evidence_section(self.files, request.query, job.id)
@@ -62,10 +64,18 @@ class JobPage:
         return page(request, title, body, "jobs", live=not job.state.terminal)
 
     async def cancel(self, request: web.Request) -> web.StreamResponse:
-        status, problem, _ = await self.api.cancel_as(request[CALLER], request.match_info["id"])
+        job_id, caller = request.match_info["id"], request[CALLER]
+        before = None if id_problem(job_id, "job id") else await self.api.store.get_job(job_id)
+        if (
+            before is not None
+            and before.state.terminal
+            and caller.principal.may_cancel(before.submitter)
+        ):
+            return _already_ended(request, before)
+        status, problem, _ = await self.api.cancel_as(caller, job_id)
         if status != 200:
             return web.Response(status=status, text=problem + "\n")
-        raise web.HTTPSeeOther(f"/console/jobs/{request.match_info['id']}")
+        raise web.HTTPSeeOther(f"/console/jobs/{job_id}")
 
     async def _facts(self, request: web.Request, job: Job) -> str:
         spec = job.spec
@@ -105,13 +115,32 @@ class JobPage:
         return facts
 
 
-def _offset(asked: str, total: int) -> int:
-    """The first row of the values table that ?values=N asks for, on a page boundary."""
+def _already_ended(request: web.Request, job: Job) -> web.Response:
+    """Cancelling a job that has ended: nothing is done, and the person is told so (409)."""
+    body = (
+        f"<p class='finding'>Job {escape(job.id)} had already ended ({state(job.state.value)}"
+        f"{f': {escape(job.error)}' if job.error else ''}): nothing was cancelled.</p>"
+        f"<p>{job_link(job.id)}</p>"
+    )
+    response = page(request, "Nothing to cancel", body, "jobs")
+    response.set_status(409)
+    return response
+
+
+def _offset(asked: str | None, total: int) -> tuple[int, str]:
+    """The first row of the values table that ?values=N asks for (N an iteration index, from 0
+    as in the API and the CSV), on a page boundary; and what was wrong with N, if anything
+    (the first page is shown then)."""
+    if asked is None:
+        return 0, ""
+    allowed = f"an iteration of this job, 0 to {total - 1:,}" if total else "none yet"
     try:
         wanted = int(asked)
     except ValueError:
-        return 0
-    return max(0, min(wanted, total - 1)) // ITERATIONS_SHOWN * ITERATIONS_SHOWN
+        return 0, f"?values={asked!r} is not a number: it takes {allowed}; the first page is shown."
+    if not 0 <= wanted < max(total, 1):
+        return 0, f"?values={wanted} is not {allowed}; the first page is shown."
+    return wanted // ITERATIONS_SHOWN * ITERATIONS_SHOWN, ""
 
 
 def _figures(job: Job, its: list[Iteration], offset: int = 0) -> str:
@@ -145,15 +174,16 @@ def _figures(job: Job, its: list[Iteration], offset: int = 0) -> str:
     aside = [n for n, it in enumerate(shown) if it.set_aside]
     warmup = sum(1 for it in shown if it.warmup)
     for name in names:
-        order = [it.values[name] for it in shown if name in it.values]
+        plotted = [it for it in shown if name in it.values]
         out.append(
             series_plot(
                 f"{name} in iteration order",
-                order,
+                [it.values[name] for it in plotted],
                 units.get(name, ""),
                 marked=aside,
                 warmup=warmup,
                 quantity=name,
+                indexes=[it.index for it in plotted],
             )
         )
     if len(measured_its) > len(shown):
@@ -163,7 +193,7 @@ def _figures(job: Job, its: list[Iteration], offset: int = 0) -> str:
             "every one.</p>"
         )
     rows_html = [
-        f"<tr><td>{it.index + 1}</td><td>{'warm-up' if it.warmup else escape(it.variant) or '-'}"
+        f"<tr><td>{it.index}</td><td>{'warm-up' if it.warmup else escape(it.variant) or '-'}"
         f"</td><td>{escape(', '.join(f'{k}={v:.4g}' for k, v in sorted(it.values.items())))}"
         f"</td><td class='note'>{escape(it.error or '; '.join(it.flags))}</td></tr>"
         for it in its[offset : offset + ITERATIONS_SHOWN]
@@ -172,7 +202,7 @@ def _figures(job: Job, its: list[Iteration], offset: int = 0) -> str:
         f"<details id='values'{' open' if offset else ''}><summary>Every iteration's values"
         f"{f' ({len(its):,})' if len(its) > ITERATIONS_SHOWN else ''}</summary>"
         + _pages(job.id, offset, len(its))
-        + table(["#", "kind", "values", "error or flags"], rows_html, "No iteration yet.")
+        + table(["iteration", "kind", "values", "error or flags"], rows_html, "No iteration yet.")
         + "</details>"
     )
     return "".join(out)
@@ -182,7 +212,7 @@ def _pages(job_id: str, offset: int, total: int) -> str:
     """Where the values table stands when it takes more than a page, and the way on."""
     if total <= ITERATIONS_SHOWN:
         return ""
-    end = min(offset + ITERATIONS_SHOWN, total)
+    end = min(offset + ITERATIONS_SHOWN, total)  # rows offset..end-1, iterations by index
     links = [
         f"<a href='?values={at}#values'>{label}</a>"
         for at, label in (
@@ -192,7 +222,8 @@ def _pages(job_id: str, offset: int, total: int) -> str:
         if 0 <= at < total
     ]
     return (
-        f"<p class='note'>Iterations {offset + 1:,} to {end:,} of {total:,}: "
+        f"<p class='note'>Iterations {offset:,} to {end - 1:,} of {total:,} (numbered from 0, "
+        "as in the API, the CSV and the artefact folders): "
         + " · ".join(links)
         + f". All at once: <code>labd jobs results {escape(job_id)} --format csv</code> or "
         f"<code>GET /api/v1/jobs/{escape(job_id)}/results</code>.</p>"
@@ -201,7 +232,7 @@ def _pages(job_id: str, offset: int, total: int) -> str:
 
 def _set_aside(its: list[Iteration]) -> str:
     rows = [
-        f"<tr><td>{it.index + 1}</td><td>{escape(it.variant or '-')}</td>"
+        f"<tr><td>{it.index}</td><td>{escape(it.variant or '-')}</td>"
         f"<td>{escape('; '.join(it.flags) or '-')}</td></tr>"
         for it in its
         if it.set_aside
@@ -210,7 +241,8 @@ def _set_aside(its: list[Iteration]) -> str:
         return ""
     return (
         "<h2>Set aside</h2><p class='note'>These iterations were measured but kept out of "
-        "every figure, for the reasons given.</p>" + table(["#", "variant", "why"], rows, "")
+        "every figure, for the reasons given.</p>"
+        + table(["iteration", "variant", "why"], rows, "")
     )
 
 

@@ -81,7 +81,8 @@ class LabPages:
         return page(request, "Running", body, "running", live=True)
 
     async def jobs(self, request: web.Request) -> web.Response:
-        jobs = await self.api.store.list_jobs([], JOBS_SHOWN)
+        states, problem = _states(request.query.getall("state", []))
+        jobs = await self.api.store.list_jobs(states, JOBS_SHOWN)
         rows = [
             f"<tr><td>{job_link(job.id)}</td><td>{_test(job)}</td>"
             f"<td>{escape(job.spec.build.revision or '-')}</td><td>{state(job.state.value)}</td>"
@@ -90,7 +91,13 @@ class LabPages:
             for job in jobs
         ]
         head = ["job", "test", "revision", "state", "device", "finished", "error"]
-        return page(request, "Latest jobs", table(head, rows, "No job yet."), "jobs")
+        shown = ", ".join(s.value for s in states)
+        body = (
+            (f"<p class='finding'>{escape(problem)}</p>" if problem else "")
+            + (f"<p class='note'>Only jobs {escape(shown)}.</p>" if states else "")
+            + table(head, rows, "No job yet.")
+        )
+        return page(request, "Latest jobs", body, "jobs")
 
     async def device_action(self, request: web.Request) -> web.StreamResponse:
         status, problem, _ = await self.api.device_as(
@@ -99,6 +106,23 @@ class LabPages:
         if status != 200:
             return web.Response(status=status, text=problem + "\n")
         raise web.HTTPSeeOther("/console/devices")
+
+
+def _states(asked: list[str]) -> tuple[list[JobState], str]:
+    """The job states ?state=S (repeated, or comma-separated) asks for, and what was not a
+    state (left out of the filter, and the page says so)."""
+    names = [name.strip() for value in asked for name in value.split(",") if name.strip()]
+    known = {s.value: s for s in JobState}
+    states = [known[name] for name in dict.fromkeys(names) if name in known]
+    unknown = [name for name in names if name not in known]
+    if not unknown:
+        return states, ""
+    outcome = "left out of the filter" if states else "every job is shown"
+    problem = (
+        f"?state={','.join(unknown)}: no such job state (the states are "
+        f"{', '.join(known)}); {outcome}."
+    )
+    return states, problem
 
 
 def progress(done: int, total: int) -> str:

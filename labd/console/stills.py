@@ -17,6 +17,7 @@ import json
 import os
 import resource
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 FILMSTRIP_WIDTH = 240
@@ -33,6 +34,24 @@ class StillsRefused(Exception):
     """No stills for this video; the message says why, in one line, for the person."""
 
 
+@dataclass(frozen=True)
+class Stills:
+    """The JPEG stills cut, by frame; and, when the video ended before the last frame asked
+    for, how many frames it holds (the frames past it have no still)."""
+
+    jpegs: dict[int, bytes]
+    video_frames: int | None = None
+
+    def past_end(self, frame: int) -> str:
+        """Why `frame` has no still because the video is shorter, or ''."""
+        if self.video_frames is None or frame < self.video_frames:
+            return ""
+        return (
+            f"frame {frame} is past the end of the video, which holds {self.video_frames:,} "
+            "frames (frames count from 0)"
+        )
+
+
 def too_large(width: int, height: int) -> str:
     """Why frames of this size are not decoded, or '' when they may be."""
     if width > MAX_SIDE or height > MAX_SIDE or width * height > MAX_PIXELS:
@@ -43,7 +62,7 @@ def too_large(width: int, height: int) -> str:
     return ""
 
 
-async def cut(fd: int, wanted: set[int]) -> dict[int, bytes]:
+async def cut(fd: int, wanted: set[int]) -> Stills:
     """JPEG stills of the `wanted` frames of the open video `fd`, cut by a child process.
     Raises StillsRefused when the child refuses the video, fails, or takes longer than
     CUT_TIMEOUT_S (it is killed). Cancelling this kills the child too."""
@@ -78,7 +97,8 @@ async def cut(fd: int, wanted: set[int]) -> dict[int, bytes]:
         ) from None
     if refused := parsed.get("refused"):
         raise StillsRefused(str(refused))
-    return {int(k): base64.b64decode(v) for k, v in parsed["stills"].items()}
+    jpegs = {int(k): base64.b64decode(v) for k, v in parsed["stills"].items()}
+    return Stills(jpegs, parsed.get("ended_after"))
 
 
 async def _read_all(child: asyncio.subprocess.Process) -> bytes:
@@ -96,7 +116,8 @@ async def _read_all(child: asyncio.subprocess.Process) -> bytes:
 
 def cut_stills(fd: int, wanted: set[int]) -> dict[str, Any]:
     """The child's work: {"stills": {frame: base64 JPEG}} read in one pass (a WebM does not
-    seek to an exact frame reliably), or {"refused": why}."""
+    seek to an exact frame reliably), with "ended_after": the video's frames when it ended
+    before the last one wanted; or {"refused": why}."""
     import cv2
 
     cv2.setNumThreads(1)
@@ -113,7 +134,7 @@ def cut_stills(fd: int, wanted: set[int]) -> dict[str, Any]:
         for k in range(last + 1):
             ok, image = capture.read()
             if not ok:
-                break
+                return {"stills": stills, "ended_after": k}
             height, width = image.shape[:2]
             if why := too_large(width, height):
                 return {"refused": f"frame {k}: {why}"}

@@ -42,7 +42,9 @@ class TrendPages:
         effect_text = request.query.get("effect", "0.01")
         effect = float(effect_text) if effect_text in EFFECTS else 0.01
         body = _compare_form(base, new, effect_text)
-        if base and new:
+        if problem := _compare_query_problem(base, new, effect_text):
+            body += f"<p class='finding'>{escape(problem)}</p>"
+        elif base and new:
             pairs, problem = await self._pairs(base, new)
             if problem:
                 body += f"<p class='finding'>{escape(problem)}</p>"
@@ -154,6 +156,22 @@ class TrendPages:
             for s, t in tests
         ]
         return table(["test"], rows, "No test has a succeeded run yet.")
+
+
+def _compare_query_problem(base: str, new: str, effect: str) -> str:
+    """What is wrong with the compare query, or '' (an empty query is the blank form)."""
+    if effect not in EFFECTS:
+        return (
+            f"?effect={effect!r} is not an effect of interest the comparison offers "
+            f"({', '.join(EFFECTS)})."
+        )
+    if bool(base) != bool(new):
+        given, missing = ("base", "new") if base else ("new", "base")
+        return (
+            f"?{given}= is given but ?{missing}= is missing: compare needs both (two job ids, "
+            "or two revisions)."
+        )
+    return ""
 
 
 def _compare_form(base: str, new: str, effect: str) -> str:

@@ -29,6 +29,8 @@ REFUSAL_REASONS = (
     "internal",  # a request labd failed on itself (a bug)
     "too_large",  # the console: a form over its limit
     "too_slow",  # the console: a form that did not arrive in time
+    "length_required",  # the console: a form sent without its length (chunked)
+    "bad_csrf_token",  # the console: a form's anti-forgery token missing or wrong
     # the HTTP API's front door (labd.daemon.guard)
     "host_not_allowed",
     "origin_not_allowed",

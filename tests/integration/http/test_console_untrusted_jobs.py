@@ -22,11 +22,15 @@ from tests.conftest import LabdProcess
 from tests.integration.http.test_console_front_door import ask, sign_in
 
 PROGRESS = "{'frames':[{'t_ms':float(i),'progress':i/9} for i in range(10)]}"
-WRITES_VIDEO = (
-    "import json,os,shutil,sys; os.makedirs('iteration-0'); "
-    "shutil.copy(sys.argv[1], 'iteration-0/video.webm'); "
-    f"json.dump({PROGRESS}, open('iteration-0/progress.json','w'))"
-)
+
+
+def writes_video(progress: str = PROGRESS) -> str:
+    """A job's program that keeps the video given and a progress.json of `progress`."""
+    return (
+        "import json,os,shutil,sys; os.makedirs('iteration-0'); "
+        "shutil.copy(sys.argv[1], 'iteration-0/video.webm'); "
+        f"json.dump({progress}, open('iteration-0/progress.json','w'))"
+    )
 
 
 @pytest.fixture
@@ -55,10 +59,10 @@ def run_job(daemon: LabdProcess, job_id: str, spec: dict[str, Any], seconds: flo
         time.sleep(0.2)
 
 
-def video_job(daemon: LabdProcess, job_id: str, video: Path) -> None:
+def video_job(daemon: LabdProcess, job_id: str, video: Path, progress: str = PROGRESS) -> None:
     run_job(daemon, job_id, {
         "suite": "untrusted", "test": job_id, "scenario": "command", "iterations": 1,
-        "warmup": 0, "params": {"command": ["python3", "-c", WRITES_VIDEO, str(video)]},
+        "warmup": 0, "params": {"command": ["python3", "-c", writes_video(progress), str(video)]},
     })  # fmt: skip
 
 
@@ -137,11 +141,14 @@ def test_a_job_of_more_iterations_than_a_page_draws_says_so_and_pages_its_values
     first = ask(daemon, "GET", "/console/jobs/many", {"Cookie": cookie})[2].decode()
     assert "The charts draw the first 500 of 1,200 iterations" in first
     assert "labd report many" in first
-    assert "Iterations 1 to 500 of 1,200" in first and "?values=500#values" in first
-    assert "<td>500</td>" in first and "<td>501</td>" not in first
+    # Iterations are numbered from 0, as the API, the CSV and the artefact folders do.
+    assert "Iterations 0 to 499 of 1,200" in first and "?values=500#values" in first
+    assert "<tr><td>0</td>" in first and "<td>499</td>" in first and "<td>500</td>" not in first
     last = ask(daemon, "GET", "/console/jobs/many?values=1000", {"Cookie": cookie})[2].decode()
-    assert "Iterations 1,001 to 1,200 of 1,200" in last and "previous 500" in last
-    assert "<td>1200</td>" in last and "<td>1000</td>" not in last
+    assert "Iterations 1,000 to 1,199 of 1,200" in last and "previous 500" in last
+    assert "<td>1199</td>" in last and "<td>999</td>" not in last
+    snapped = ask(daemon, "GET", "/console/jobs/many?values=1100", {"Cookie": cookie})[2]
+    assert b"Iterations 1,000 to 1,199 of 1,200" in snapped  # the page says which rows
     assert "labd jobs results many --format csv" in last
 
 
@@ -160,3 +167,72 @@ def test_bidi_and_control_characters_in_a_jobs_fields_are_shown_as_escapes(
         page = ask(daemon, "GET", path, {"Cookie": cookie})[2].decode()
         assert "safe\\u202eexe.txt" in page, path
         assert not any(c in page for c in "\u202e\u2066"), path
+
+
+def visible(body: bytes) -> str:
+    return " ".join(html.unescape(re.sub(rb"<[^>]+>", b" ", body).decode()).split())
+
+
+def test_a_progress_file_of_many_frames_is_thinned_capped_and_its_frames_named(
+    daemon: LabdProcess, shared: Path
+) -> None:
+    """100,000 frames whose progress changes at every one (3.5 MB) made a page of megabytes
+    (a point a frame) and stalled the daemon; now the curve is at most 1,000 points and
+    /healthz answers meanwhile. A 7 MB file is refused by its size, progress in percent by
+    its range, and the filmstrip's frames past the video's 10 are named, not broken images."""
+    video = webm(shared / "short.webm", "320x240", 0.4)  # 10 frames
+    saw = "{'frames':[{'t_ms':i,'progress':(i%101)/100} for i in range(100000)]}"
+    video_job(daemon, "saw", video, saw)
+    video_job(daemon, "huge", video, saw.replace("100000", "200000"))
+    video_job(
+        daemon, "percent", video, "{'frames':[{'t_ms':i,'progress':i%101} for i in range(20)]}"
+    )
+    _, cookie = sign_in(daemon, daemon.token)
+    headers = {"Cookie": cookie}
+
+    slowest = []
+    stop = threading.Event()
+
+    def health() -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            assert ask(daemon, "GET", "/healthz")[0] == 200
+            slowest.append(time.monotonic() - started)
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=health)
+    watcher.start()
+    try:
+        status, _, body = ask(daemon, "GET", "/console/jobs/saw", headers)
+    finally:
+        stop.set()
+        watcher.join()
+    assert status == 200
+    assert len(body) < 200_000, len(body)  # it was megabytes
+    curve = body.split(b"visual progress (%)")[1]
+    points = curve.split(b'<polyline points="')[1].split(b'"')[0].split()
+    assert len(points) <= 2 * 1000, len(points)  # a step: two per point
+    assert max(slowest) < 0.5, max(slowest)
+    page = visible(body)
+    assert "Iteration 0 (folder iteration-0; kept for: 0 )" in page  # as the artefact folder
+
+    still = ask(daemon, "GET", "/console/jobs/saw/still?video=iteration-0/video.webm&frame=99999",
+                headers)  # fmt: skip
+    assert still[0] == 404 and still[1]["Content-Type"] == "image/svg+xml"
+    assert visible(still[2]) == (
+        "No still: frame 99999 is past the end of the video, which holds 10 frames (frames "
+        "count from 0)."
+    )
+    again = visible(ask(daemon, "GET", "/console/jobs/saw", headers)[2])
+    assert "of these frames are past the end of the video (10 frames; progress.json lists " in again
+    assert "No still: frame 99999 is past the end of the video" in again
+
+    huge = visible(ask(daemon, "GET", "/console/jobs/huge", headers)[2])
+    assert "The progress file cannot be read: it is larger than the 4,194,304 bytes" in huge
+    percent = visible(ask(daemon, "GET", "/console/jobs/percent", headers)[2])
+    assert (
+        "The progress file cannot be read: frame 2, progress: input should be less than or "
+        "equal to 1 (got 2)" in percent
+    )
+    wrong = visible(ask(daemon, "GET", "/console/jobs/saw?iteration=abc", headers)[2])
+    assert "?iteration='abc' is not a number (an iteration index, from 0)" in wrong

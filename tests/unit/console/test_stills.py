@@ -11,7 +11,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
-from labd.console.artefacts import ArtefactFiles
+from labd.console.artefacts import CURVE_MOST, ArtefactFiles, curve_points
+from labd.console.stills import Stills
 
 MALFORMED = [
     "{}",
@@ -62,3 +63,48 @@ async def test_a_well_formed_progress_file_still_reads(tmp_path: Path) -> None:
     assert isinstance(response.body, bytes)
     said = " ".join(re.sub(rb"<[^>]+>", b" ", response.body).decode().split())
     assert said == "No stills: the video could not be opened.", said
+
+
+async def test_progress_outside_0_to_1_is_refused_naming_the_frame(tmp_path: Path) -> None:
+    """labd.capture writes progress as a share, 0.0 to 1.0: 9.0 (a percent) is malformed."""
+    response = await still(
+        tmp_path, '{"frames":[{"t_ms":0,"progress":0.0},{"t_ms":1,"progress":9}]}'
+    )
+    assert response.status == 422
+    assert response.text == (
+        "a/progress.json: frame 1, progress: input should be less than or equal to 1 (got 9); "
+        "no frames\n"
+    )
+
+
+async def test_a_progress_file_larger_than_the_console_reads_is_refused(tmp_path: Path) -> None:
+    frames = ",".join(f'{{"t_ms":{i},"progress":0.5}}' for i in range(200_000))
+    response = await still(tmp_path, '{"frames":[' + frames + "]}")
+    assert response.status == 422 and response.text is not None
+    assert "larger than the 4,194,304 bytes the console reads" in response.text
+
+
+def test_the_progress_curve_is_thinned_to_its_changes_and_keeps_every_rise() -> None:
+    """200,000 frames of a saw-tooth become at most CURVE_MOST points that still reach 0 and 1
+    in every part of the time; a real curve (few changes) keeps every change and its end."""
+    saw = [{"t_ms": float(i), "progress": (i % 101) / 100} for i in range(200_000)]
+    points = curve_points(saw)
+    assert len(points) <= CURVE_MOST
+    assert points[0] == (0.0, 0.0) and points[-1] == (199_999.0, (199_999 % 101) / 100)
+    quarter = 50_000
+    for part in range(4):
+        values = [p for t, p in points if part * quarter <= t < (part + 1) * quarter]
+        assert min(values) == 0.0 and max(values) == 1.0, part
+    real = [0.0] * 50 + [0.4] * 30 + [0.9] * 10 + [1.0] * 100
+    frames = [{"t_ms": 16.0 * k, "progress": p} for k, p in enumerate(real)]
+    assert curve_points(frames) == [(0.0, 0.0), (800.0, 0.4), (1280.0, 0.9), (1440.0, 1.0),
+                                    (16.0 * 189, 1.0)]  # fmt: skip
+
+
+def test_a_frame_past_the_videos_end_is_named() -> None:
+    stills = Stills({0: b"jpeg"}, video_frames=250)
+    assert stills.past_end(249) == ""
+    assert stills.past_end(8695) == (
+        "frame 8695 is past the end of the video, which holds 250 frames (frames count from 0)"
+    )
+    assert Stills({}).past_end(8695) == ""  # not cut yet: not known
