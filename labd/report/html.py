@@ -78,7 +78,8 @@ def _job_section(
     out.append(summary_table(values, units))
     warmup = sum(1 for i in its if i.warmup)
     for metric, vals in values.items():
-        in_order = [i.values[metric] for i in its if metric in i.values and not i.error]
+        plotted = [i for i in its if metric in i.values and not i.error]
+        in_order = [i.values[metric] for i in plotted]
         findings = diagnose(vals)
         out.append(f"<h3>{escape(metric)}</h3>")
         if findings:
@@ -105,6 +106,7 @@ def _job_section(
             warmup,
             other,
             quantity=metric,
+            indexes=[i.index for i in plotted],
         )
         if shared is None:  # alone: its distribution here (a pair's is in the comparison)
             plots += svg.distribution(

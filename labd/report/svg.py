@@ -47,6 +47,13 @@ def _index_scale(n: int) -> Scale:
     return Scale(0, n - 1, LEFT + 8, W - RIGHT - 8)
 
 
+def _labelled(marks: list[tuple[float, str]], indexes: Sequence[int]) -> list[tuple[float, str]]:
+    """Ticks at value positions, labelled with those values' iteration indexes when given."""
+    if not indexes:
+        return marks
+    return [(position, str(indexes[int(position)])) for position, _ in marks]
+
+
 def series_plot(
     title: str,
     values: Sequence[float],
@@ -55,10 +62,12 @@ def series_plot(
     warmup: int = 0,
     shared: Sequence[float] = (),
     quantity: str = "value",
+    indexes: Sequence[int] = (),
 ) -> str:
     """Values in iteration order (the plot that shows throttling and warm-up): grey dots are
     warm-ups, red ones outliers. `shared`: other values the value axis must also cover, so
-    two runs' plots read on one scale."""
+    two runs' plots read on one scale. `indexes`: each value's iteration index, as the API,
+    the CSV and the artefact folders number it (without: counted from 1)."""
     if not values:
         return ""
     n = len(values)
@@ -73,7 +82,7 @@ def series_plot(
     )
     body = (
         y_axis(y, marks, titled(unit, quantity))
-        + x_axis(x, index_marks(n), "iteration")
+        + x_axis(x, _labelled(index_marks(n), indexes), "iteration")
         + f'<polyline points="{points}" class="line"/>{dots}'
     )
     return frame(title, body)

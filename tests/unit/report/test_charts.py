@@ -27,6 +27,14 @@ def test_a_series_has_its_unit_on_the_value_axis_and_iterations_below() -> None:
     assert {"1", "2", "3"} <= set(labels)
 
 
+def test_a_series_given_its_iterations_indexes_labels_them_as_the_csv_does() -> None:
+    """The console's chart said iteration 501 where the CSV, the API and the artefact folder
+    say 500; a value whose iteration errored is not plotted, so positions drift further."""
+    chart = svg.series_plot("t", [10.0, 12.0, 11.0], "ms", indexes=[0, 1, 3])
+    ticks_below = [t for t in texts(chart) if t.isdigit() and t in {"0", "1", "2", "3"}]
+    assert ticks_below == ["0", "1", "3"]
+
+
 def test_twenty_values_are_twenty_dots_not_a_twenty_bin_histogram() -> None:
     values = [100.0 + i % 7 for i in range(20)]
     chart = svg.distribution("d", [("base", values), ("new", [v * 1.1 for v in values])], "ms")
