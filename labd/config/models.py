@@ -360,6 +360,16 @@ class MqttSettings(Section):
     reconnect_max_s: float = Field(
         30, ge=1, le=3600, description="Longest wait between reconnection attempts."
     )
+    ended_state_expiry_h: float = Field(
+        24,
+        ge=0,
+        le=(2**32 - 1) / 3600,
+        description=(
+            "How long the broker keeps a job's retained state once the job has ended (MQTT 5 "
+            "message expiry; 0: for ever). Kept for ever, every job left one retained message: "
+            "600,000 a month in a busy lab, sent to every new subscriber of labd/#."
+        ),
+    )
 
     @field_validator("tls_ca", "tls_cert", "tls_key")
     @classmethod

@@ -475,5 +475,10 @@ class MqttBridge:
 
     async def _publish(self, client: aiomqtt.Client, event: Event, key: str, seq: int = 0) -> None:
         """Publish what the outbound table makes of `event` (queued under `key`)."""
-        for out in publications(event, key, seq, self.host, self.topics):
-            await publish(client, out.topic, encode(out.message), out.retain)
+        expiry = round(self.settings.ended_state_expiry_h * 3600)
+        for out in publications(event, key, seq, self.host, self.topics, expiry):
+            properties = None
+            if out.expiry_s and self.protocol == aiomqtt.ProtocolVersion.V5:
+                properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+                properties.MessageExpiryInterval = out.expiry_s
+            await publish(client, out.topic, encode(out.message), out.retain, properties)

@@ -25,6 +25,7 @@ from labd.events import (
     JobRequeued,
     JobRunning,
 )
+from labd.model import TERMINAL
 from labd.mqtt.messages import (
     AlertMessage,
     DeviceStateMessage,
@@ -42,6 +43,7 @@ class Publication:
     topic: str
     message: Message
     retain: bool = False
+    expiry_s: int = 0  # MQTT 5 message expiry; 0: none
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,16 @@ def job_event_message(event: Event, seq: int, host: str) -> JobEvent:
     )
 
 
-def publications(event: Event, key: str, seq: int, host: str, topics: Topics) -> list[Publication]:
+# The states a job's retained state ends in: after them it changes no more.
+ENDED = frozenset({*(state.value for state in TERMINAL), "rejected"})
+
+
+def publications(
+    event: Event, key: str, seq: int, host: str, topics: Topics, ended_expiry_s: int = 0
+) -> list[Publication]:
     """The messages that deliver `event`, queued under `key` (the job id of a job's event,
-    the device id of a device's)."""
+    the device id of a device's). An ended job's retained state expires after
+    `ended_expiry_s` (0: never), so the broker does not keep one for every job ever run."""
     wire = OUTBOUND[type(event)]
     if isinstance(wire, AlertWire):
         alert = AlertMessage.model_validate(event.model_dump(mode="json"))
@@ -114,5 +123,10 @@ def publications(event: Event, key: str, seq: int, host: str, topics: Topics) ->
     state = JobStateMessage(job_id=key, state=message.state, seq=seq, time=message.time)
     return [
         Publication(topics.job_events(key), message),
-        Publication(topics.job_state(key), state, retain=True),
+        Publication(
+            topics.job_state(key),
+            state,
+            retain=True,
+            expiry_s=ended_expiry_s if message.state in ENDED else 0,
+        ),
     ]

@@ -37,7 +37,13 @@ CHANNELS = [
         "send",
         "Every lifecycle event of a job, QoS 1, numbered per job.",
     ),
-    ("jobState", "jobs/{job_id}/state", "job_state", "send", "The job's latest state (retained)."),
+    (
+        "jobState",
+        "jobs/{job_id}/state",
+        "job_state",
+        "send",
+        "The job's latest state (retained; an ended job's expires: mqtt.ended_state_expiry_h).",
+    ),
     (
         "deviceState",
         "devices/{device_id}/state",

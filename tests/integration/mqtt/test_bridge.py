@@ -392,3 +392,32 @@ async def test_the_cli_takes_the_answer_of_the_host_that_knows_its_key(
         finally:
             refusing.cancel()
     assert daemon.stop() == 0
+
+
+async def test_an_ended_jobs_retained_state_expires_and_nothing_else_does(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """Every job left its retained `jobs/<id>/state` for good: 3,588 after a tester's 3,585
+    jobs, 600,000 a month in a busy lab, sent to every new subscriber of labd/#."""
+    broker = mosquitto_factory()
+    mqtt = f'url = "mqtt://127.0.0.1:{broker.port}"\nended_state_expiry_h = 0.0005'  # 2 s
+    daemon: LabdProcess = start_labd(daemon_config(tmp_path, mqtt))
+    daemon.wait_for_log("mqtt connected")
+    async with Follower(broker.port, identifier="ci") as ci:
+        await publish_signed(broker.port, f"{PREFIX}/jobs/submit", {"id": "ended", "spec": spec(1)})
+        await ci.wait_for(lambda: finished(ci, "ended"))
+    ended_at = time.monotonic()
+
+    async def retained() -> list[str]:
+        async with Follower(broker.port, identifier=f"later-{time.monotonic()}") as later:
+            await later.wait_for(lambda: later.on("hosts/labd/status"))
+            await asyncio.sleep(0.5)  # every retained message comes at once on subscribing
+        return sorted({topic.removeprefix(f"{PREFIX}/") for topic, _ in later.messages})
+
+    soon = await retained()
+    assert "jobs/ended/state" in soon and time.monotonic() - ended_at < 2
+    await asyncio.sleep(max(0.0, ended_at + 3 - time.monotonic()))
+    later = await retained()
+    assert "jobs/ended/state" not in later
+    assert "hosts/labd/status" in later and any(t.startswith("devices/") for t in later)
+    assert daemon.stop() == 0
