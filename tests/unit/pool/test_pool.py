@@ -227,3 +227,21 @@ async def test_a_device_its_driver_has_not_found_since_the_start_stays_offline()
         assert pool.devices["p1"].state is DeviceState.AVAILABLE
     finally:
         await pool.stop(1)
+
+
+async def test_a_device_busy_with_a_job_and_free_after_it_is_said_at_debug() -> None:
+    """Two info lines a job, a quarter of a long run's log: the job's own lines name the
+    device. Any other change of state stays at info."""
+    pool, driver, _, _ = await pool_of("p1")
+    with structlog.testing.capture_logs() as logs:
+        await pool.acquire("p1", "j1")
+        await pool.release("p1")
+        driver.unhealthy["p1"] = "adb offline"
+        await pool.check_health()
+    changes = [(e["was"], e["state"], e["log_level"]) for e in logs
+               if e["event"] == "device state changed"]  # fmt: skip
+    assert changes == [
+        ("available", "busy", "debug"),
+        ("busy", "available", "debug"),
+        ("available", "offline", "info"),
+    ]
