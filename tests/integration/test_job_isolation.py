@@ -102,7 +102,7 @@ import os, sys, time
 where = sys.argv[1]
 with open(f"{where}/holder.pid", "w") as out:
     out.write(str(os.getpid()))
-deadline = time.monotonic() + 60
+deadline = time.monotonic() + 300  # a loaded machine may start the peeker late
 while not os.path.exists(f"{where}/done") and time.monotonic() < deadline:
     time.sleep(0.05)
 """
