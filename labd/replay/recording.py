@@ -9,6 +9,7 @@ refused rather than sent round in a loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import fcntl
 import ipaddress
@@ -180,10 +181,11 @@ def release(fd: int, out: Path) -> None:
     put in place took it, one that could not be is kept, as the message about it says)."""
     partial = partial_of(out)
     try:
-        if os.path.samestat(os.fstat(fd), partial.lstat()) and not os.fstat(fd).st_size:
-            partial.unlink()
-    except FileNotFoundError:
-        pass
+        held = os.fstat(fd)
+        # Gone already when the recording was put in place: nothing to remove.
+        with contextlib.suppress(FileNotFoundError):
+            if not held.st_size and os.path.samestat(held, partial.lstat()):
+                partial.unlink()
     finally:
         os.close(fd)
 
