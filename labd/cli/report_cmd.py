@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from labd.cli.client import ApiError, Client
+from labd.cli.result_table import require_raw_values
 from labd.config import HttpSettings
 from labd.errors import UsageError
 
@@ -18,6 +19,9 @@ def report(args: argparse.Namespace) -> int:
     client = Client.from_args(args)
     first = client.results(args.job)
     second = client.results(args.job2) if args.job2 else None
+    for results in (first, second):
+        if results is not None:
+            require_raw_values(results, f"job {results['job']['id']}")
     spec = (second or first)["job"]["spec"]
     history = client.history(spec["suite"], spec["test"])
     out = Path(args.output or f"report-{args.job}{'-' + args.job2 if args.job2 else ''}.html")

@@ -9,11 +9,26 @@ import sys
 from typing import Any, TextIO
 
 from labd.cli.text import markup
+from labd.errors import UsageError
 
 
 def print_results(results: dict[str, Any]) -> None:
     """A job's result table on stdout, fitted to the terminal; whole when stdout is not one."""
     print_result_table(results, terminal_columns())
+
+
+def removal_note(removed: dict[str, Any]) -> str:
+    """What the database's retention did to a job's raw values (the summary stays)."""
+    return (
+        f"{removed['iterations']} raw iterations removed on {removed['at']} by the database's "
+        "retention ([store] raw_max_age_days); the summary is what they gave"
+    )
+
+
+def require_raw_values(results: dict[str, Any], name: str) -> None:
+    """UsageError when retention removed the job's raw values: what needs them cannot run."""
+    if removed := results.get("raw_values_removed"):
+        raise UsageError(f"{name}: {removal_note(removed)}; only the summary is left")
 
 
 def terminal_columns() -> int | None:
@@ -67,6 +82,8 @@ def _notes(results: dict[str, Any]) -> list[str]:
     """The lines under the table, as rich markup: what was set aside, why an A/B verdict is
     inconclusive, the job's error."""
     notes = []
+    if removed := results.get("raw_values_removed"):
+        notes.append(f"[dim]{markup(removal_note(removed))}[/]")
     if aside := set_aside_note(results.get("set_aside")):
         notes.append(f"[yellow]{markup(aside)}[/]")
     if _is_ab(results):

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from labd.cli.result_table import console_for, terminal_columns
+from labd.cli.result_table import console_for, require_raw_values, terminal_columns
 from labd.cli.text import markup, shown
 from labd.errors import EXIT_NEGATIVE, UsageError
 from labd.stats import Samples, read_sample_file, read_samples, samples_from_results
@@ -30,6 +30,7 @@ def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any
 
     job_id, _, variant = arg.partition("@")
     results = Client.from_args(args).results(job_id)
+    require_raw_values(results, f"job {job_id}")
     if variant:
         _check_ab_job(results, arg, job_id)
         results = one_variant(results, variant, arg)

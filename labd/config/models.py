@@ -232,6 +232,24 @@ class StoreSettings(Section):
         ),
     )
 
+    raw_max_age_days: float = Field(
+        365,
+        ge=0,
+        le=36500,
+        description="An ended job's raw iterations are removed this many days after it ended; "
+        "its summary and its point of the test's history stay (0: kept forever).",
+    )
+    jobs_max_age_days: float = Field(
+        0,
+        ge=0,
+        le=36500,
+        description="An ended job is removed whole, summary and history point too, this many "
+        "days after it ended (0: kept forever).",
+    )
+    retention_interval_s: float = Field(
+        3600, ge=1, le=7 * 86400, description="How often the daemon applies these limits."
+    )
+
     @field_validator("url")
     @classmethod
     def _supported(cls, value: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from html import escape
+from typing import Any
 
 from aiohttp import web
 
@@ -23,10 +24,11 @@ from labd.report import (
     comparison_rows,
     environment,
     series_plot,
+    summaries_table,
     summary_table,
     units_of,
 )
-from labd.store import compare_variants, measured
+from labd.store import compare_variants, measured, removal
 
 ITERATIONS_SHOWN = 500  # iterations a chart draws, and rows a page of the values table holds
 
@@ -49,7 +51,11 @@ class JobPage:
             async with self.api.heavy.turn(request[CALLER].principal.name):
                 its = await self.api.store.iterations(job.id, attempt=job.attempts)
                 offset, problem = _offset(request.query.get("values"), len(its))
-                figures = await asyncio.to_thread(_figures, job, its, offset)
+                kept = None if its else await self.api.store.job_digest(job.id)
+                if kept is not None:
+                    figures = _kept_figures(job, kept)
+                else:
+                    figures = await asyncio.to_thread(_figures, job, its, offset)
         except Busy:
             figures = "<p class='note'>The daemon is busy with other results; reload shortly.</p>"
         body = (
@@ -206,6 +212,33 @@ def _figures(job: Job, its: list[Iteration], offset: int = 0) -> str:
         + "</details>"
     )
     return "".join(out)
+
+
+def _kept_figures(job: Job, kept: dict[str, Any]) -> str:
+    """The summary retention kept of a job whose raw iterations it removed."""
+    removed = removal(kept)
+    note = (
+        f"<p class='note'>{removed['iterations']:,} raw iterations were removed on "
+        f"{escape(removed['at'])} by the database's retention "
+        "(<code>[store] raw_max_age_days</code>); the summary they gave is kept.</p>"
+    )
+    summary = kept["digest"].get("summary") or {}
+    if job.spec.ab is not None:  # each metric's verdict, without the values behind it
+        rows = [
+            f"<tr><td>{escape(m)}</td><td>{escape(str(s.get('verdict', '-')))}</td></tr>"
+            for m, s in summary.items()
+        ]
+        return "<h2>Figures</h2>" + note + table(["metric", "verdict"], rows, "No metric.")
+    from labd.stats import Summary  # NumPy: imported where a page needs it
+
+    units = units_of({"job": {"spec": job.spec.model_dump(mode="json")}, "iterations": []})
+    summaries = {}
+    for metric, figures in summary.items():
+        try:
+            summaries[metric] = Summary.from_dict(figures)
+        except (KeyError, TypeError, ValueError, IndexError):  # a digest made by another labd
+            continue
+    return "<h2>Figures</h2>" + note + summaries_table(summaries, units)
 
 
 def _pages(job_id: str, offset: int, total: int) -> str:

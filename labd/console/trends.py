@@ -26,7 +26,7 @@ from labd.report import (
     units_of,
 )
 from labd.stats import compare
-from labd.store import history_view, measured_values
+from labd.store import RawValuesRemoved, history_view, measured_values
 
 RECENT = 1000  # succeeded jobs searched for a revision's runs and for the list of tests
 EFFECTS = ("0.005", "0.01", "0.02", "0.05")
@@ -54,6 +54,8 @@ class TrendPages:
                         body += await self._comparison(pairs, effect)
                 except Busy:
                     body += "<p class='note'>The daemon is busy; reload shortly.</p>"
+                except RawValuesRemoved as e:
+                    body += f"<p class='finding'>{escape(str(e))}</p>"
         return page(request, "Compare", body, "compare")
 
     async def _pairs(self, base: str, new: str) -> tuple[list[tuple[Job, Job]], str]:

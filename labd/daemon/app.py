@@ -21,7 +21,7 @@ from labd import __version__
 from labd.acceptor import raise_open_files_limit
 from labd.artefacts import ArtefactKeeper
 from labd.auth import Audit, Credentials, Principals, RateLimiter, ensure_local_credentials
-from labd.config import LoadedConfig, Settings, load_config
+from labd.config import LoadedConfig, Settings, StoreSettings, load_config
 from labd.daemon.health import ComponentHealth
 from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
@@ -45,7 +45,15 @@ from labd.mqtt import (
 from labd.pool import Pool, load_drivers, load_power, run_refusals
 from labd.runner import with_archive_dir
 from labd.scheduler import BaselineAnalyst, JobService, Scheduler
-from labd.store import HostName, Store, causes, default_sqlite_url, free_bytes, out_of_space
+from labd.store import (
+    HostName,
+    Retention,
+    Store,
+    causes,
+    default_sqlite_url,
+    free_bytes,
+    out_of_space,
+)
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.daemon")
@@ -85,9 +93,11 @@ class StoreComponent:
         bus: EventBus,
         name_lost: Callable[[str], None],
         delivers_outbox: bool = True,
+        settings: StoreSettings | None = None,
     ) -> None:
         self.url, self.host, self.bus, self.name_lost = url, host, bus, name_lost
         self.delivers_outbox = delivers_outbox  # False: no MQTT bridge here empties it
+        self.settings = settings or StoreSettings()
         self._store: Store | None = None
         self._name: HostName
         self._tasks = TaskSet("store")
@@ -110,6 +120,9 @@ class StoreComponent:
             self._tasks.spawn("database-clock", self._store.follow_clock_for_ever())
         if not self.delivers_outbox:
             self._tasks.spawn("outbox-discard", self._store.discard_outbox_for_ever())
+        limits = self.settings
+        retention = Retention(self._store, limits.raw_max_age_days, limits.jobs_max_age_days)
+        self._tasks.spawn("retention", retention.for_ever(limits.retention_interval_s))
 
     async def stop(self, grace: float) -> None:
         await self._tasks.cancel_all()
@@ -222,7 +235,9 @@ class Daemon:
         yield self.health
         yield AccessMetrics(self.bus, self.metrics.registry)
         url = settings.store.url or default_sqlite_url(state_dir)
-        store = StoreComponent(url, host, self.bus, self._name_lost, settings.mqtt.enabled)
+        store = StoreComponent(
+            url, host, self.bus, self._name_lost, settings.mqtt.enabled, settings.store
+        )
         yield store
         self.metrics.follow_clock(lambda: store.store.clock.offset)
         self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from labd.report.comparison import comparability, one_variant
 
 if TYPE_CHECKING:
-    from labd.report.html import history_section, render, summary_table
+    from labd.report.html import history_section, render, summaries_table, summary_table
     from labd.report.svg import STYLE as CHART_STYLE
     from labd.report.svg import distribution, history_plot, intervals, progress_curve, series_plot
     from labd.report.tables import (
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "render": ("labd.report.html", "render"),
     "summary_table": ("labd.report.html", "summary_table"),
+    "summaries_table": ("labd.report.html", "summaries_table"),
     "history_section": ("labd.report.html", "history_section"),
     "CHART_STYLE": ("labd.report.svg", "STYLE"),
     "distribution": ("labd.report.svg", "distribution"),
@@ -58,6 +59,7 @@ __all__ = [
     "progress_curve",
     "render",
     "series_plot",
+    "summaries_table",
     "summary_table",
     "units_of",
 ]

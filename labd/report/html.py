@@ -21,7 +21,15 @@ from labd.report.tables import (
     specs_of,
     units_of,
 )
-from labd.stats import compare, detect, diagnose, prediction_band, summarize, tukey_outliers
+from labd.stats import (
+    Summary,
+    compare,
+    detect,
+    diagnose,
+    prediction_band,
+    summarize,
+    tukey_outliers,
+)
 from labd.store import measured, set_aside
 
 STYLE = (
@@ -126,10 +134,14 @@ def _defined(x: float, spec: str, unit: str = "") -> str:
 
 def summary_table(values: dict[str, list[float]], units: dict[str, str]) -> str:
     """Per metric: n, mean ± sd, median with its interval, CoV, min, max, p95."""
+    found = {metric: summarize(vals) for metric, vals in values.items()}
+    return summaries_table({m: s for m, s in found.items() if s is not None}, units)
+
+
+def summaries_table(summaries: dict[str, Summary], units: dict[str, str]) -> str:
+    """`summary_table` of summaries already made."""
     rows = []
-    for metric, vals in values.items():
-        s = summarize(vals)
-        assert s is not None
+    for metric, s in summaries.items():
         unit = units.get(metric, "")
         rows.append(
             f"<tr><td>{escape(metric)}</td><td>{escape(unit)}</td><td>{s.n}</td>"

@@ -15,7 +15,7 @@ import structlog
 from labd.events import ChangeFound, EventBus, JobFinished, dispatch
 from labd.metric_specs import directions_of
 from labd.model import Job, JobState
-from labd.store import Store, measured_values
+from labd.store import RawValuesRemoved, Store, measured_values
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.alerts")
@@ -52,7 +52,12 @@ class BaselineAnalyst:
         if baseline is None:
             log.warning("baseline not found", job_id=job.id, baseline=job.spec.baseline)
             return
-        await self._publish(await self.compare(baseline, job))
+        try:
+            changes = await self.compare(baseline, job)
+        except RawValuesRemoved as e:  # a baseline older than store.raw_max_age_days
+            log.warning("baseline has no raw values", job_id=job.id, reason=str(e))
+            return
+        await self._publish(changes)
 
     async def _publish(self, changes: list[ChangeFound]) -> None:
         for change in changes:

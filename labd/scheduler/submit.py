@@ -145,7 +145,14 @@ class JobService:
                 f"job {job.id!r} is {job.state.value}: only a succeeded job is exported to "
                 "Perfherder (its raw values: --format csv or json)"
             )
-        return perfherder(await results_view(self.store, job), self.perfherder)
+        view = await results_view(self.store, job)
+        if removed := view.get("raw_values_removed"):
+            raise UsageError(
+                f"job {job.id!r}: its raw values were removed on {removed['at']} by the "
+                "database's retention ([store] raw_max_age_days), and Perfherder's replicates "
+                "are raw values; its summary is kept (labd jobs results)"
+            )
+        return perfherder(view, self.perfherder)
 
     def _check_scenarios(self, spec: TestSpec, principal: Principal, source: str) -> None:
         if not principal.may_run(spec.scenario):

@@ -29,6 +29,17 @@ class Summary:
     def as_dict(self) -> dict[str, Any]:
         return finite(asdict(self))  # the cov of a mean of 0 is null
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Summary:
+        """The summary `as_dict` gave (nulls back to NaN)."""
+
+        def number(x: Any) -> float:
+            return float("nan") if x is None else float(x)
+
+        pairs = {k: (number(data[k][0]), number(data[k][1])) for k in ("mean_ci", "median_ci")}
+        plain = {k: number(data[k]) for k in cls.__dataclass_fields__ if k not in pairs}
+        return cls(**(plain | pairs | {"n": int(data["n"])}))  # type: ignore[arg-type]
+
 
 UNDEFINED = float("nan")  # a statistic one value cannot give: null in JSON, `-` in tables
 

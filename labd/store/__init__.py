@@ -10,17 +10,20 @@ from labd.store.outbox import OutboxRow
 from labd.store.results import (
     HISTORY_PAGE,
     RESULTS_PAGE,
+    RawValuesRemoved,
     compare_variants,
     digest_of,
     history_page,
     history_view,
     measured,
     measured_values,
+    removal,
     results_page,
     results_view,
     set_aside,
     summary_of,
 )
+from labd.store.retention import Retention
 from labd.store.space import causes, free_bytes, out_of_space, storage_problem
 from labd.store.store import Store, default_sqlite_url
 
@@ -35,6 +38,8 @@ __all__ = [
     "LeaseLost",
     "NonceSeen",
     "OutboxRow",
+    "RawValuesRemoved",
+    "Retention",
     "SessionLock",
     "Store",
     "StoreError",
@@ -54,6 +59,7 @@ __all__ = [
     "out_of_space",
     "outlasting",
     "passing",
+    "removal",
     "results_page",
     "results_view",
     "running_hosts",

@@ -130,6 +130,14 @@ def _v7_queue_deadlines(conn: Connection) -> None:
     index.create(conn, checkfirst=True)
 
 
+def _v8_retention(conn: Connection) -> None:
+    """What stays of a job whose raw iterations retention removed, and the index its scan of
+    ended jobs reads."""
+    tables.job_digests.create(conn, checkfirst=True)
+    index = next(i for i in tables.jobs.indexes if i.name == "ix_jobs_finished")
+    index.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "jobs, lanes, devices, iterations", _v1_initial),
     (2, "jobs.suite and jobs.test for histories", _v2_history_columns),
@@ -138,6 +146,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (5, "lanes by scenario; the device a retry avoids", _v5_scenario_lanes),
     (6, "iteration values no JSON reader takes (NaN, infinities) set aside", _v6_unstorable_values),
     (7, "queue deadlines", _v7_queue_deadlines),
+    (8, "digests of jobs whose raw iterations retention removed", _v8_retention),
 ]
 
 

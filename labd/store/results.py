@@ -11,12 +11,24 @@ import asyncio
 import itertools
 import weakref
 from collections import Counter, OrderedDict
+from datetime import UTC, datetime
 from typing import Any
 
 from labd.auth import redact_job
+from labd.errors import UsageError
 from labd.metric_specs import directions_of, metric_specs
 from labd.model import Iteration, Job
 from labd.store.store import Store
+
+
+class RawValuesRemoved(UsageError):
+    """A job's raw values are asked for after retention removed them (its summary stays)."""
+
+    def __init__(self, job_id: str, removed: dict[str, Any]) -> None:
+        super().__init__(
+            f"job {job_id!r}: its raw values were removed on {removed['at']} by the database's "
+            "retention ([store] raw_max_age_days); its summary and history point are kept"
+        )
 
 
 def measured(iterations: list[Iteration], variant: str = "") -> dict[str, list[float]]:
@@ -53,8 +65,11 @@ def job_metric_specs(job: Job, iterations: list[Iteration]) -> dict[str, dict[st
 async def measured_values(
     store: Store, job: Job
 ) -> tuple[dict[str, list[float]], dict[str, dict[str, Any]]]:
-    """`measured` for the job's last attempt, and its metrics' units and directions."""
+    """`measured` for the job's last attempt, and its metrics' units and directions.
+    RawValuesRemoved when retention removed them."""
     iterations = await store.iterations(job.id, attempt=job.attempts)
+    if not iterations and job.state.terminal and (kept := await store.job_digest(job.id)):
+        raise RawValuesRemoved(job.id, removal(kept))
     return measured(iterations), job_metric_specs(job, iterations)
 
 
@@ -107,6 +122,20 @@ _STORE_SERIAL = itertools.count()
 
 
 async def _digest(store: Store, job: Job) -> dict[str, Any]:
+    if job.state.terminal and (kept := await store.job_digest(job.id)) is not None:
+        digest: dict[str, Any] = kept["digest"]
+        return digest
+    return await fresh_digest(store, job)
+
+
+def removal(kept: dict[str, Any]) -> dict[str, Any]:
+    """When retention removed a job's raw iterations, and how many (`Store.job_digest`)."""
+    when = datetime.fromtimestamp(kept["removed_at"], UTC).isoformat(timespec="seconds")
+    return {"at": when, "iterations": kept["iterations"]}
+
+
+async def fresh_digest(store: Store, job: Job) -> dict[str, Any]:
+    """`digest_of` computed from the job's raw iterations."""
     records = await store.attempt_records(job.id, job.attempts)
 
     def compute() -> dict[str, Any]:
@@ -170,12 +199,15 @@ async def results_page(
     """One page of a job's results, fit to show anyone: the job (secrets redacted), raw
     iterations `offset` to `offset + limit` over every attempt in order, `total` and the
     `next` offset (None on the last page); the first page (offset 0) also has the last
-    attempt's `summary` and what was `set_aside`. `limit` is capped at RESULTS_PAGE_MAX."""
+    attempt's `summary` and what was `set_aside`, and `raw_values_removed` (when, how many)
+    where retention removed the iterations. `limit` is capped at RESULTS_PAGE_MAX."""
     limit = max(1, min(limit, RESULTS_PAGE_MAX))
     records, total = await store.iteration_records(job.id, offset, limit)
     page: dict[str, Any] = {"job": redact_job(job.model_dump(mode="json"))}
     if offset == 0:
         page |= await digest_of(store, job)
+        if not total and job.state.terminal and (kept := await store.job_digest(job.id)):
+            page["raw_values_removed"] = removal(kept)
     end = offset + len(records)
     return page | {
         "iterations": records,

@@ -25,6 +25,7 @@ from labd.store.base import SqliteThread, StoreError
 from labd.store.clock import LabClock
 from labd.store.leases import Leases
 from labd.store.migrations import migrate
+from labd.store.pruning import Pruning
 from labd.store.records import Records
 from labd.store.views import Views
 from labd.tasks import Failures
@@ -43,7 +44,7 @@ def postgres_session(host: str) -> dict[str, Any]:
     return {"server_settings": {"application_name": name.encode()[:63].decode(errors="ignore")}}
 
 
-class Store(Leases, Records, Views):
+class Store(Leases, Pruning, Records, Views):
     """Async access to labd's database. Create with `await Store.open(url)`."""
 
     # How often a host without an MQTT bridge empties its outbox: the backlog stays small.

@@ -73,6 +73,7 @@ sa.Index(
 sa.Index("ix_jobs_queue_deadline", jobs.c.state, jobs.c.queue_deadline)
 sa.Index("ix_jobs_history", jobs.c.suite, jobs.c.test, jobs.c.state, jobs.c.seq)
 sa.Index("ix_jobs_submitter", jobs.c.submitter, jobs.c.state, jobs.c.lane, jobs.c.fair_rank)
+sa.Index("ix_jobs_finished", jobs.c.finished_at)  # since v8: retention's scan of ended jobs
 
 lanes = sa.Table(
     "lanes",
@@ -101,6 +102,19 @@ iterations = sa.Table(
     sa.Column("attempt", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("record", sa.JSON, nullable=False),  # the Iteration model as JSON
+)
+
+# What stays of an ended job once retention removed its raw iterations (since v8): the summary
+# its results showed and its point of the test's history, so results, trends and `labd detect`
+# still read it.
+job_digests = sa.Table(
+    "job_digests",
+    metadata,
+    sa.Column("job_id", sa.String(128), primary_key=True),
+    sa.Column("digest", sa.JSON, nullable=False),  # the results' summary and set_aside
+    sa.Column("history", sa.JSON, nullable=False),  # the history point ({} when it had none)
+    sa.Column("iterations", sa.Integer, nullable=False),  # raw iterations removed
+    sa.Column("removed_at", sa.Float, nullable=False),
 )
 
 # The transactional outbox: a job's lifecycle events are written in the same transaction as

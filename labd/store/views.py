@@ -15,8 +15,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from labd.metric_specs import directions_of, metric_specs
+from labd.model import Job
 from labd.store.base import StoreBase, row_to_job
-from labd.store.tables import iterations, jobs
+from labd.store.tables import iterations, job_digests, jobs
 
 
 @dataclass
@@ -108,45 +109,60 @@ class Views(StoreBase):
         self, suite: str, test: str, limit: int, before: str = ""
     ) -> tuple[list[HistoryPoint], str | None]:
         """(the test's newest `limit` succeeded jobs older than job `before`, oldest first;
-        the `before` of the next older page, None when this one reaches the first job)."""
-        query = sa.select(jobs).where(
-            jobs.c.suite == suite, jobs.c.test == test, jobs.c.state == "succeeded"
+        the `before` of the next older page, None when this one reaches the first job). A job
+        whose raw iterations retention removed gives the point kept in its digest."""
+        query = (
+            sa.select(jobs, job_digests.c.history.label("kept_point"))
+            .select_from(jobs.outerjoin(job_digests, job_digests.c.job_id == jobs.c.id))
+            .where(jobs.c.suite == suite, jobs.c.test == test, jobs.c.state == "succeeded")
         )
         if before:
             cursor = sa.select(jobs.c.seq).where(jobs.c.id == before).scalar_subquery()
             query = query.where(jobs.c.seq < cursor)
         query = query.order_by(jobs.c.seq.desc()).limit(limit + 1)
-        fields = _measured_fields()
-        model = iterations.c.record[("fingerprint", "model")].as_string()
-        declared = iterations.c.record[("fingerprint", "metrics")]
 
         def read(conn: sa.Connection) -> tuple[list[HistoryPoint], str | None]:
             rows = conn.execute(query).all()
             points = []
             for row in reversed(rows[:limit]):
                 job = row_to_job(row)
-                where = (iterations.c.job_id == job.id, iterations.c.attempt == job.attempts)
-                measured = _measured(
-                    conn.execute(sa.select(*fields).where(*where).order_by(iterations.c.idx))
-                )
-                if not measured:
-                    continue
-                first = conn.execute(
-                    sa.select(model, declared).where(*where).order_by(iterations.c.idx).limit(1)
-                ).first()
-                specs = metric_specs(
-                    [m.model_dump() for m in job.spec.metrics],
-                    [{"metrics": first[1]}] if first is not None else [],
-                )
-                points.append(
-                    HistoryPoint(
-                        job_id=job.id,
-                        build=job.spec.build.revision or job.spec.build.build_id or job.id,
-                        device_class=(first[0] if first is not None else None) or job.device_id,
-                        medians={m: statistics.median(v) for m, v in measured.items()},
-                        higher_is_better=directions_of(specs),
-                    )
-                )
+                if row.kept_point is not None:
+                    point = HistoryPoint(**row.kept_point) if row.kept_point else None
+                else:
+                    point = history_point(conn, job)
+                if point is not None:
+                    points.append(point)
             return points, (str(rows[limit - 1].id) if len(rows) > limit else None)
 
         return await self.read(read)
+
+    async def history_point(self, job: Job) -> HistoryPoint | None:
+        """The job's point of its test's history, from its raw iterations (None: none)."""
+        return await self.read(lambda conn: history_point(conn, job))
+
+
+def history_point(conn: sa.Connection, job: Job) -> HistoryPoint | None:
+    """The medians of the last attempt's measured values, the device class (the model the
+    first iteration ran on) and the metrics' directions; None when nothing was measured."""
+    where = (iterations.c.job_id == job.id, iterations.c.attempt == job.attempts)
+    measured = _measured(
+        conn.execute(sa.select(*_measured_fields()).where(*where).order_by(iterations.c.idx))
+    )
+    if not measured:
+        return None
+    model = iterations.c.record[("fingerprint", "model")].as_string()
+    declared = iterations.c.record[("fingerprint", "metrics")]
+    first = conn.execute(
+        sa.select(model, declared).where(*where).order_by(iterations.c.idx).limit(1)
+    ).first()
+    specs = metric_specs(
+        [m.model_dump() for m in job.spec.metrics],
+        [{"metrics": first[1]}] if first is not None else [],
+    )
+    return HistoryPoint(
+        job_id=job.id,
+        build=job.spec.build.revision or job.spec.build.build_id or job.id,
+        device_class=(first[0] if first is not None else None) or job.device_id,
+        medians={m: statistics.median(v) for m, v in measured.items()},
+        higher_is_better=directions_of(specs),
+    )

@@ -212,7 +212,8 @@ def test_a_progress_file_of_many_frames_is_thinned_capped_and_its_frames_named(
     curve = body.split(b"visual progress (%)")[1]
     points = curve.split(b'<polyline points="')[1].split(b'"')[0].split()
     assert len(points) <= 2 * 1000, len(points)  # a step: two per point
-    assert max(slowest) < 0.5, max(slowest)
+    # The stall was 3 s; a loaded 2-core CI machine answers in up to about 0.7 s without one.
+    assert max(slowest) < 1.5, max(slowest)
     page = visible(body)
     assert "Iteration 0 (folder iteration-0; kept for: 0 )" in page  # as the artefact folder
 

@@ -32,7 +32,19 @@ def test_one_value_has_no_spread_and_no_interval() -> None:
     assert two is not None and two.stddev == pytest.approx(np.sqrt(2)) and two.mad == 1.0
 
 
-def test_talos_aggregations_as_seed_001_describes() -> None:
+def test_a_stored_summary_reads_back_as_it_was_made() -> None:
+    """What the database's retention keeps of a job is its summary as JSON; the console
+    draws its table from that, undefined figures included."""
+    from labd.stats import Summary
+
+    for values in ([1.97], [20.0, 21.5, 19.0, 22.0]):
+        made = summarize(values)
+        assert made is not None
+        back = Summary.from_dict(made.as_dict())
+        assert back.as_dict() == made.as_dict() and back.n == made.n
+
+
+def test_talos_aggregations_as_talos_describes_them() -> None:
     suite = {"a": [10, 1, 2, 3], "b": [20, 4, 5, 6], "c": [30, 100, 7, 8]}
     # new: drop first, median, mean of medians: (2 + 5 + 8) / 3
     assert aggregate(suite, "talos-new") == pytest.approx(5.0)

@@ -1,0 +1,96 @@
+"""The daemon's database retention: every `retention_interval_s`, ended jobs past
+`raw_max_age_days` lose their raw iterations (their digest stays: results, trends and `labd
+detect` still read them) and, when `jobs_max_age_days` is set, jobs past it are removed whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+
+import structlog
+
+from labd.model import Job, JobState
+from labd.store.results import fresh_digest
+from labd.store.store import Store
+
+log = structlog.get_logger("labd.store")
+
+DAY_S = 86400.0
+CHUNK = 100  # jobs read and pruned at a time
+PASS_LIMIT = 10_000  # jobs a pass prunes at most: a large backlog drains over several passes
+FAILED_KEPT = 1000  # jobs whose digest failed, skipped for the daemon's life (said once each)
+
+
+@dataclass
+class Pruned:
+    """What one pass removed."""
+
+    raw_jobs: int = 0  # jobs whose raw iterations were removed
+    iterations: int = 0
+    jobs: int = 0  # jobs removed whole
+
+
+class Retention:
+    """Applies the store's retention limits to one database."""
+
+    def __init__(self, store: Store, raw_max_age_days: float, jobs_max_age_days: float) -> None:
+        self.store = store
+        self.raw_max_age_s = raw_max_age_days * DAY_S
+        self.jobs_max_age_s = jobs_max_age_days * DAY_S
+        self.failed: set[str] = set()
+
+    async def apply(self) -> Pruned:
+        """One pass: whole jobs first (no digest is computed for a job about to go)."""
+        pruned = Pruned()
+        now = self.store.clock.now()
+        if self.jobs_max_age_s:
+            while pruned.jobs < PASS_LIMIT:
+                gone = await self.store.forget_ended(now - self.jobs_max_age_s, CHUNK)
+                pruned.jobs += len(gone)
+                if len(gone) < CHUNK:
+                    break
+        if self.raw_max_age_s:
+            before = now - self.raw_max_age_s
+            while pruned.raw_jobs < PASS_LIMIT:
+                chunk = await self.store.ended_with_raw_values(before, CHUNK, self.failed)
+                for job in chunk:
+                    removed = await self._digest(job)
+                    pruned.raw_jobs += removed > 0
+                    pruned.iterations += removed
+                if len(chunk) < CHUNK:
+                    break
+        return pruned
+
+    async def _digest(self, job: Job) -> int:
+        """Keep the job's digest and remove its raw iterations; returns how many went."""
+        try:
+            digest = await fresh_digest(self.store, job)
+            point = await self.store.history_point(job) if job.state is JobState.SUCCEEDED else None
+            history = dataclasses.asdict(point) if point is not None else {}
+            return await self.store.keep_digest(job.id, digest, history)
+        except Exception as e:  # one job's bad record must not stop every later job's
+            if len(self.failed) < FAILED_KEPT:
+                self.failed.add(job.id)
+            log.warning(
+                "database retention skipped a job: its raw values stay",
+                job_id=job.id,
+                error=f"{type(e).__name__}: {e}",
+            )
+            return 0
+
+    async def for_ever(self, interval_s: float) -> None:
+        """Apply the limits now and every `interval_s`; a pass that fails is said and
+        retried at the next."""
+        if not (self.raw_max_age_s or self.jobs_max_age_s):
+            return
+        while True:
+            try:
+                pruned = await self.apply()
+            except Exception as e:
+                log.warning("database retention failed", error=f"{type(e).__name__}: {e}")
+            else:
+                if pruned.raw_jobs or pruned.jobs:
+                    log.info("database retention applied", **dataclasses.asdict(pruned))
+            await asyncio.sleep(interval_s)

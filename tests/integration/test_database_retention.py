@@ -1,0 +1,65 @@
+"""`labd run` with the database's retention: a job's raw values go `raw_max_age_days` after it
+ended and every view still shows what they gave, saying why the values are gone; what needs
+them (a comparison, the Perfherder export) refuses with the reason instead of a wrong answer."""
+
+from __future__ import annotations
+
+import http.client
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import LabdProcess
+from tests.integration.http.test_console_live import sign_in
+from tests.integration.test_disk_full import until
+
+AFTER_S = 6  # raw values kept after a job ends (the limit is in days)
+
+
+def labd(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "labd", "--config", str(config), *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_raw_values_go_after_their_limit_and_every_view_says_so(
+    labd_config: Path, start_labd: Callable[..., LabdProcess]
+) -> None:
+    with labd_config.open("a") as config:
+        config.write(f"[store]\nraw_max_age_days = {AFTER_S / 86400}\nretention_interval_s = 1\n")
+    daemon = start_labd(labd_config)
+    spec = {"suite": "s", "test": "t", "scenario": "command", "iterations": 3, "warmup": 0,
+            "params": {"command": ["true"]}, "build": {"revision": "r1"}}  # fmt: skip
+    assert daemon.post("/api/v1/jobs", {"id": "old", "spec": spec})[0] == 201
+    until(lambda: daemon.get("/api/v1/jobs/old")[1]["job"]["state"] == "succeeded", 60)
+    before = daemon.get("/api/v1/jobs/old/results")[1]
+    history = daemon.get("/api/v1/history?suite=s&test=t")[1]
+    assert len(before["iterations"]) == 3 and "raw_values_removed" not in before
+
+    after = until(
+        lambda: "raw_values_removed" in (r := daemon.get("/api/v1/jobs/old/results")[1]) and r,
+        AFTER_S + 30,
+    )
+    assert after["iterations"] == [] and after["summary"] == before["summary"]
+    assert after["raw_values_removed"]["iterations"] == 3
+    assert daemon.get("/api/v1/history?suite=s&test=t")[1] == history
+    assert daemon.wait_for_log("database retention applied")["iterations"] == 3
+
+    table = labd(labd_config, "jobs", "results", "old")
+    assert table.returncode == 0, table.stderr
+    assert "wall_time_ms" in table.stdout  # the summary, as before
+    assert "3 raw iterations removed on" in " ".join(table.stdout.split())
+    for refused in (
+        labd(labd_config, "jobs", "results", "old", "--format", "perfherder"),
+        labd(labd_config, "compare", "old", "old"),
+    ):
+        assert refused.returncode == 2, refused.stdout
+        assert "removed on" in refused.stderr and "raw_max_age_days" in refused.stderr
+
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+    conn.request("GET", "/console/jobs/old", headers={"Cookie": sign_in(daemon)})
+    page = conn.getresponse().read().decode()
+    assert "3 raw iterations were removed on" in page and "<td>wall_time_ms</td>" in page
+    assert daemon.stop() == 0
