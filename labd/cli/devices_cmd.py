@@ -49,8 +49,11 @@ def show(args: argparse.Namespace) -> int:
         "reason",
         "consecutive_failures",
         "job",
+        "scenarios",
     ):
         value = device.get(key)
+        if key == "scenarios" and value is not None:
+            value = ", ".join(value) or "none"
         print(f"{key:<21} {shown(value if value not in ('', None) else '-')}")
     return 0
 

@@ -337,6 +337,10 @@ class Api:
             return _error(404, [f"no device {device_id!r}"])
         view = device.model_dump(mode="json")
         view["job"] = await self.store.active_job_on(device.id)
+        # The scenarios its driver offers, where this host runs that driver (another host's
+        # are that host's to say): what a job for it may name.
+        driver = self.pool.drivers.get(device.driver) if device.host == self.pool.host else None
+        view["scenarios"] = sorted(driver.scenarios()) if driver is not None else None
         return web.json_response({"device": view})
 
 

@@ -43,8 +43,14 @@ class Pool:
     ) -> None:
         self.drivers = dict(drivers)
         self.power = dict(power)
-        # Plugins that failed to start (see plugins.Plugins): their devices say why.
-        self.broken_drivers: dict[str, str] = dict(getattr(drivers, "failed", {}))
+        # Plugins refused at registration or that failed to start (see plugins.Plugins): their
+        # devices say why.
+        refused = {
+            name: f"its driver {name} was refused: {why}"
+            for name, why in getattr(drivers, "refused", {}).items()
+            if name not in drivers
+        }
+        self.broken_drivers: dict[str, str] = refused | dict(getattr(drivers, "failed", {}))
         self.broken_power: dict[str, str] = dict(getattr(power, "failed", {}))
         self.store = store
         self.bus = bus

@@ -252,10 +252,10 @@ async def _iteration(
     error = ""
     try:
         values = await scenario.run_iteration(index)
-        if not isinstance(values, dict):  # a driver bug, said as one (not a bare AttributeError)
-            raise TypeError(
-                f"run_iteration returned {type(values).__name__}, not a dict of metric values"
-            )
+        if not isinstance(values, dict):  # the scenario's code, never the device: as bad values
+            kind = type(values).__name__
+            values = {}
+            raise TestFailure(f"run_iteration returned {kind}, not a dict of metric values")
     except CannotStart:
         raise  # every further iteration would fail the same way
     except TestFailure as e:

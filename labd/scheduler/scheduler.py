@@ -340,7 +340,7 @@ class Scheduler:
         except TimeoutError as e:
             if not deadline.expired():  # a driver's own time-out, not the job's
                 return await self._attempt_failed(e, job, token, device.id)
-            outcome = Outcome(JobState.TIMED_OUT, f"job exceeded its {job.spec.timeout_s:g} s")
+            outcome = Outcome(JobState.TIMED_OUT, await self._timed_out(job, device.id))
         except asyncio.CancelledError:
             reason = self._interrupts.get(job.id, Interrupt.SHUTDOWN)
             await self._interrupted(job, token, reason)
@@ -400,6 +400,16 @@ class Scheduler:
         )
         held = await self._retry_or_fail(job, token, error, device_id)
         return error if held else ""
+
+    async def _timed_out(self, job: Job, device_id: str) -> str:
+        """Why the job timed out, with how far it got: which scenario hung is the question."""
+        why = f"job exceeded its {job.spec.timeout_s:g} s (timeout_s)"
+        try:
+            done = await self.store.count_iterations(job.id, job.attempts)
+        except Exception:  # the store is down: the time-out is still the reason
+            return why
+        scenario = job.spec.scenario
+        return f"{why}; scenario {scenario!r} on {device_id} had recorded {done} iteration(s)"
 
     def _stop_run(self, job_id: str, reason: Interrupt, unsettled: str = "") -> None:
         """Stop the run of `job_id` for `reason`; `unsettled`: why its attempt ended, where

@@ -1,6 +1,7 @@
 """Registration: each plugin found in an entry-point group is checked before labd uses it.
 
-Two plugins under one name are both refused (which one was meant cannot be guessed); a class
+Two plugins under one name are both refused (which one was meant cannot be guessed), except
+that labd's own plugin keeps its name and the other is refused; a class
 that is not what its group holds, is abstract, or whose name, options, scenarios or bindings
 do not fit is refused with every problem named. A refused plugin is left out; the daemon runs
 with the others.
@@ -45,7 +46,16 @@ def load_plugins(group: str, entries: Iterable[EntryPoint] | None = None) -> Reg
     for entry in entry_points(group=group) if entries is None else entries:
         by_name[entry.name][entry.value] = entry  # one distribution seen twice is one plugin
     for name, found in by_name.items():
-        if len(found) > 1:
+        own = [e for e in found.values() if _builtin(e)]
+        if len(found) > 1 and len(own) == 1:
+            # A package cannot take a name labd's own plugin has: the lab would lose it.
+            others = ", ".join(sorted(_origin(e) for e in found.values() if e not in own))
+            registry.refused[name] = (
+                f"{others} is registered as {name!r}, the name of labd's own plugin, which is "
+                "kept; give the other plugin its own name"
+            )
+            found = {own[0].value: own[0]}
+        elif len(found) > 1:
             origins = ", ".join(sorted(_origin(e) for e in found.values()))
             registry.refused[name] = f"{len(found)} plugins are registered as {name!r}: {origins}"
             continue
@@ -60,6 +70,11 @@ def load_plugins(group: str, entries: Iterable[EntryPoint] | None = None) -> Reg
         except PluginError as e:
             registry.refused[name] = f"{_origin(entry)}: {e}"
     return registry
+
+
+def _builtin(entry: EntryPoint) -> bool:
+    """Whether the plugin is one labd itself installs."""
+    return entry.dist is not None and entry.dist.name.lower() == "labd"
 
 
 def check_driver(name: str, cls: object) -> type[Driver]:

@@ -25,6 +25,9 @@ def test_a_job_nothing_can_take_times_out_at_the_labs_queue_deadline(
     )
     daemon = start_labd(config)
     (device,) = daemon.get("/api/v1/devices")[1]["devices"]
+    # What a job for it may name (a plugin tester had no way to see it but /metrics).
+    shown = daemon.get(f"/api/v1/devices/{device['id']}")[1]["device"]
+    assert "command" in shown["scenarios"]
     assert daemon.post(f"/api/v1/devices/{device['id']}/maintenance", {})[0] == 200
     assert daemon.post("/api/v1/jobs", {"id": "parked", "spec": spec("parked", "pass")})[0] == 201
     shown = subprocess.run(

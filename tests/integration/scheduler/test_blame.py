@@ -195,7 +195,11 @@ async def test_a_plugin_that_fails_to_start_breaks_only_its_own_devices(
 
     found = {"labd.drivers": {"exploding": ExplodingDriver, "host": HostDriver}}
     found["labd.power"] = {"relay": ExplodingPower}
-    monkeypatch.setattr(plugins, "_plugins", lambda group: Registry(group, found[group]))
+    # A plugin tester's find: a refused driver's devices kept the reason of the last stop.
+    refused = {"labd.drivers": {"clashing": "2 plugins are registered as 'clashing': a, b"}}
+    monkeypatch.setattr(
+        plugins, "_plugins", lambda group: Registry(group, found[group], refused.get(group, {}))
+    )
     drivers = load_drivers({}, "test-host", "labd.toml")
     power_for = next(iter(await HostDriver(HostOptions(), "test-host").discover())).id
     power = load_power({power_for: {"kind": "relay"}}, "labd.toml")
@@ -204,6 +208,10 @@ async def test_a_plugin_that_fails_to_start_breaks_only_its_own_devices(
     await store.upsert_device(
         Device(id="usb-1", driver="exploding", platform="napping", host="test-host")
     )
+    await store.upsert_device(
+        Device(id="old-1", driver="clashing", platform="napping", host="test-host",
+               state=DeviceState.OFFLINE, reason="labd stopped")
+    )  # fmt: skip
     from labd.config import PoolSettings
     from labd.events import EventBus
 
@@ -213,6 +221,10 @@ async def test_a_plugin_that_fails_to_start_breaks_only_its_own_devices(
         usb = pool.devices["usb-1"]
         assert usb.state is DeviceState.OFFLINE
         assert usb.reason == "driver exploding failed to start: RuntimeError: libusb missing"
+        old = await store.get_device("old-1")
+        assert old is not None and old.reason == (
+            "its driver clashing was refused: 2 plugins are registered as 'clashing': a, b"
+        )
         host = pool.devices[power_for]
         assert host.state is DeviceState.QUARANTINED
         assert host.reason.startswith("power control relay failed to start: FileNotFoundError")

@@ -58,6 +58,29 @@ def test_config_check_prints_effective_config_with_secrets_masked(tmp_path: Path
     assert report["valid"] and report["settings"]["http"]["port"] == 9471
 
 
+def test_config_check_says_which_installed_plugins_labd_would_leave_out(tmp_path: Path) -> None:
+    """A plugin tester's find: a package registered a driver as `host`; `config check` said
+    only `valid`, and the lab had lost its host device (now the built-in keeps its name)."""
+    dist = tmp_path / "careless_driver-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: careless-driver\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[labd.drivers]\nhost = careless_driver:Driver\n")
+    example = str(ROOT / "config.example.toml")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    run = [sys.executable, "-m", "labd", "config", "check", example]
+    text = subprocess.run(run, capture_output=True, text=True, timeout=60, env=env)
+    assert text.returncode == 0, text.stderr
+    assert (
+        "# plugin labd.drivers:host refused, labd runs without it: careless_driver:Driver (from "
+        "careless-driver 0.1) is registered as 'host', the name of labd's own plugin, which is "
+        "kept; give the other plugin its own name"
+    ) in text.stdout
+    answer = subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=60, env=env)
+    assert list(json.loads(answer.stdout)["plugins_refused"]) == ["labd.drivers:host"]
+    clean = json.loads(labd("config", "check", example, "--json").stdout)
+    assert clean["plugins_refused"] == {}
+
+
 def test_config_check_names_the_variables_that_changed_values() -> None:
     """It said `# labd.toml: valid` when a variable had turned the console off."""
     import os
@@ -107,7 +130,7 @@ def test_config_check_refuses_what_run_refuses_and_never_echoes_a_secret(tmp_pat
         "[artefacts]\nmax_total_mb = 1e400\n": "should be a finite number",
         '[drivers.sim]\nprefix = "../x"\n': "drivers.sim.prefix: string should match",
         '[drivers.host]\nid = "dev/1#x"\n': "drivers.host.id: string should match",
-        '[drivers.nope]\nx = 1\n': "drivers.nope: no such driver",
+        "[drivers.nope]\nx = 1\n": "drivers.nope: no such driver",
     }
     for text, says in cases.items():
         config = tmp_path / "labd.toml"

@@ -30,6 +30,20 @@ def test_two_plugins_under_one_name_are_both_refused() -> None:
     )
 
 
+def test_a_package_cannot_take_the_name_of_labds_own_driver() -> None:
+    """An independent tester's find: a third-party driver registered as `host` had both
+    refused, and the lab lost its host device to a careless package."""
+    from importlib.metadata import entry_points
+
+    (builtin,) = entry_points(group=DRIVER_GROUP, name="host")
+    registry = load_plugins(DRIVER_GROUP, [builtin, entry("host", "Impostor")])
+    assert registry.classes["host"] is builtin.load()
+    assert registry.refused["host"] == (
+        f"{HERE}:Impostor is registered as 'host', the name of labd's own plugin, which is "
+        "kept; give the other plugin its own name"
+    )
+
+
 def test_the_same_plugin_seen_twice_is_one() -> None:
     registry = load_plugins(DRIVER_GROUP, [entry("good", "Good"), entry("good", "Good")])
     assert list(registry.classes) == ["good"] and registry.refused == {}
