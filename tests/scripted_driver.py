@@ -27,6 +27,7 @@ class ScriptParams(BaseModel):
     disk_full_attempts: int = 0  # the first N attempts find no space left (ENOSPC) to write
     read_only_attempts: int = 0  # the first N attempts find the job's folder read-only
     timeout_attempts: int = 0  # the first N attempts time out talking to the device
+    bug: bool = False  # every iteration raises a plain exception, as a scenario's bug does
     env: dict[str, str] = {}  # unused: there to hold secrets that answers must redact
 
 
@@ -54,6 +55,8 @@ class ScriptScenario(Scenario):
         await asyncio.sleep(p.sleep_s)
         if index == p.fail_iteration:
             raise TestFailure("scripted failure")
+        if p.bug:
+            raise RuntimeError("scripted bug")
         if index == 1 and self.ctx.attempt <= p.capture_lost_attempts:
             raise CaptureError("capture.avi: X11 display ':0': cannot open it")
         if index == p.bad_key_iteration:

@@ -339,7 +339,7 @@ class Scheduler:
                 )
         except TimeoutError as e:
             if not deadline.expired():  # a driver's own time-out, not the job's
-                return await self._attempt_failed(e, job, token, device.id)
+                return await self._attempt_failed(e, lease, device.id)
             outcome = Outcome(JobState.TIMED_OUT, await self._timed_out(job, device.id))
         except asyncio.CancelledError:
             reason = self._interrupts.get(job.id, Interrupt.SHUTDOWN)
@@ -356,16 +356,17 @@ class Scheduler:
             log.warning("lease lost: the store refused this host's write; the run is stopped")
             return ""
         except Exception as e:
-            return await self._attempt_failed(e, job, token, device.id)
+            return await self._attempt_failed(e, lease, device.id)
         finally:
             heart.cancel()
             self.accounts.give_back(job.id)
         await self._finish(job, token, outcome.state, outcome.error)
         return ""
 
-    async def _attempt_failed(self, e: Exception, job: Job, token: str, device_id: str) -> str:
+    async def _attempt_failed(self, e: Exception, lease: Lease, device_id: str) -> str:
         """Requeue (or fail) an attempt that raised `e`; returns the error when its device is
         held responsible."""
+        job, token = lease.job, lease.token
         if database_blip(e):
             # This host's disk or its database, not the device: retried elsewhere first;
             # a full disk also pauses leasing here until it is freed.
@@ -395,6 +396,13 @@ class Scheduler:
             error = f"infrastructure failure: {e}"
         else:  # the driver's or the scenario's own exception: its type says where to look
             error = f"driver bug: {type(e).__name__}: {e}" if str(e) else f"driver bug: {e!r}"
+            if job.error == error and lease.failed_on not in ("", device_id):
+                # The same bug on two devices is the scenario's: one bad job must not
+                # quarantine every device it is retried on.
+                error += f" (on {lease.failed_on} and {device_id}: the job's, not a device's)"
+                log.warning("job attempt failed", error=error, exc_info=True)
+                await self._finish(job, token, JobState.FAILED, error)
+                return ""
         log.warning(
             "job attempt failed", error=error, exc_info=not isinstance(e, InfrastructureError)
         )

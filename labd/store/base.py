@@ -48,6 +48,8 @@ class Lease:
 
     job: Job
     token: str
+    # The device the previous attempt failed on (its error is job.error), "" for none.
+    failed_on: str = ""
 
 
 def _ts(value: float | None) -> datetime | None:

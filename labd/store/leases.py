@@ -77,7 +77,7 @@ class Leases(JobQueue):
             return None
         row, leased = claimed
         self.announce([leased])
-        return Lease(row_to_job(row), token)
+        return Lease(row_to_job(row), token, row.avoid_device)
 
     def _peek(
         self,

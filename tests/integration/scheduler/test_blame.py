@@ -136,6 +136,29 @@ async def test_an_infrastructure_retry_goes_to_another_device_once_one_is_free(
         await stop(lab)
 
 
+async def test_the_same_bug_on_two_devices_fails_the_job_and_quarantines_neither(
+    store: Store, tmp_path: Path
+) -> None:
+    """A plugin tester's find: a scenario that raises on every device was retried on each,
+    every attempt counted against its device, and two such jobs quarantined healthy ones."""
+    lab = await make_lab(store, tmp_path, ["d1", "d2"], quarantine_after=2)
+    try:
+        await lab.submit("buggy", bug=True, spec={"max_attempts": 3})
+        job = await lab.wait_state("buggy", JobState.FAILED, JobState.SUCCEEDED, within=20)
+        leased = [e.device_id for e in lab.events if e.kind == "job_leased" and e.job_id == "buggy"]  # type: ignore[attr-defined]
+        assert job.attempts == 2 and set(leased) == {"d1", "d2"}
+        assert job.error == (
+            f"driver bug: RuntimeError: scripted bug (on {leased[0]} and {leased[1]}: the "
+            "job's, not a device's)"
+        )
+        await until(lambda: not lab.pool.busy)
+        failures = {d: lab.pool.devices[d].consecutive_failures for d in ("d1", "d2")}
+        assert failures == {leased[0]: 1, leased[1]: 0}
+        assert {lab.pool.devices[d].state for d in failures} == {DeviceState.AVAILABLE}
+    finally:
+        await stop(lab)
+
+
 async def test_a_retry_comes_back_to_its_device_when_no_other_is_free(
     store: Store, tmp_path: Path
 ) -> None:
