@@ -223,14 +223,15 @@ def list_jobs(args: argparse.Namespace) -> int:
                 f"{shown(job['id']):<34} {shown(job['state']):<10} {name:<30} "
                 f"{shown(job['device_id'] or '-'):<16} {shown(job['submitted_at'])}"
             )
-        if len(jobs) >= args.limit:  # 50 of 430 queued looked like the whole queue
-            print(
-                f"labd: the newest {len(jobs)} shown, the limit; there may be more "
-                f"(--limit N, at most 1000)",
-                file=sys.stderr,
-            )
 
-    _print(args, {"jobs": jobs}, human)
+    at_limit = len(jobs) >= args.limit  # 50 of 430 queued looked like the whole queue
+    _print(args, {"jobs": jobs, "at_limit": at_limit}, human)
+    if at_limit:  # on stderr, so --json's stdout stays one document
+        print(
+            f"labd: the newest {len(jobs)} shown, the limit; there may be more "
+            f"(--limit N, at most 1000)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -76,7 +76,9 @@ class _Progress(BaseModel):
 
 
 Filmstrip = Stills | StillsRefused  # the stills, or why there are none
-_Key = tuple[str, str, float]  # job, video, the video's mtime
+# job, video, (the video's mtime, progress.json's mtime and size): the stills cut are the
+# frames where progress.json says progress changed, so a new progress.json cuts them again.
+_Key = tuple[str, str, tuple[float, int, int]]
 
 
 class ArtefactFiles:
@@ -180,8 +182,12 @@ class ArtefactFiles:
         return found[-1] if found else None
 
     async def _filmstrip(self, job_id: str, video: str, progress: str) -> Filmstrip:
+        progress_fd, progress_info = await asyncio.to_thread(
+            open_artefact, self.jobs_dir, job_id, progress
+        )
+        os.close(progress_fd)
         fd, info = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, video)
-        key = (job_id, video, info.st_mtime)
+        key = (job_id, video, (info.st_mtime, progress_info.st_mtime_ns, progress_info.st_size))
         try:
             known = self._known(key)
             if known is None:

@@ -79,11 +79,15 @@ class ArtefactRoutes:
         iteration, variant, `path` on the API and, with `artefacts.base_url`, the full `url`),
         `offset`, `limit`, `total` and `next` (the next page's offset, None on the last).
         The folder is walked, and the page made, in a thread."""
-        return await asyncio.to_thread(self._listing, job, offset, limit)
+        ran_on = job.lease_owner
+        if not ran_on and job.device_id:  # ended (a job's lease owner is cleared when it ends
+            # after its host died): the host of the device it ran on
+            device = await self.store.get_device(job.device_id)
+            ran_on = device.host if device is not None else ""
+        return await asyncio.to_thread(self._listing, job, offset, limit, ran_on or self.host)
 
-    def _listing(self, job: Job, offset: int, limit: int) -> dict[str, Any]:
+    def _listing(self, job: Job, offset: int, limit: int, ran_on: str) -> dict[str, Any]:
         page = artefact_page(self.jobs_dir, job.id, offset, limit)
-        ran_on = job.lease_owner or self.host
         # `host`: where the listed files are (this host); `ran_on`: the job's last host (a
         # job taken over after a lost lease may have left files of its first attempt here).
         view: dict[str, Any] = {"job_id": job.id, "host": self.host, "ran_on": ran_on}

@@ -475,10 +475,16 @@ class MqttBridge:
 
     async def _publish(self, client: aiomqtt.Client, event: Event, key: str, seq: int = 0) -> None:
         """Publish what the outbound table makes of `event` (queued under `key`)."""
-        expiry = round(self.settings.ended_state_expiry_h * 3600)
+        expiry = expiry_s(self.settings.ended_state_expiry_h)
         for out in publications(event, key, seq, self.host, self.topics, expiry):
             properties = None
             if out.expiry_s and self.protocol == aiomqtt.ProtocolVersion.V5:
                 properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
                 properties.MessageExpiryInterval = out.expiry_s
             await publish(client, out.topic, encode(out.message), out.retain, properties)
+
+
+def expiry_s(hours: float) -> int:
+    """MQTT 5's message expiry for `hours` (0: none). A fraction of a second is 1 s, not 0,
+    which would keep the message for ever."""
+    return max(1, round(hours * 3600)) if hours else 0

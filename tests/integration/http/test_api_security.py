@@ -377,6 +377,10 @@ def test_the_labd_command_uses_the_socket_or_a_token(lab: Lab, tmp_path: Path) -
         "labd: the newest 1 shown, the limit; there may be more (--limit N, at most 1000)\n"
     )
     assert whole.stderr == ""
+    # And to a script (a re-tester's find: --json gave no sign of the cut).
+    cut_json = labd("jobs", "list", "--limit", "1", "--json")
+    assert json.loads(cut_json.stdout)["at_limit"] is True and cut_json.stderr == cut.stderr
+    assert json.loads(labd("jobs", "list", "--json").stdout)["at_limit"] is False
     # Elsewhere: a URL and the credentials file of a principal.
     credentials = tmp_path / "ci.toml"
     credentials.write_text(

@@ -207,3 +207,23 @@ async def test_a_device_whose_job_has_just_ended_is_still_shown_busy(tmp_path: P
         assert await fleet_device(store, "phone") == busy
     finally:
         await store.close()
+
+
+async def test_an_artefact_listing_names_the_host_the_job_ran_on(
+    store: Store, tmp_path: Path
+) -> None:
+    """A re-tester's find: a job that ended when its host died has no lease owner, and every
+    host asked said `ran_on` itself, sending CI to the wrong host for its files."""
+    from labd.artefacts import ArtefactKeeper
+    from labd.config import ArtefactSettings
+    from labd.daemon.artefact_routes import ArtefactRoutes
+    from labd.model import TestSpec
+
+    await store.upsert_device(Device(id="phone-a", driver="host", platform="host", host="rack-a"))
+    await store.submit_job("gone", TestSpec(suite="s", test="t", scenario="x"), "ci")
+    job = await store.get_job("gone")
+    assert job is not None
+    job = job.model_copy(update={"device_id": "phone-a", "lease_owner": ""})
+    keeper = ArtefactKeeper(tmp_path, ArtefactSettings(), store, EventBus())
+    listing = await ArtefactRoutes(store, keeper, "rack-b", None).listing(job)  # type: ignore[arg-type]
+    assert (listing["host"], listing["ran_on"]) == ("rack-b", "rack-a")

@@ -3,6 +3,7 @@ malformed one is a clear 422 ("no frames"), never a 500 with a traceback."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from pathlib import Path
@@ -108,3 +109,34 @@ def test_a_frame_past_the_videos_end_is_named() -> None:
         "frame 8695 is past the end of the video, which holds 250 frames (frames count from 0)"
     )
     assert Stills({}).past_end(8695) == ""  # not cut yet: not known
+
+
+async def test_a_new_progress_file_cuts_the_stills_again(tmp_path: Path) -> None:
+    """A re-tester's find: the stills were kept by the video alone, so a progress.json written
+    again (a running job viewed early) gave broken images for its new frames."""
+    from tests.conftest import need_program
+    from tests.integration.http.test_console_untrusted_jobs import webm
+
+    need_program("ffmpeg")
+    folder = tmp_path / "job-1" / "a"
+    folder.mkdir(parents=True)
+    webm(folder / "video.webm", "64x48", 0.4)  # 10 frames
+    files = ArtefactFiles(tmp_path)
+
+    async def frame(n: int) -> web.Response:
+        request = make_mocked_request(
+            "GET", f"/console/jobs/job-1/still?video=a/video.webm&frame={n}",
+            match_info={"id": "job-1"},
+        )  # fmt: skip
+        return await files.still(request)
+
+    def progress(changed_at: list[int]) -> str:
+        frames = [{"t_ms": i, "progress": sum(i >= c for c in changed_at) / 3} for i in range(60)]
+        return json.dumps({"frames": frames})
+
+    (folder / "progress.json").write_text(progress([1, 2, 3]))
+    assert (await frame(2)).status == 200
+    (folder / "progress.json").write_text(progress([5, 6, 50]))
+    assert (await frame(5)).status == 200 and (await frame(5)).content_type == "image/jpeg"
+    past = await frame(50)
+    assert past.status == 404 and past.content_type == "image/svg+xml"

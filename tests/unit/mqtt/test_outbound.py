@@ -110,3 +110,11 @@ def test_an_event_that_is_not_a_job_s_has_no_job_event() -> None:
     )  # fmt: skip
     with pytest.raises(KeyError, match="not a job's event"):
         job_event_message(change, 1, "h")
+
+
+def test_an_ended_state_expiry_under_a_second_still_expires() -> None:
+    """A re-tester's find: `ended_state_expiry_h = 0.0001` rounded to 0 s, which MQTT reads as
+    no expiry, and the state stayed for ever: the opposite of what was asked."""
+    from labd.mqtt.bridge import expiry_s
+
+    assert (expiry_s(0.0001), expiry_s(0), expiry_s(24)) == (1, 0, 86400)
