@@ -11,7 +11,7 @@ from urllib.parse import quote, urlencode
 
 from labd.cli.client import Client
 from labd.cli.result_table import print_results as _print_results
-from labd.cli.result_table import write_csv
+from labd.cli.result_table import removal_note, require_raw_values, write_csv
 from labd.cli.text import markup, shown
 from labd.config import Settings, load_config
 from labd.errors import EXIT_NEGATIVE, EXIT_OK, EXIT_RUNTIME, LabdError, UsageError
@@ -260,7 +260,10 @@ def show(args: argparse.Namespace) -> int:
         print(shown(f"test       {spec['suite']}/{spec['test']} ({spec['scenario']})"))
         print(f"state      {job['state']}  attempt {job['attempts']}/{spec['max_attempts']}")
         print(f"device     {shown(job['device_id'] or '-')}")
-        print(f"progress   {job['iterations_done']}/{job['iterations_total']} iterations")
+        if removed := job.get("raw_values_removed"):
+            print(f"progress   {removal_note(removed)}")
+        else:
+            print(f"progress   {job['iterations_done']}/{job['iterations_total']} iterations")
         if job.get("waiting"):
             print(f"waiting    {shown(job['waiting'])}")
             if job.get("queue_deadline"):  # not started by then: it times out
@@ -319,6 +322,7 @@ def results(args: argparse.Namespace) -> int:
     if fmt == "json":
         print(json_text(data, indent=2))
     elif fmt == "csv":
+        require_raw_values(data, f"job {args.id}")  # a header alone would look like success
         write_csv(data["iterations"], sys.stdout)
     elif fmt == "table":
         _print_results(data)

@@ -232,6 +232,7 @@ def _kept_figures(job: Job, kept: dict[str, Any]) -> str:
     from labd.stats import Summary  # NumPy: imported where a page needs it
 
     units = units_of({"job": {"spec": job.spec.model_dump(mode="json")}, "iterations": []})
+    units |= kept["digest"].get("units") or {}  # as the iterations recorded them
     summaries = {}
     for metric, figures in summary.items():
         try:

@@ -86,9 +86,18 @@ class TrendPages:
     async def _comparison(self, pairs: list[tuple[Job, Job]], effect: float) -> str:
         rows: list[tuple[str, Job, Any]] = []
         units: dict[str, str] = {}
+        pruned: list[str] = []  # tests one of whose runs retention took the raw values of
+        compared: list[tuple[Job, Job]] = []
         for base, new in pairs:
-            b, _ = await measured_values(self.api.store, base)
-            n, specs = await measured_values(self.api.store, new)
+            try:
+                b, _ = await measured_values(self.api.store, base)
+                n, specs = await measured_values(self.api.store, new)
+            except RawValuesRemoved as e:
+                if len(pairs) == 1:
+                    raise
+                pruned.append(f"{new.spec.suite}/{new.spec.test}: {e}")
+                continue
+            compared.append((base, new))
             directions = directions_of(specs)
             units |= {name: spec["unit"] for name, spec in specs.items() if spec["unit"]}
             shared = sorted(b.keys() & n.keys())
@@ -113,11 +122,13 @@ class TrendPages:
             ],
             effect,
         )
-        jobs = "; ".join(f"{job_link(b.id)} → {job_link(n.id)}" for b, n in pairs)
+        jobs = "; ".join(f"{job_link(b.id)} → {job_link(n.id)}" for b, n in compared)
+        left_out = "".join(f"<li>{escape(why)}</li>" for why in pruned)
         return (
-            f"<p>{len(pairs)} test(s), {len(ordered)} metric(s): {escape(counts)}. "
+            f"<p>{len(compared)} test(s), {len(ordered)} metric(s): {escape(counts)}. "
             f"Effect of interest ±{100 * effect:g}%. Jobs: {jobs}.</p>"
-            f"<table class='compare'>{comparison_head(with_test=True)}{html_rows}</table>{chart}"
+            + (f"<p class='finding'>Not compared:</p><ul>{left_out}</ul>" if pruned else "")
+            + f"<table class='compare'>{comparison_head(with_test=True)}{html_rows}</table>{chart}"
         )
 
     async def history(self, request: web.Request) -> web.Response:

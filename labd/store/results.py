@@ -123,8 +123,7 @@ _STORE_SERIAL = itertools.count()
 
 async def _digest(store: Store, job: Job) -> dict[str, Any]:
     if job.state.terminal and (kept := await store.job_digest(job.id)) is not None:
-        digest: dict[str, Any] = kept["digest"]
-        return digest
+        return {key: kept["digest"][key] for key in ("summary", "set_aside")}
     return await fresh_digest(store, job)
 
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import structlog
 
-from labd.model import Job, JobState
-from labd.store.results import fresh_digest
+from labd.model import Iteration, Job, JobState
+from labd.store.results import fresh_digest, job_metric_specs
 from labd.store.store import Store
 
 log = structlog.get_logger("labd.store")
@@ -66,7 +66,7 @@ class Retention:
     async def _digest(self, job: Job) -> int:
         """Keep the job's digest and remove its raw iterations; returns how many went."""
         try:
-            digest = await fresh_digest(self.store, job)
+            digest = await fresh_digest(self.store, job) | {"units": await self._units(job)}
             point = await self.store.history_point(job) if job.state is JobState.SUCCEEDED else None
             history = dataclasses.asdict(point) if point is not None else {}
             return await self.store.keep_digest(job.id, digest, history)
@@ -79,6 +79,14 @@ class Retention:
                 error=f"{type(e).__name__}: {e}",
             )
             return 0
+
+    async def _units(self, job: Job) -> dict[str, str]:
+        """Each metric's unit as the first iteration recorded it (pages show it beside the
+        kept summary)."""
+        first, _ = await self.store.iteration_records(job.id, 0, 1)
+        its = [Iteration.model_validate(record) for record in first]
+        specs = job_metric_specs(job, its)
+        return {name: spec["unit"] for name, spec in specs.items() if spec["unit"]}
 
     async def for_ever(self, interval_s: float) -> None:
         """Apply the limits now and every `interval_s`; a pass that fails is said and
