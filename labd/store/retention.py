@@ -55,11 +55,15 @@ class Retention:
             before = now - self.raw_max_age_s
             while pruned.raw_jobs < PASS_LIMIT:
                 chunk = await self.store.ended_with_raw_values(before, CHUNK, self.failed)
+                progress = 0
                 for job in chunk:
                     removed = await self._digest(job)
-                    pruned.raw_jobs += removed > 0
+                    progress += removed > 0
                     pruned.iterations += removed
-                if len(chunk) < CHUNK:
+                pruned.raw_jobs += progress
+                # A chunk where nothing went (every job failed, past FAILED_KEPT, or another
+                # host took them) would come back the same: the next pass tries again.
+                if len(chunk) < CHUNK or not progress:
                     break
         return pruned
 

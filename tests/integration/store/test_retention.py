@@ -118,3 +118,20 @@ async def test_a_job_that_cannot_be_summarised_keeps_its_raw_values(store: Store
     assert pruned.raw_jobs == 1 and await raw_count(store, "good") == 0
     assert await raw_count(store, "bad") == 4 and retention.failed == {"bad"}
     assert (await retention.apply()).raw_jobs == 0  # skipped, not retried every pass
+
+
+async def test_a_pass_ends_when_only_failing_jobs_are_left(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past FAILED_KEPT, failing jobs are no longer skipped: a full chunk of them came back
+    the same every time, and the pass never ended."""
+    import labd.store.retention
+
+    monkeypatch.setattr(labd.store.retention, "FAILED_KEPT", 0)
+    monkeypatch.setattr(labd.store.retention, "CHUNK", 1)
+    bad = await stored_job(store, "bad", 3)
+    await ended_days_ago(store, bad, 400)
+    broken = iterations.update().where(iterations.c.job_id == "bad").values(record={"not": 1})
+    await store.write(lambda conn: conn.execute(broken))
+    pruned = await asyncio.wait_for(Retention(store, 365, 0).apply(), 30)
+    assert pruned.raw_jobs == 0 and await raw_count(store, "bad") == 4
