@@ -38,7 +38,7 @@ from labd.store import (
     fleet_devices,
     history_page,
     out_of_space,
-    removal,
+    raw_values_removed,
     results_page,
     storage_problem,
 )
@@ -269,8 +269,8 @@ class Api:
             view["waiting"] = await self.jobs.why_waiting(job)
         view["iterations_done"] = done = await self.store.count_iterations(job.id, job.attempts)
         view["iterations_total"] = job.spec.planned_iterations()
-        if not done and job.state.terminal and (kept := await self.store.job_digest(job.id)):
-            view["raw_values_removed"] = removal(kept)  # 0 done would read as nothing ran
+        if not done and (removed := await raw_values_removed(self.store, job)):
+            view["raw_values_removed"] = removed  # 0 done would read as nothing ran
         return web.json_response({"job": view})
 
     async def results(self, request: web.Request) -> web.Response:

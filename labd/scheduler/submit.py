@@ -35,7 +35,7 @@ from labd.perfherder import perfherder
 from labd.replay import load, profile_for
 from labd.runner import archive_path
 from labd.sdk import Driver
-from labd.store import NonceSeen, Store, results_view
+from labd.store import NonceSeen, RawValuesRemoved, Store, results_view
 from labd.validation import describe_errors, did_you_mean
 
 log = structlog.get_logger("labd.scheduler")
@@ -146,12 +146,8 @@ class JobService:
                 "Perfherder (its raw values: --format csv or json)"
             )
         view = await results_view(self.store, job)
-        if removed := view.get("raw_values_removed"):
-            raise UsageError(
-                f"job {job.id!r}: its raw values were removed on {removed['at']} by the "
-                "database's retention ([store] raw_max_age_days), and Perfherder's replicates "
-                "are raw values; its summary is kept (labd jobs results)"
-            )
+        if removed := view.get("raw_values_removed"):  # its replicates are raw values
+            raise RawValuesRemoved(job.id, removed)
         return perfherder(view, self.perfherder)
 
     def _check_scenarios(self, spec: TestSpec, principal: Principal, source: str) -> None:

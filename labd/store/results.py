@@ -68,8 +68,8 @@ async def measured_values(
     """`measured` for the job's last attempt, and its metrics' units and directions.
     RawValuesRemoved when retention removed them."""
     iterations = await store.iterations(job.id, attempt=job.attempts)
-    if not iterations and job.state.terminal and (kept := await store.job_digest(job.id)):
-        raise RawValuesRemoved(job.id, removal(kept))
+    if not iterations and (removed := await raw_values_removed(store, job)):
+        raise RawValuesRemoved(job.id, removed)
     return measured(iterations), job_metric_specs(job, iterations)
 
 
@@ -133,16 +133,27 @@ def removal(kept: dict[str, Any]) -> dict[str, Any]:
     return {"at": when, "iterations": kept["iterations"]}
 
 
+async def raw_values_removed(store: Store, job: Job) -> dict[str, Any] | None:
+    """`removal` of the job's raw iterations; None for a job that has them or has not ended."""
+    if not job.state.terminal or (kept := await store.job_digest(job.id)) is None:
+        return None
+    return removal(kept)
+
+
 async def fresh_digest(store: Store, job: Job) -> dict[str, Any]:
     """`digest_of` computed from the job's raw iterations."""
     records = await store.attempt_records(job.id, job.attempts)
 
     def compute() -> dict[str, Any]:
         # numpy/scipy work (and scipy's first import, about a second) stays off the loop.
-        last = [Iteration.model_validate(r) for r in records]
-        return {"summary": summaries(job, last), "set_aside": set_aside(last)}
+        return digest_from(job, [Iteration.model_validate(r) for r in records])
 
     return await asyncio.to_thread(compute)
+
+
+def digest_from(job: Job, last: list[Iteration]) -> dict[str, Any]:
+    """The `summary` and `set_aside` of the job's last attempt, given its iterations."""
+    return {"summary": summaries(job, last), "set_aside": set_aside(last)}
 
 
 def summaries(job: Job, iterations: list[Iteration]) -> dict[str, dict[str, Any]]:
@@ -205,8 +216,8 @@ async def results_page(
     page: dict[str, Any] = {"job": redact_job(job.model_dump(mode="json"))}
     if offset == 0:
         page |= await digest_of(store, job)
-        if not total and job.state.terminal and (kept := await store.job_digest(job.id)):
-            page["raw_values_removed"] = removal(kept)
+        if not total and (removed := await raw_values_removed(store, job)):
+            page["raw_values_removed"] = removed
     end = offset + len(records)
     return page | {
         "iterations": records,

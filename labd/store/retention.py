@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
 from labd.model import Iteration, Job, JobState
-from labd.store.results import fresh_digest, job_metric_specs
+from labd.store.results import digest_from, job_metric_specs
 from labd.store.store import Store
 
 log = structlog.get_logger("labd.store")
@@ -70,7 +71,8 @@ class Retention:
     async def _digest(self, job: Job) -> int:
         """Keep the job's digest and remove its raw iterations; returns how many went."""
         try:
-            digest = await fresh_digest(self.store, job) | {"units": await self._units(job)}
+            records = await self.store.attempt_records(job.id, job.attempts)
+            digest = await asyncio.to_thread(_digest_with_units, job, records)
             point = await self.store.history_point(job) if job.state is JobState.SUCCEEDED else None
             history = dataclasses.asdict(point) if point is not None else {}
             return await self.store.keep_digest(job.id, digest, history)
@@ -83,14 +85,6 @@ class Retention:
                 error=f"{type(e).__name__}: {e}",
             )
             return 0
-
-    async def _units(self, job: Job) -> dict[str, str]:
-        """Each metric's unit as the first iteration recorded it (pages show it beside the
-        kept summary)."""
-        first, _ = await self.store.iteration_records(job.id, 0, 1)
-        its = [Iteration.model_validate(record) for record in first]
-        specs = job_metric_specs(job, its)
-        return {name: spec["unit"] for name, spec in specs.items() if spec["unit"]}
 
     async def for_ever(self, interval_s: float) -> None:
         """Apply the limits now and every `interval_s`; a pass that fails is said and
@@ -106,3 +100,12 @@ class Retention:
                 if pruned.raw_jobs or pruned.jobs:
                     log.info("database retention applied", **dataclasses.asdict(pruned))
             await asyncio.sleep(interval_s)
+
+
+def _digest_with_units(job: Job, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """`digest_of`'s summary and set_aside of the last attempt, and each metric's unit as its
+    iterations recorded it (pages show it beside the kept summary): NumPy work, in a thread."""
+    last = [Iteration.model_validate(record) for record in records]
+    specs = job_metric_specs(job, last)
+    units = {name: spec["unit"] for name, spec in specs.items() if spec["unit"]}
+    return digest_from(job, last) | {"units": units}
