@@ -30,7 +30,13 @@ from labd.daemon.systemd import SystemdNotifier
 from labd.errors import EXIT_OK, EXIT_RUNTIME, ConfigError, LabdError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
 from labd.logs import set_level
-from labd.metrics import AccessMetrics, ArtefactCollector, DaemonMetrics, LabMetrics
+from labd.metrics import (
+    AccessMetrics,
+    ArtefactCollector,
+    DaemonMetrics,
+    LabMetrics,
+    RetentionCollector,
+)
 from labd.model import Policy
 from labd.mqtt import (
     Accounts,
@@ -99,6 +105,7 @@ class StoreComponent:
         self.delivers_outbox = delivers_outbox  # False: no MQTT bridge here empties it
         self.settings = settings or StoreSettings()
         self._store: Store | None = None
+        self.retention: Retention | None = None
         self._name: HostName
         self._tasks = TaskSet("store")
 
@@ -122,7 +129,9 @@ class StoreComponent:
             self._tasks.spawn("outbox-discard", self._store.discard_outbox_for_ever())
         limits = self.settings
         retention = Retention(self._store, limits.raw_max_age_days, limits.jobs_max_age_days)
-        self._tasks.spawn("retention", retention.for_ever(limits.retention_interval_s))
+        if retention.enabled:
+            self.retention = retention
+            self._tasks.spawn("retention", retention.for_ever(limits.retention_interval_s))
 
     async def stop(self, grace: float) -> None:
         await self._tasks.cancel_all()
@@ -240,6 +249,9 @@ class Daemon:
         )
         yield store
         self.metrics.follow_clock(lambda: store.store.clock.offset)
+        self.metrics.registry.register(
+            RetentionCollector(lambda: store.retention.tally if store.retention else None)
+        )
         self.pool = Pool(self.drivers, self.power, store.store, self.bus, settings.pool, host)
         yield self.pool
         self.jobs = JobService(

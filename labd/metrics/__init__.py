@@ -5,10 +5,12 @@ from labd.metrics.access import AccessMetrics
 from labd.metrics.artefacts import ArtefactCollector
 from labd.metrics.lab import LabMetrics
 from labd.metrics.registry import DaemonMetrics
+from labd.metrics.retention import RetentionCollector
 
 __all__ = [
     "AccessMetrics",
     "ArtefactCollector",
     "DaemonMetrics",
     "LabMetrics",
+    "RetentionCollector",
 ]

@@ -24,7 +24,7 @@ from labd.store.results import (
     set_aside,
     summary_of,
 )
-from labd.store.retention import Retention
+from labd.store.retention import Retention, Tally
 from labd.store.space import causes, free_bytes, out_of_space, storage_problem
 from labd.store.store import Store, default_sqlite_url
 
@@ -44,6 +44,7 @@ __all__ = [
     "SessionLock",
     "Store",
     "StoreError",
+    "Tally",
     "causes",
     "compare_variants",
     "database_blip",

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -33,6 +34,18 @@ class Pruned:
     jobs: int = 0  # jobs removed whole
 
 
+@dataclass
+class Tally:
+    """What retention did since the daemon started (its metrics read this)."""
+
+    removed: Pruned = field(default_factory=Pruned)
+    skipped: int = 0  # jobs whose digest could not be made: their raw values stay
+    passes_ok: int = 0
+    passes_failed: int = 0
+    failing: int = 0  # passes in a row that failed: 0 once one succeeds
+    last_success: float = 0.0  # Unix time the last pass ended without error
+
+
 class Retention:
     """Applies the store's retention limits to one database."""
 
@@ -41,6 +54,11 @@ class Retention:
         self.raw_max_age_s = raw_max_age_days * DAY_S
         self.jobs_max_age_s = jobs_max_age_days * DAY_S
         self.failed: set[str] = set()
+        self.tally = Tally()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.raw_max_age_s or self.jobs_max_age_s)
 
     async def apply(self) -> Pruned:
         """One pass: whole jobs first (no digest is computed for a job about to go)."""
@@ -77,6 +95,7 @@ class Retention:
             history = dataclasses.asdict(point) if point is not None else {}
             return await self.store.keep_digest(job.id, digest, history)
         except Exception as e:  # one job's bad record must not stop every later job's
+            self.tally.skipped += 1
             if len(self.failed) < FAILED_KEPT:
                 self.failed.add(job.id)
             log.warning(
@@ -89,14 +108,23 @@ class Retention:
     async def for_ever(self, interval_s: float) -> None:
         """Apply the limits now and every `interval_s`; a pass that fails is said and
         retried at the next."""
-        if not (self.raw_max_age_s or self.jobs_max_age_s):
+        if not self.enabled:
             return
+        tally = self.tally
         while True:
             try:
                 pruned = await self.apply()
             except Exception as e:
+                tally.passes_failed += 1
+                tally.failing += 1
                 log.warning("database retention failed", error=f"{type(e).__name__}: {e}")
             else:
+                tally.passes_ok += 1
+                tally.failing = 0
+                tally.last_success = time.time()
+                tally.removed.raw_jobs += pruned.raw_jobs
+                tally.removed.iterations += pruned.iterations
+                tally.removed.jobs += pruned.jobs
                 if pruned.raw_jobs or pruned.jobs:
                     log.info("database retention applied", **dataclasses.asdict(pruned))
             await asyncio.sleep(interval_s)

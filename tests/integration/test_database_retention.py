@@ -58,6 +58,9 @@ def test_raw_values_go_after_their_limit_and_every_view_says_so(
     assert after["raw_values_removed"]["iterations"] == 3
     assert daemon.get("/api/v1/history?suite=s&test=t")[1] == history
     assert daemon.wait_for_log("database retention applied")["iterations"] in (3, 6)
+    metrics = daemon.get("/metrics")[1]
+    assert 'labd_db_retention_jobs_total{action="digested"} ' in metrics
+    assert "labd_db_retention_failing_passes 0.0" in metrics
 
     table = labd(labd_config, "jobs", "results", "old")
     assert table.returncode == 0, table.stderr

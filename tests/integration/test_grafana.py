@@ -77,7 +77,7 @@ def test_alerting_rules_are_valid_and_name_exported_metrics(start_labd: Any) -> 
             pytest.fail("promtool is missing (apt-get install prometheus)")
         pytest.skip("promtool is missing (apt-get install prometheus)")
     check = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True)
-    assert check.returncode == 0 and "SUCCESS: 8 rules found" in check.stdout, (
+    assert check.returncode == 0 and "SUCCESS: 9 rules found" in check.stdout, (
         check.stdout + check.stderr
     )
     daemon: LabdProcess = start_labd()

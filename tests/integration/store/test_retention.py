@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from labd.errors import UsageError
+from labd.metrics import RetentionCollector
 from labd.model import Job
 from labd.store import (
     RawValuesRemoved,
@@ -21,6 +22,7 @@ from labd.store import (
     results_page,
 )
 from labd.store.tables import iterations, jobs
+from tests.integration.scheduler.test_admin_and_interruptions import until
 from tests.integration.store.test_result_pages import stored_job
 
 DAY = 86400.0
@@ -135,3 +137,54 @@ async def test_a_pass_ends_when_only_failing_jobs_are_left(
     await store.write(lambda conn: conn.execute(broken))
     pruned = await asyncio.wait_for(Retention(store, 365, 0).apply(), 30)
     assert pruned.raw_jobs == 0 and await raw_count(store, "bad") == 4
+
+
+async def test_metrics_count_what_went_and_passes_that_keep_failing(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What an operator's dashboard and the LabdDatabaseRetentionFailing alert read."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def scrape() -> dict[str, float]:
+        text = generate_latest(registry).decode()
+        return {
+            sample.name + "".join(f",{k}={v}" for k, v in sorted(sample.labels.items())):
+                sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        }  # fmt: skip
+
+    for job_id in ("a", "b", "bad"):
+        await ended_days_ago(store, await stored_job(store, job_id, 3), 400)
+    broken = iterations.update().where(iterations.c.job_id == "bad").values(record={"not": 1})
+    await store.write(lambda conn: conn.execute(broken))
+    retention = Retention(store, 365, 0)
+    registry = CollectorRegistry()
+    registry.register(RetentionCollector(lambda: retention.tally))
+    assert scrape()["labd_db_retention_last_success_timestamp_seconds"] == 0
+
+    task = asyncio.create_task(retention.for_ever(0.05))
+    try:
+        await until(lambda: retention.tally.passes_ok >= 2)
+        seen = scrape()
+        assert seen["labd_db_retention_jobs_total,action=digested"] == 2
+        assert seen["labd_db_retention_jobs_total,action=skipped"] == 1  # said once, not per pass
+        assert seen["labd_db_retention_iterations_removed_total"] == 2 * 4
+        assert seen["labd_db_retention_last_success_timestamp_seconds"] > 0
+        assert seen["labd_db_retention_failing_passes"] == 0
+
+        async def unreachable(*args: object) -> list[Job]:
+            raise ConnectionError("the database is away")
+
+        monkeypatch.setattr(store, "ended_with_raw_values", unreachable)
+        failed_before = retention.tally.passes_failed
+        await until(lambda: retention.tally.passes_failed >= failed_before + 3)
+        seen = scrape()
+        assert seen["labd_db_retention_failing_passes"] >= 3
+        assert seen["labd_db_retention_passes_total,result=failed"] >= 3
+        monkeypatch.undo()
+        await until(lambda: not retention.tally.failing)
+        assert scrape()["labd_db_retention_failing_passes"] == 0
+    finally:
+        task.cancel()
