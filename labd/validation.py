@@ -4,8 +4,9 @@ and the one nesting limit of JSON taken in at the edge (MQTT payloads, API reque
 from __future__ import annotations
 
 import difflib
+import types
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -40,6 +41,28 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 
 SHOWN_MAX = 80  # characters of a refused value an error quotes
+
+# pydantic's lax mode takes `true` for 1: `raw_max_age_days = true` would mean one day.
+NOT_A_BOOLEAN = "expected a number, not a boolean"
+
+
+def numeric(annotation: Any) -> bool:
+    """Whether a field's type is int or float, alone or in a union with None."""
+    if annotation in (int, float):
+        return True
+    if get_origin(annotation) in (Union, types.UnionType):
+        return any(numeric(arg) for arg in get_args(annotation) if arg is not type(None))
+    return False
+
+
+def booleans_for_numbers(model: type[BaseModel], data: Mapping[str, Any]) -> list[str]:
+    """The keys of `data` that give a boolean for one of `model`'s number fields."""
+    fields = model.model_fields
+    return [
+        key
+        for key, value in data.items()
+        if isinstance(value, bool) and key in fields and numeric(fields[key].annotation)
+    ]
 
 
 def describe_errors(

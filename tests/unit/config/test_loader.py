@@ -202,3 +202,26 @@ def test_a_bad_value_inside_a_table_given_as_json_names_the_variable(tmp_path: P
     env = {"LABD_ARTEFACTS__SUITES": '{"s": {"max_age_days": "x"}}'}
     (problem,) = problems_of(path, env)
     assert problem.startswith("LABD_ARTEFACTS__SUITES: artefacts.suites.s.max_age_days: ")
+
+
+def test_a_boolean_is_not_taken_for_a_number(tmp_path: Path) -> None:
+    """`raw_max_age_days = true` read as 1 day would remove a year of raw values."""
+    path = tmp_path / "labd.toml"
+    path.write_text("[store]\nraw_max_age_days = true\n[http]\nport = false\n")
+    assert problems_of(path) == [
+        "labd.toml: http.port: expected a number, not a boolean, got False",
+        "labd.toml: store.raw_max_age_days: expected a number, not a boolean, got True",
+    ]
+    env = {"LABD_STORE__RAW_MAX_AGE_DAYS": "30", "LABD_HTTP__CONSOLE": "false"}
+    settings = load_config(None, environ=env).settings  # strings from the environment still
+    assert (settings.store.raw_max_age_days, settings.http.console) == (30, False)
+
+
+def test_a_plugins_own_options_take_no_boolean_for_a_number() -> None:
+    from labd.pool.plugins import check_plugin_options
+
+    with pytest.raises(ConfigError) as caught:
+        check_plugin_options({"android": {"min_battery": True, "start_adb_server": True}}, {}, "f")
+    assert caught.value.problems == [
+        "f: drivers.android.min_battery: expected a number, not a boolean, got True"
+    ]
