@@ -66,7 +66,7 @@ async def main(spec: dict, creds: dict, broker: str = "127.0.0.1", lab: str = "d
                 if not accepted and not body["accepted"]:
                     print("refused:", *body["problems"], sep="\n  ")
                     return 1
-                accepted = True  # later answers (a replayed copy's refusal) change nothing
+                accepted = True  # later answers (other hosts' `duplicate`) change nothing
                 continue
             if body["event_id"] in seen:
                 continue

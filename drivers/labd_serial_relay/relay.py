@@ -81,9 +81,12 @@ class SerialRelay(PowerControl[RelayOptions]):
                     if o.verify_echo:
                         echo = line.read(len(command))
                         if echo != command:
-                            owed = _owed[o.port]  # may still come: never the next one's echo
-                            owed.count += len(command)
-                            owed.until = time.monotonic() + LATE_ECHOES * o.timeout_s
+                            # The bytes that did not come may still: never the next one's
+                            # echo. A board that answered in full (wrongly) owes nothing.
+                            if missing := len(command) - len(echo):
+                                owed = _owed[o.port]
+                                owed.count += missing
+                                owed.until = time.monotonic() + LATE_ECHOES * o.timeout_s
                             raise InfrastructureError(
                                 f"relay on {o.port} channel {o.channel} answered {echo.hex(' ')!r}"
                                 f" to {command.hex(' ')!r} within {o.timeout_s} s"

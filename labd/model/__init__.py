@@ -6,6 +6,7 @@ from labd.model.device import (
     Device,
     DeviceSelector,
     DeviceState,
+    ids_checked_later,
     job_running_on,
     running_reason,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "can_move",
     "check_id",
     "id_problem",
+    "ids_checked_later",
     "job_running_on",
     "key_id_problem",
     "load_manifest",

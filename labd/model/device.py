@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+DEVICE_ID_PATTERN = r"^[A-Za-z0-9_.:@-]+$"
+_DEVICE_ID = re.compile(DEVICE_ID_PATTERN)
+# Set while a driver's discover() runs: ids come from the outside world there (serial numbers,
+# file names), and one the rules refuse must leave out that device, not fail the whole list
+# as a Device built with it would. The pool checks every returned device again, whole.
+_IDS_CHECKED_LATER: ContextVar[bool] = ContextVar("device_ids_checked_later", default=False)
+
+
+@contextmanager
+def ids_checked_later() -> Iterator[None]:
+    """Within it, a Device is built whatever its id; check each one afterwards."""
+    token = _IDS_CHECKED_LATER.set(True)
+    try:
+        yield
+    finally:
+        _IDS_CHECKED_LATER.reset(token)
 
 
 class DeviceState(StrEnum):
@@ -29,7 +51,7 @@ class Device(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@-]+$")
+    id: str = Field(min_length=1, max_length=128)
     driver: str
     platform: str
     model: str = ""
@@ -41,6 +63,17 @@ class Device(BaseModel):
     admin: AdminState = AdminState.ENABLED
     reason: str = ""  # why the device is offline or quarantined
     consecutive_failures: int = 0
+
+    @field_validator("id")
+    @classmethod
+    def _id_rules(cls, value: str) -> str:
+        if _DEVICE_ID.match(value) or _IDS_CHECKED_LATER.get():
+            return value
+        raise PydanticCustomError(
+            "string_pattern_mismatch",
+            "String should match pattern '{pattern}'",
+            {"pattern": DEVICE_ID_PATTERN},
+        )
 
 
 RUNNING = "running "  # a busy device's reason: "running <job id>"

@@ -104,11 +104,21 @@ class NetworkSpec(BaseModel):
         max_length=32,
         description="Named profile: none, 2g, 3g-slow, 3g, 3g-fast, 4g, lte, dsl, cable, fios.",
     )
-    latency_ms: float | None = Field(None, ge=0, le=10_000, description="Overrides the RTT.")
-    down_kbps: float | None = Field(None, ge=0, description="Overrides downstream bandwidth.")
-    up_kbps: float | None = Field(None, ge=0, description="Overrides upstream bandwidth.")
-    jitter_ms: float | None = Field(None, ge=0, le=10_000, description="Extra delay, up to this.")
-    loss: float | None = Field(None, ge=0, lt=1, description="Share of exchanges losing a packet.")
+    latency_ms: float | None = Field(
+        None, strict=True, ge=0, le=10_000, description="Overrides the RTT."
+    )
+    down_kbps: float | None = Field(
+        None, strict=True, ge=0, description="Overrides downstream bandwidth."
+    )
+    up_kbps: float | None = Field(
+        None, strict=True, ge=0, description="Overrides upstream bandwidth."
+    )
+    jitter_ms: float | None = Field(
+        None, strict=True, ge=0, le=10_000, description="Extra delay, up to this."
+    )
+    loss: float | None = Field(
+        None, strict=True, ge=0, lt=1, description="Share of exchanges losing a packet."
+    )
     ignore_params: list[str] = Field(
         default_factory=list, description="Query parameters not matched (cache busters)."
     )
@@ -185,7 +195,11 @@ class TestSpec(BaseModel):
         ),
     )
     stable_effect: float = Field(
-        0.01, gt=0, lt=1, description="The relative change the measurement must resolve."
+        0.01,
+        strict=True,
+        gt=0,
+        lt=1,
+        description="The relative change the measurement must resolve.",
     )
     warmup: int = Field(
         1, strict=True, ge=0, le=1_000, description="Warm-up iterations (kept, flagged)."
@@ -197,12 +211,14 @@ class TestSpec(BaseModel):
     priority: int = Field(0, strict=True, ge=-100, le=100, description="Higher runs first.")
     timeout_s: float = Field(
         3600,
+        strict=True,
         gt=0,
         le=7 * 24 * 3600,
         description="An attempt's time-out, from its start (a retry starts afresh).",
     )
     queue_timeout_s: float | None = Field(
         None,
+        strict=True,
         gt=0,
         le=30 * 24 * 3600,
         description="How long after its submission the job may still wait for a device: a job "

@@ -390,6 +390,7 @@ class Inbound:
         store = self.jobs.store
         data: dict[str, Any] = {}
         problems: list[str] = []
+        reason = "invalid"  # when there are problems
         if query.query == "list":
             try:
                 states = [JobState(s) for s in query.states]
@@ -402,6 +403,7 @@ class Inbound:
             raise Refused([f"{incoming.topic}: job_id: required for a {query.query} query"])
         elif (job := await store.get_job(query.job_id)) is None:
             problems.append(f"{incoming.topic}: no job {query.job_id!r}")
+            reason = "not_found"
         elif query.query == "show":
             data = {"job": redact_job(job.model_dump(mode="json"))}
         elif query.query == "perfherder":
@@ -416,6 +418,7 @@ class Inbound:
             ok=not problems,
             data=data,
             problems=problems,
+            reason=reason if problems else "",
             correlation=query.correlation,
         )
         return answers(incoming, answer)

@@ -10,10 +10,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
+from pydantic import ValidationError
 
 from labd.config import PoolSettings
 from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckFailed
-from labd.model import AdminState, Device, DeviceState, running_reason
+from labd.model import AdminState, Device, DeviceState, ids_checked_later, running_reason
 from labd.sdk import Driver, PowerControl
 from labd.store import DeviceTaken, Store, running_hosts
 from labd.tasks import Failures, TaskSet
@@ -63,6 +64,7 @@ class Pool:
         self._refused_ids: set[str] = set()  # ids another running host offers
         self._discovery_failing: dict[str, str] = {}  # driver -> why its discovery fails
         self._said: set[tuple[str, str, str]] = set()  # devices a driver returned wrong
+        self._power_unmatched: set[str] = set()  # power controls said to match no device
         self._save_failures = Failures("saving a device's state (kept meanwhile)", log)
         self._admin_failures = Failures("reading administrators' changes (tried again)", log)
         # Changes made and saves under way, per device: what the store says of a device is
@@ -121,9 +123,11 @@ class Pool:
         for driver in self.drivers.values():
             try:
                 async with asyncio.timeout(limit):
-                    found = self._checked(driver, await driver.discover(), seen)
+                    with ids_checked_later():  # one bad id leaves out one device
+                        answer = await driver.discover()
+                found = self._checked(driver, answer, seen)
             except Exception as e:
-                why = repr(e)
+                why = repr(e) if not isinstance(e, ValidationError) else _first_line(e)
                 if isinstance(e, TimeoutError):
                     why = f"discover() took over pool.health_timeout_s ({limit:g} s)"
                 if self._discovery_failing.get(driver.name) != why:  # said once, not every pass
@@ -145,6 +149,20 @@ class Pool:
         for device_id, device in list(self.devices.items()):
             if device_id not in seen and device.state is not DeviceState.OFFLINE:
                 await self._update(device_id, state=DeviceState.OFFLINE, reason="vanished")
+        if not self._discovery_failing:
+            self._say_unmatched_power()
+
+    def _say_unmatched_power(self) -> None:
+        """A power control whose device no driver has found, said once: a typo in its id
+        leaves the real device with none (or its device is not plugged in yet)."""
+        for device_id in sorted({*self.power, *self.broken_power} - {*self.devices}):
+            if device_id not in self._power_unmatched:
+                self._power_unmatched.add(device_id)
+                log.warning(
+                    "power control for a device no driver has found",
+                    device=device_id,
+                    hint="[pool.power.<id>] takes a device id as `labd devices list` shows it",
+                )
 
     def _checked(self, driver: Driver, found: object, taken: set[str]) -> list[Device]:
         """The devices a driver's discover() returned that the lab may keep. Each is checked
@@ -260,7 +278,7 @@ class Pool:
                 await self.power_cycle(device.id, reason)
             except Exception as e:
                 # The relay's own fault: this device is broken, the others go on.
-                log.exception("power cycle failed", device=device.id)
+                log.error("power cycle failed", device=device.id, error=f"{type(e).__name__}: {e}")
                 await self._update(
                     device.id,
                     state=DeviceState.QUARANTINED,

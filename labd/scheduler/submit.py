@@ -36,7 +36,7 @@ from labd.replay import load, profile_for
 from labd.runner import archive_path
 from labd.sdk import Driver
 from labd.store import NonceSeen, RawValuesRemoved, Store, results_view
-from labd.validation import describe_errors, did_you_mean
+from labd.validation import NOT_A_BOOLEAN, booleans_for_numbers, describe_errors, did_you_mean
 
 log = structlog.get_logger("labd.scheduler")
 
@@ -215,8 +215,14 @@ class JobService:
         for driver, variant in ((d, v) for d in offering for v in spec.variants()):
             scenario = driver.scenarios()[spec.scenario]
             where = f"ab.{variant}." if variant else ""  # an A/B job: each variant's params
+            given = spec.params_of(variant)
+            if wrong := booleans_for_numbers(scenario.Params, given):  # cpu = true: CPU 1
+                problems += [
+                    f"{source}: {where}params.{k}: {NOT_A_BOOLEAN}, got {given[k]}" for k in wrong
+                ]
+                continue
             try:
-                params = scenario.Params.model_validate(spec.params_of(variant))
+                params = scenario.Params.model_validate(given)
             except ValidationError as e:
                 problems += [
                     p.replace(f"{source}: ", f"{source}: {where}params.", 1)

@@ -80,6 +80,12 @@ def test_alerting_rules_are_valid_and_name_exported_metrics(start_labd: Any) -> 
     assert check.returncode == 0 and "SUCCESS: 9 rules found" in check.stdout, (
         check.stdout + check.stderr
     )
+    # The shipped scrape configuration loads them (an admin copying it got no alerts).
+    config = rules.parent / "prometheus.yml"
+    check = subprocess.run(
+        [promtool, "check", "config", str(config)], capture_output=True, text=True
+    )
+    assert check.returncode == 0 and "SUCCESS: 1 rule files found" in check.stdout, check.stdout
     daemon: LabdProcess = start_labd()
     families = exported_families(daemon.get("/metrics")[1])
     assert daemon.stop() == 0

@@ -18,7 +18,7 @@ LCUS_ON, LCUS_OFF = "A0 01 01 A2", "A0 01 00 A1"
 
 class RelaySimulator:
     """The board's side of the line: reads 4-byte LCUS frames, switches, echoes each one
-    (`echo_after_s` after it came: a board that answers late)."""
+    (`echo_after_s` after it came: a board that answers late), or answers `garbage`."""
 
     def __init__(self, echo_after_s: float = 0.0) -> None:
         self.master, slave = os.openpty()
@@ -26,6 +26,7 @@ class RelaySimulator:
         self._slave = slave
         self.states: list[bool] = []
         self.echo_after_s = echo_after_s
+        self.garbage: bytes | None = None
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
@@ -49,7 +50,7 @@ class RelaySimulator:
 
     def _echo(self, frame: bytes) -> None:
         if not self._closed.is_set():
-            os.write(self.master, frame)
+            os.write(self.master, self.garbage or frame)
 
     def close(self) -> None:
         self._closed.set()

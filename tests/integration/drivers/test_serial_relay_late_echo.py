@@ -49,6 +49,25 @@ async def test_a_late_echo_of_an_earlier_command_never_confirms_a_later_one(
     assert time.monotonic() - began < 5
 
 
+@pytest.fixture
+def board() -> Iterator[RelaySimulator]:
+    board = RelaySimulator()
+    yield board
+    board.close()
+
+
+async def test_a_board_that_answered_wrongly_owes_nothing(board: RelaySimulator) -> None:
+    """A wrong answer in full is not an echo still to come: the next command went out at once
+    (it waited up to LATE_ECHOES time-outs, 20 s, holding the port from every channel)."""
+    board.garbage = bytes.fromhex("de ad be ef")
+    with pytest.raises(InfrastructureError, match="answered 'de ad be ef'"):
+        await relay(board.port, timeout_s=2).on()
+    board.garbage = None
+    began = time.monotonic()
+    await relay(board.port, timeout_s=2).off()
+    assert time.monotonic() - began < 1.5 and board.states == [True, False]
+
+
 async def test_pending_input_is_discarded_before_a_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -170,3 +170,17 @@ async def test_parallel_first_jobs_of_a_new_lane_are_all_queued(store: Store) ->
     created = [created for _, created in await asyncio.gather(*submits)]
     assert created == [True] * 8
     assert len(await store.lanes()) == 1
+
+
+async def test_a_boolean_or_a_string_is_not_taken_for_a_number(jobs: JobService) -> None:
+    """`cpu = true` ran pinned to CPU 1, and `timeout_s = "60"` was taken for 60 though the
+    submission's JSON Schema says a number: what is accepted is what the schema allows."""
+    assert await refused(jobs, command=["true"], cpu=True) == [
+        "m.toml: params.cpu: expected a number, not a boolean, got True"
+    ]
+    spec = {"suite": "s", "test": "t", "scenario": "command", "params": {"command": ["true"]}}
+    for key, value in (("timeout_s", "60"), ("stable_effect", True), ("queue_timeout_s", "9")):
+        with pytest.raises(InvalidSpec) as caught:
+            await jobs.submit({**spec, key: value}, "m.toml")
+        [problem] = caught.value.problems
+        assert problem.startswith(f"m.toml: {key}: input should be a valid number"), problem

@@ -280,6 +280,15 @@ async def test_a_perfherder_query_for_a_job_that_did_not_succeed_names_its_state
         f"{TOPICS.query}: job 'j9' is queued: only a succeeded job is exported to Perfherder "
         "(its raw values: --format csv or json)"
     ]
+    assert shown.reason == "invalid"
+
+
+async def test_a_query_for_an_unknown_job_says_not_found(harness: Harness) -> None:
+    """As a cancel of one does: a client tells "no such job" from other failures by code."""
+    body = {"query": "show", "job_id": "nope-nope", "reply_to": replies_to(DASH)}
+    shown = answer(await harness.send(TOPICS.query, body, DASH), DASH)
+    assert isinstance(shown, QueryAnswer) and not shown.ok
+    assert (shown.reason, shown.problems) == ("not_found", [f"{TOPICS.query}: no job 'nope-nope'"])
 
 
 @pytest.mark.parametrize(

@@ -245,3 +245,39 @@ async def test_a_device_busy_with_a_job_and_free_after_it_is_said_at_debug() -> 
         ("busy", "available", "debug"),
         ("available", "offline", "info"),
     ]
+
+
+async def test_a_bad_id_built_in_discover_leaves_out_that_device_only() -> None:
+    """A plugin written as plugins.md shows (`Device(id=...)` in discover()) was given a
+    file named `bad;id`: building that Device raised, and every device of its driver went
+    offline with pydantic's text as the reason."""
+    import pytest
+    from pydantic import ValidationError
+
+    store = DeviceMemory()
+    pool = Pool(
+        {"scripted": ScriptedDriver(["p1", "bad;id", "p2"])}, {}, store, EventBus(),
+        PoolSettings(), "h",
+    )  # fmt: skip
+    with structlog.testing.capture_logs() as logs:
+        await pool.discover()
+    assert sorted(pool.devices) == sorted(store.devices) == ["p1", "p2"]
+    assert pool.devices["p1"].state is DeviceState.AVAILABLE
+    [said] = [e for e in logs if e["event"].startswith("device left out")]
+    assert said["device"] == "'bad;id'" and "String should match pattern" in said["problem"]
+    with pytest.raises(ValidationError, match="String should match pattern"):
+        Device(id="bad;id", driver="scripted", platform="scripted")  # outside discovery
+
+
+async def test_a_power_control_for_a_device_no_driver_found_is_said_once() -> None:
+    """`[pool.power.pixel7]` for the device `pixel-7`: the real device had no power control and
+    nothing said so."""
+    pool = Pool(
+        {"scripted": ScriptedDriver(["pixel-7"])}, {"pixel7": RecordingPower()}, DeviceMemory(),
+        EventBus(), PoolSettings(), "h",
+    )  # fmt: skip
+    with structlog.testing.capture_logs() as logs:
+        await pool.discover()
+        await pool.discover()
+    said = [e for e in logs if e["event"] == "power control for a device no driver has found"]
+    assert [e["device"] for e in said] == ["pixel7"]
