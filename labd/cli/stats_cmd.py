@@ -19,10 +19,10 @@ from labd.visible import quoted
 def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any] | None]:
     """A file, or else the id of a job the running daemon knows (JOB@base or JOB@new: one
     side of an A/B job); with the job's results when there are any (a result JSON or a job)."""
-    path = Path(arg)
+    path = Path("/dev/stdin" if arg == "-" else arg)
     # A job id never holds "/" (labd.model.ids): anything path-like is a file, missing or not
     # (or a pipe: <(labd jobs results ID --format json)).
-    if path.exists() or "/" in arg or path.suffix in (".csv", ".json", ".txt"):
+    if path.exists() or "/" in str(path) or path.suffix in (".csv", ".json", ".txt"):
         samples, results = read_sample_file(path)
         return samples, None if results is None else _records(results, samples.source)
     from labd.cli.client import Client
@@ -203,6 +203,8 @@ def _print_comparison(results: list[Any], args: argparse.Namespace) -> None:
                 f"{100 * (r.ratio - 1):+.2f}% "
                 f"[{100 * (r.ratio_ci_low - 1):+.2f}%, {100 * (r.ratio_ci_high - 1):+.2f}%]"
             )
+        elif r.estimate == r.estimate and r.ci_low == r.ci_low:  # from a baseline of 0
+            change = f"{r.estimate:+.4g} [{r.ci_low:+.4g}, {r.ci_high:+.4g}]"
         verdict = f"[{colour.get(r.verdict, 'yellow')}]{markup(r.verdict)}[/]"
         table.add_row(
             markup(r.metric),
@@ -257,7 +259,7 @@ def detect(args: argparse.Namespace) -> int:
         raise UsageError("give a history file or --suite and --test, not both")
     directions: dict[str, bool] = {}  # series: higher is better (a file's: lower)
     if args.file:
-        history = read_history(Path(args.file))
+        history = read_history(Path("/dev/stdin" if args.file == "-" else args.file))
         source = args.file
     elif args.suite and args.test:
         history, directions = _stored_history(args)

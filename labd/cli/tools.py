@@ -49,7 +49,9 @@ def add_stats_commands(nouns: Any) -> None:
         description="Compare two samples per metric: files (CSV, labd result JSON) or job ids.",
     )
     compare.add_argument(
-        "base", help="baseline: a file or a job id (JOB@base, JOB@new: one side of an A/B job)"
+        "base",
+        help="baseline: a file (- reads standard input) or a job id (JOB@base, JOB@new: one "
+        "side of an A/B job)",
     )
     compare.add_argument("new", help="candidate: a file or a job id (or JOB@base, JOB@new)")
     compare.add_argument(
@@ -76,7 +78,9 @@ def add_stats_commands(nouns: Any) -> None:
         description="Regression detection over histories: a CSV with series,build,value.",
     )
     detect.add_argument(
-        "file", nargs="?", help="CSV with the header series,build,value, builds in order"
+        "file",
+        nargs="?",
+        help="CSV with the header series,build,value, builds in order (- reads standard input)",
     )
     detect.add_argument("--suite", help="with --test: the history stored by the daemon")
     detect.add_argument("--test", help="with --suite: the history stored by the daemon")

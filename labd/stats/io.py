@@ -116,6 +116,11 @@ def read_sample_file(path: Path) -> tuple[Samples, dict[str, Any] | None]:
 def _from_csv(rows: Iterator[tuple[int, list[str]]], name: str) -> Samples:
     samples = Samples()
     first = next(rows, None)
+    if first and [c.strip().lower() for c in first[1][:3]] == ["job_id", "attempt", "iteration"]:
+        raise DataError(
+            f"{name}: labd's results CSV, which compare does not read: give the job id, or "
+            "its results as JSON (labd jobs results ID --format json)"
+        )
     if first and [c.strip().lower() for c in first[1]] == ["metric", "value"]:
         for line, row in rows:
             where = f"{name}: line {line}"
@@ -184,11 +189,14 @@ def samples_from_results(data: Any, name: str) -> Samples:
     for number, it in enumerate(iterations):
         if not isinstance(it, dict):
             raise DataError(f"{name}: iteration {number}: not a labd result JSON (not an object)")
+        where = f"{name}: iteration {it.get('index')}"
+        for flag in ("warmup", "set_aside"):  # "no" would be taken for true
+            if it.get(flag) is not None:
+                _field(it, flag, bool, where)
         if it.get("attempt") != attempt or it.get("warmup") or it.get("error"):
             continue
         if it.get("set_aside") or it.get("variant"):  # flagged; or one side of an A/B job
             continue
-        where = f"{name}: iteration {it.get('index')}"
         for metric, value in _field(it, "values", dict, where, {}).items():
             if not metric:
                 raise DataError(f"{where}: a value without a metric name")
@@ -284,18 +292,30 @@ def read_history(path: Path) -> dict[str, tuple[list[str], list[float]]]:
         if [c.strip().lower() for c in header] != ["series", "build", "value"]:
             raise DataError(f"{label}: line {line}: expected the header series,build,value")
         series: dict[str, tuple[list[str], list[float]]] = {}
+        seen: dict[str, set[str]] = {}  # each series' builds: one value per build
         for line, row in rows:
             where = f"{label}: line {line}"
             if len(row) != 3:
                 raise DataError(f"{where}: expected 3 columns (series,build,value), got {len(row)}")
             name, build, value = (c.strip() for c in row)
+            if not name or not build:
+                raise DataError(f"{where}: the {'series' if not name else 'build'} is empty")
             if name not in series:
                 _one_more(series, "series", where, name)
                 series[name] = ([], [])
+                seen[name] = set()
             builds, values = series[name]
             numeric = builds and _numeric(build) and _numeric(builds[-1])
             if numeric and float(build) < float(builds[-1]):
                 raise DataError(f"{where}: build {build} comes after {builds[-1]}: sort by build")
+            if build in seen[name]:
+                # The detectors take one value per build in order: a repeat shifts every
+                # index after it.
+                raise DataError(
+                    f"{where}: build {quoted(build)} of series {quoted(name)} again: one value "
+                    "per build (average the repeats, or name them apart)"
+                )
+            seen[name].add(build)
             builds.append(build)
             values.append(_number(value, where, name))
     if not series:

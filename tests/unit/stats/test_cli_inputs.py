@@ -42,6 +42,12 @@ def test_bad_sample_files_name_the_file_line_and_reason(tmp_path: Path) -> None:
             "metric,value\nload_ms,5\nload_ms,-3\n",
             "neg.csv: line 3: negative duration -3 for 'load_ms'",
         ),
+        "results.csv": (  # `labd jobs results ID --format csv`: said so, not "9 columns"
+            "job_id,attempt,iteration,warmup,metric,value,error,variant,set_aside\n"
+            "j,1,0,False,load_ms,5,,,\n",
+            "results.csv: labd's results CSV, which compare does not read: give the job id, "
+            "or its results as JSON (labd jobs results ID --format json)",
+        ),
     }
     for name, (content, message) in cases.items():
         result = labd("compare", good, write(tmp_path / name, content))
@@ -114,8 +120,18 @@ def test_detect_reads_histories_and_refuses_unsorted_builds(tmp_path: Path) -> N
         2,
         "u.csv: line 3: build 1 comes after 2: sort by build",
     )
-    flat = write(tmp_path / "f.csv", "series,build,value\n" + "x,1,5\n" * 30)
+    flat = write(
+        tmp_path / "f.csv", "series,build,value\n" + "".join(f"x,{b},5\n" for b in range(30))
+    )
     assert labd("detect", flat).returncode == 0
+    # A build given twice shifted every index after it, silently; so did an empty name.
+    again = write(tmp_path / "d.csv", "series,build,value\nx,r1,1\nx,r2,1\ny,r1,1\nx,r1,2\n")
+    assert labd("detect", again).stderr.strip() == (
+        "d.csv: line 5: build 'r1' of series 'x' again: one value per build (average the "
+        "repeats, or name them apart)"
+    )
+    nameless = write(tmp_path / "n.csv", "series,build,value\nx,,1\n")
+    assert labd("detect", nameless).stderr.strip() == "n.csv: line 2: the build is empty"
 
 
 def test_names_that_look_like_markup_are_shown_as_they_are(tmp_path: Path) -> None:
@@ -296,6 +312,9 @@ def test_a_result_json_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
         json.dumps({"job": job, "iterations": [{**record, "values": {"m": True}}]}): (
             "iteration 0: m: not a number: True"
         ),
+        json.dumps({"job": job, "iterations": [{**record, "warmup": "no"}]}): (  # not warm-up
+            "iteration 0: not a labd result JSON (warmup must be true or false, is a string)"
+        ),
         json.dumps(
             {"job": {**job, "spec": {"metrics": [{"name": "m", "higher_is_better": "no"}]}}}
         ): "metric m: not a labd result JSON (higher_is_better must be true or false, is a string)",
@@ -310,3 +329,18 @@ def test_a_result_json_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
     for text, message in cases.items():
         result = labd("compare", write(tmp_path / "r.json", text), good)
         assert (result.returncode, result.stderr.strip()) == (2, f"r.json: {message}"), text[:80]
+
+
+def test_a_dash_reads_standard_input(tmp_path: Path) -> None:
+    """`labd compare - new.csv` was taken for a job id ("cannot reach the daemon")."""
+    new = write(tmp_path / "new.csv", "\n".join(str(v) for v in range(2, 32)))
+    base = "\n".join(str(v) for v in range(1, 31))
+    command = [sys.executable, "-m", "labd", "compare", "-", new, "--json"]
+    result = subprocess.run(command, input=base, capture_output=True, text=True, timeout=60)
+    assert result.returncode in (0, 1), result.stderr
+    [metric] = json.loads(result.stdout)["metrics"]
+    assert (metric["n_base"], metric["estimate"]) == (30, 1.0)
+    history = "series,build,value\n" + "".join(f"s,{b},{100 + b % 2}\n" for b in range(40))
+    command = [sys.executable, "-m", "labd", "detect", "-", "--json"]
+    result = subprocess.run(command, input=history, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and json.loads(result.stdout)["series"][0]["builds"] == 40

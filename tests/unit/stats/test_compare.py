@@ -118,6 +118,14 @@ def test_a_count_that_leaves_zero_is_a_change() -> None:
     assert worse.estimate == 2.0  # type: ignore[attr-defined]
     better = one([3.0] * 10, [0.0] * 10)
     assert better.verdict == "improvement"  # type: ignore[attr-defined]
+    # Not constant after: a tester's 0 -> 1, 2, 3 was "inconclusive" where 0 -> 2 was a
+    # regression, stronger evidence judged weaker. A noisy change stays inconclusive.
+    for method in ("auto", "welch", "hodges-lehmann", "bootstrap"):
+        (spread,) = compare({"m": ([0.0] * 30, [1.0, 2.0, 3.0] * 10, False)}, method=method)  # type: ignore[arg-type]
+        assert spread.verdict == "regression", (method, spread)
+        assert spread.reason == "the baseline is a constant 0: any change from it is unbounded"
+    (unsure,) = compare({"m": ([0.0] * 10, [0.0] * 9 + [1.0], False)})
+    assert unsure.verdict == "inconclusive"
 
 
 @pytest.mark.parametrize("method", ["welch", "hodges-lehmann", "bootstrap", "auto"])

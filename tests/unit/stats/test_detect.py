@@ -37,6 +37,20 @@ def test_the_default_raises_a_large_step_within_three_builds() -> None:
         assert changes[0].raised_at - changes[0].index <= 3 and changes[0].direction == "down"
 
 
+def test_a_large_step_early_in_a_history_is_raised_at_once() -> None:
+    """A 5% step in 1% noise at build 30: ETS, alone there before the rank scan has its 54
+    builds, let one in five pass (its scale from 10 builds), raised 20-24 builds late by the
+    rank scan or never in a shorter history (a tester's CI gate stayed silent)."""
+    rng = np.random.default_rng(7)
+    raised = []
+    for _ in range(100):
+        x = rng.normal(100, 1, 45)
+        x[30:] *= 1.05
+        alerts = [a for a in detect(x) if abs(a.index - 30) <= 5]
+        raised.append(bool(alerts) and alerts[0].raised_at - 30 <= 6)
+    assert sum(raised) >= 95
+
+
 def test_a_single_build_spike_is_not_a_change_and_does_not_widen_later_intervals() -> None:
     found = 0
     for seed in range(20):
