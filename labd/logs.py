@@ -150,6 +150,19 @@ class ClientErrorsQuiet(logging.Filter):
         return True
 
 
+class BrokerLossIsAWarning(logging.Filter):
+    """paho (through aiomqtt's `mqtt` logger) logs a broker that went away (restarted,
+    unplugged) at error level, beside labd's own `mqtt connection lost; reconnecting`
+    warning: a broker restart paged whoever alerts on errors. Its socket failures are
+    warnings; anything else it says at error stays an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith("failed to receive"):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+MQTT_CLIENT_LOGGER = "mqtt"  # aiomqtt's
 AIOHTTP_SERVER_LOGGER = "aiohttp.server"
 FOREIGN_FIELDS = ("peer", "reason", "left_out")  # what ClientErrorsQuiet adds to a record
 
@@ -196,6 +209,9 @@ def configure_logging(level: str = "info", fmt: str = "auto", secrets: Iterable[
     for old in [f for f in server.filters if isinstance(f, ClientErrorsQuiet)]:
         server.removeFilter(old)  # a fresh one: its minute starts now
     server.addFilter(ClientErrorsQuiet())
+    broker = logging.getLogger(MQTT_CLIENT_LOGGER)
+    if not any(isinstance(f, BrokerLossIsAWarning) for f in broker.filters):
+        broker.addFilter(BrokerLossIsAWarning())
     set_level(level)
     structlog.configure(
         processors=[

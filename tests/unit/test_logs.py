@@ -237,3 +237,21 @@ async def test_a_scanner_s_noise_does_not_hide_a_bad_request_s_warning(
     assert [x["level"] for x in lines] == ["debug", "warning"]
     assert lines[0]["reason"].startswith("BadHttpMethod")
     assert lines[1]["reason"].startswith("LineTooLong")
+
+
+def test_a_broker_that_went_away_is_a_warning_not_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """paho logs a broker restart at error level, as aiomqtt's `mqtt` logger: a CI tester's
+    alert on errors fired at every broker restart, which labd rides out."""
+    import logging
+
+    configure_logging("info", "json")
+    paho = logging.getLogger("mqtt")  # as paho's _easy_log calls it: a format and arguments
+    paho.log(logging.ERROR, "failed to receive on socket: %s", ConnectionResetError(104, "reset"))
+    paho.log(logging.ERROR, "something else went wrong: %s", "x")
+    lines = [x for x in json_lines(capsys.readouterr().err) if x["logger"] == "mqtt"]
+    assert [(x["level"], x["event"][:20]) for x in lines] == [
+        ("warning", "failed to receive on"),
+        ("error", "something else went "),
+    ]
