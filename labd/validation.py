@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Iterable, Mapping
-from typing import Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,27 +42,54 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 SHOWN_MAX = 80  # characters of a refused value an error quotes
 
-# pydantic's lax mode takes `true` for 1: `raw_max_age_days = true` would mean one day.
+# pydantic's lax mode takes `true` for 1 and "1" for 1: `raw_max_age_days = true` would mean
+# one day, `ok_exit_codes = [true]` would take a failing program's exit 1 for success.
 NOT_A_BOOLEAN = "expected a number, not a boolean"
+NOT_A_STRING = "expected a number, not a string"
 
 
 def numeric(annotation: Any) -> bool:
     """Whether a field's type is int or float, alone or in a union with None."""
-    if annotation in (int, float):
-        return True
+    return bool(_leaves(annotation)) and _leaves(annotation) <= {int, float}
+
+
+def _leaves(annotation: Any) -> set[Any]:
+    """The types a union (or Optional) allows, None left out, constraints (Annotated) too."""
+    if get_origin(annotation) is Annotated:
+        return _leaves(get_args(annotation)[0])
     if get_origin(annotation) in (Union, types.UnionType):
-        return any(numeric(arg) for arg in get_args(annotation) if arg is not type(None))
-    return False
+        return {leaf for arg in get_args(annotation) for leaf in _leaves(arg)}
+    return set() if annotation is type(None) else {annotation}
 
 
-def booleans_for_numbers(model: type[BaseModel], data: Mapping[str, Any]) -> list[str]:
-    """The keys of `data` that give a boolean for one of `model`'s number fields."""
-    fields = model.model_fields
-    return [
-        key
-        for key, value in data.items()
-        if isinstance(value, bool) and key in fields and numeric(fields[key].annotation)
-    ]
+def numbers_of_the_wrong_kind(model: type[BaseModel], data: Mapping[str, Any]) -> list[str]:
+    """`key: problem, got value` for each boolean or string `data` gives where `model` takes
+    only numbers, also inside lists, tables and nested models (`ok_exit_codes = [true]`)."""
+    problems: list[str] = []
+    for key, value in data.items():
+        if (field := model.model_fields.get(key)) is not None:
+            problems += _wrong_kind(field.annotation, value, str(key))
+    return problems
+
+
+def _wrong_kind(annotation: Any, value: Any, path: str) -> list[str]:
+    leaves = _leaves(annotation)
+    if isinstance(value, bool | str) and leaves and leaves <= {int, float}:
+        problem = NOT_A_BOOLEAN if isinstance(value, bool) else NOT_A_STRING
+        return [f"{path}: {problem}, got {value!r}"]
+    problems: list[str] = []
+    for leaf in leaves:
+        origin, args = get_origin(leaf), get_args(leaf)
+        if isinstance(value, list | tuple) and origin in (list, tuple, set, frozenset) and args:
+            fixed = origin is tuple and args[-1] is not ...  # tuple[int, str], not tuple[int, ...]
+            for i, item in enumerate(value[: len(args)] if fixed else value):
+                problems += _wrong_kind(args[i] if fixed else args[0], item, f"{path}.{i}")
+        elif isinstance(value, dict) and origin is dict and len(args) == 2:
+            for k, item in value.items():
+                problems += _wrong_kind(args[1], item, f"{path}.{k}")
+        elif isinstance(value, dict) and isinstance(leaf, type) and issubclass(leaf, BaseModel):
+            problems += [f"{path}.{p}" for p in numbers_of_the_wrong_kind(leaf, value)]
+    return problems
 
 
 def describe_errors(

@@ -6,7 +6,6 @@ from labd.model.device import (
     Device,
     DeviceSelector,
     DeviceState,
-    ids_checked_later,
     job_running_on,
     running_reason,
 )
@@ -68,7 +67,6 @@ __all__ = [
     "can_move",
     "check_id",
     "id_problem",
-    "ids_checked_later",
     "job_running_on",
     "key_id_problem",
     "load_manifest",

@@ -3,31 +3,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 DEVICE_ID_PATTERN = r"^[A-Za-z0-9_.:@-]+$"
 _DEVICE_ID = re.compile(DEVICE_ID_PATTERN)
-# Set while a driver's discover() runs: ids come from the outside world there (serial numbers,
-# file names), and one the rules refuse must leave out that device, not fail the whole list
-# as a Device built with it would. The pool checks every returned device again, whole.
-_IDS_CHECKED_LATER: ContextVar[bool] = ContextVar("device_ids_checked_later", default=False)
-
-
-@contextmanager
-def ids_checked_later() -> Iterator[None]:
-    """Within it, a Device is built whatever its id; check each one afterwards."""
-    token = _IDS_CHECKED_LATER.set(True)
-    try:
-        yield
-    finally:
-        _IDS_CHECKED_LATER.reset(token)
+ID_MAX = 128
+# A driver builds its devices from the outside world (serial numbers, file names), in its
+# own threads too: an id the rules refuse must leave out that device, not fail the whole
+# list when built. So a Device is built whatever its id, and its id is checked where a
+# record enters the lab or is read back: Device.checked (the pool, the store).
+_CHECKED = {"device_id_rules": True}
 
 
 class DeviceState(StrEnum):
@@ -51,7 +40,7 @@ class Device(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(min_length=1, max_length=128)
+    id: str  # checked by Device.checked: see _CHECKED
     driver: str
     platform: str
     model: str = ""
@@ -66,14 +55,25 @@ class Device(BaseModel):
 
     @field_validator("id")
     @classmethod
-    def _id_rules(cls, value: str) -> str:
-        if _DEVICE_ID.match(value) or _IDS_CHECKED_LATER.get():
+    def _id_rules(cls, value: str, info: ValidationInfo) -> str:
+        if not (info.context or {}).get("device_id_rules"):
             return value
-        raise PydanticCustomError(
-            "string_pattern_mismatch",
-            "String should match pattern '{pattern}'",
-            {"pattern": DEVICE_ID_PATTERN},
-        )
+        if not value or len(value) > ID_MAX:
+            raise PydanticCustomError(
+                "string_length", "a device id has 1 to {most} characters", {"most": ID_MAX}
+            )
+        if not _DEVICE_ID.match(value):
+            raise PydanticCustomError(
+                "string_pattern_mismatch",
+                "String should match pattern '{pattern}'",
+                {"pattern": DEVICE_ID_PATTERN},
+            )
+        return value
+
+    @classmethod
+    def checked(cls, record: Any) -> Self:
+        """`record` as a device of the lab, its id by the rules (ValidationError if not)."""
+        return cls.model_validate(record, context=_CHECKED)
 
 
 RUNNING = "running "  # a busy device's reason: "running <job id>"

@@ -124,8 +124,12 @@ class JobQuery(Request):
     query: Literal["list", "show", "results", "perfherder"]
     job_id: str = Field("", pattern=OPTIONAL_ID_PATTERN)
     states: list[str] = Field(default_factory=list, max_length=7)
-    limit: int = Field(50, ge=1, le=1000, description="Jobs listed, or iterations per page.")
-    offset: int = Field(0, ge=0, description="results: the first iteration of the page.")
+    limit: int = Field(
+        50, strict=True, ge=1, le=1000, description="Jobs listed, or iterations per page."
+    )
+    offset: int = Field(
+        0, strict=True, ge=0, description="results: the first iteration of the page."
+    )
 
 
 class QueryAnswer(Message):

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from labd.errors import ConfigError
 from labd.sdk import DRIVER_GROUP, POWER_GROUP, Driver, PowerControl, Registry, load_plugins
-from labd.validation import NOT_A_BOOLEAN, booleans_for_numbers, describe_errors, did_you_mean
+from labd.validation import describe_errors, did_you_mean, numbers_of_the_wrong_kind
 
 if TYPE_CHECKING:
     from labd.config import Settings
@@ -72,10 +72,8 @@ def _plugins(group: str) -> Registry:
 
 
 def _options(model: type[BaseModel], data: dict[str, Any], key: str, source: str) -> BaseModel:
-    if wrong := booleans_for_numbers(model, data):
-        raise ConfigError(
-            [f"{source}: {key}.{name}: {NOT_A_BOOLEAN}, got {data[name]}" for name in wrong]
-        )
+    if wrong := numbers_of_the_wrong_kind(model, data):
+        raise ConfigError([f"{source}: {key}.{problem}" for problem in wrong])
     try:
         return model.model_validate(data)
     except ValidationError as e:

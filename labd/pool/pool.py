@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from labd.config import PoolSettings
 from labd.events import DeviceChanged, DevicePowerCycled, EventBus, HealthCheckFailed
-from labd.model import AdminState, Device, DeviceState, ids_checked_later, running_reason
+from labd.model import AdminState, Device, DeviceState, running_reason
 from labd.sdk import Driver, PowerControl
 from labd.store import DeviceTaken, Store, running_hosts
 from labd.tasks import Failures, TaskSet
@@ -123,9 +123,7 @@ class Pool:
         for driver in self.drivers.values():
             try:
                 async with asyncio.timeout(limit):
-                    with ids_checked_later():  # one bad id leaves out one device
-                        answer = await driver.discover()
-                found = self._checked(driver, answer, seen)
+                    found = self._checked(driver, await driver.discover(), seen)
             except Exception as e:
                 why = repr(e) if not isinstance(e, ValidationError) else _first_line(e)
                 if isinstance(e, TimeoutError):
@@ -149,8 +147,7 @@ class Pool:
         for device_id, device in list(self.devices.items()):
             if device_id not in seen and device.state is not DeviceState.OFFLINE:
                 await self._update(device_id, state=DeviceState.OFFLINE, reason="vanished")
-        if not self._discovery_failing:
-            self._say_unmatched_power()
+        self._say_unmatched_power()
 
     def _say_unmatched_power(self) -> None:
         """A power control whose device no driver has found, said once: a typo in its id
@@ -490,7 +487,7 @@ def _device_of(item: object, driver: str) -> tuple[Device | None, str]:
     if not isinstance(item, Device):
         return None, f"a {type(item).__name__}, not a Device"
     try:
-        device = Device.model_validate(item.model_dump())
+        device = Device.checked(item.model_dump())
     except Exception as e:  # built, then given an id the rules refuse (or never validated)
         return None, _first_line(e)
     if device.driver != driver:

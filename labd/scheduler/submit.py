@@ -36,7 +36,7 @@ from labd.replay import load, profile_for
 from labd.runner import archive_path
 from labd.sdk import Driver
 from labd.store import NonceSeen, RawValuesRemoved, Store, results_view
-from labd.validation import NOT_A_BOOLEAN, booleans_for_numbers, describe_errors, did_you_mean
+from labd.validation import describe_errors, did_you_mean, numbers_of_the_wrong_kind
 
 log = structlog.get_logger("labd.scheduler")
 
@@ -216,10 +216,8 @@ class JobService:
             scenario = driver.scenarios()[spec.scenario]
             where = f"ab.{variant}." if variant else ""  # an A/B job: each variant's params
             given = spec.params_of(variant)
-            if wrong := booleans_for_numbers(scenario.Params, given):  # cpu = true: CPU 1
-                problems += [
-                    f"{source}: {where}params.{k}: {NOT_A_BOOLEAN}, got {given[k]}" for k in wrong
-                ]
+            if wrong := numbers_of_the_wrong_kind(scenario.Params, given):  # cpu = true: CPU 1
+                problems += [f"{source}: {where}params.{problem}" for problem in wrong]
                 continue
             try:
                 params = scenario.Params.model_validate(given)

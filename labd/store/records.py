@@ -145,7 +145,7 @@ class Records(StoreBase):
             record = conn.scalar(sa.select(devices.c.record).where(devices.c.id == device_id))
             if record is None:
                 return None
-            device = Device.model_validate(record).model_copy(update={"admin": admin})
+            device = Device.checked(record).model_copy(update={"admin": admin})
             conn.execute(
                 devices.update()
                 .where(devices.c.id == device_id)
@@ -173,7 +173,7 @@ def _readable_device(record: Any) -> Device | None:
     naming rule, stored before the pool checked what drivers return): left out and said, so
     that one bad row does not stop every listing, submission and the daemon's start."""
     try:
-        return Device.model_validate(record)
+        return Device.checked(record)
     except ValidationError as e:
         device = repr(record.get("id") if isinstance(record, dict) else None)[:140]
         if (left_out := _SAID.due(device)) is not None:  # every listing reads it: once a minute

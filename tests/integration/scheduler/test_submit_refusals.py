@@ -178,6 +178,11 @@ async def test_a_boolean_or_a_string_is_not_taken_for_a_number(jobs: JobService)
     assert await refused(jobs, command=["true"], cpu=True) == [
         "m.toml: params.cpu: expected a number, not a boolean, got True"
     ]
+    # exit 1 was taken for success; "1" is not a CPU either.
+    assert await refused(jobs, command=["true"], ok_exit_codes=[0, True], cpu="1") == [
+        "m.toml: params.ok_exit_codes.1: expected a number, not a boolean, got True",
+        "m.toml: params.cpu: expected a number, not a string, got '1'",
+    ]
     spec = {"suite": "s", "test": "t", "scenario": "command", "params": {"command": ["true"]}}
     for key, value in (("timeout_s", "60"), ("stable_effect", True), ("queue_timeout_s", "9")):
         with pytest.raises(InvalidSpec) as caught:

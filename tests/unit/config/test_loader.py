@@ -221,7 +221,12 @@ def test_a_plugins_own_options_take_no_boolean_for_a_number() -> None:
     from labd.pool.plugins import check_plugin_options
 
     with pytest.raises(ConfigError) as caught:
-        check_plugin_options({"android": {"min_battery": True, "start_adb_server": True}}, {}, "f")
+        check_plugin_options(
+            {"android": {"min_battery": True, "start_adb_server": True, "adb_port": "5037"}},
+            {},
+            "f",
+        )
     assert caught.value.problems == [
-        "f: drivers.android.min_battery: expected a number, not a boolean, got True"
+        "f: drivers.android.min_battery: expected a number, not a boolean, got True",
+        "f: drivers.android.adb_port: expected a number, not a string, got '5037'",
     ]

@@ -610,3 +610,14 @@ async def test_a_request_labd_fails_on_is_answered_internal_once(
         [f"{TOPICS.submit}: labd failed handling it (RuntimeError)"],
     )
     assert error(await harness.raw(TOPICS.submit, captured)).reason == "replayed"
+
+
+@pytest.mark.parametrize("limit", [True, "5"])
+async def test_a_query_s_limit_is_a_number_not_a_boolean_or_a_string(
+    harness: Harness, limit: object
+) -> None:
+    """`"limit": true` listed one job and `"5"` five, where the schema says an integer."""
+    body = {"query": "list", "limit": limit, "reply_to": replies_to(DASH)}
+    shown = answer(await harness.send(TOPICS.query, body, DASH), DASH)
+    assert not shown.ok and shown.reason == "invalid"  # type: ignore[union-attr]
+    assert "limit: input should be a valid integer" in shown.problems[0]  # type: ignore[union-attr]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import pytest
 import structlog
 
 from labd.config import PoolSettings
@@ -247,26 +249,38 @@ async def test_a_device_busy_with_a_job_and_free_after_it_is_said_at_debug() -> 
     ]
 
 
-async def test_a_bad_id_built_in_discover_leaves_out_that_device_only() -> None:
+class ThreadedDriver(ScriptedDriver):
+    """Builds its devices on a thread of its own, as plugins.md advises for calls that hang."""
+
+    async def discover(self) -> list[Device]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None, lambda: asyncio.run(super(ThreadedDriver, self).discover())
+        )
+
+
+@pytest.mark.parametrize("kind", [ScriptedDriver, ThreadedDriver])
+async def test_a_bad_id_built_in_discover_leaves_out_that_device_only(kind: type) -> None:
     """A plugin written as plugins.md shows (`Device(id=...)` in discover()) was given a
     file named `bad;id`: building that Device raised, and every device of its driver went
     offline with pydantic's text as the reason."""
-    import pytest
     from pydantic import ValidationError
 
     store = DeviceMemory()
     pool = Pool(
-        {"scripted": ScriptedDriver(["p1", "bad;id", "p2"])}, {}, store, EventBus(),
+        {"scripted": kind(["p1", "bad;id", "p2", "x" * 200, ""])}, {}, store, EventBus(),
         PoolSettings(), "h",
     )  # fmt: skip
     with structlog.testing.capture_logs() as logs:
         await pool.discover()
     assert sorted(pool.devices) == sorted(store.devices) == ["p1", "p2"]
     assert pool.devices["p1"].state is DeviceState.AVAILABLE
-    [said] = [e for e in logs if e["event"].startswith("device left out")]
-    assert said["device"] == "'bad;id'" and "String should match pattern" in said["problem"]
+    said = {e["device"]: e["problem"] for e in logs if e["event"].startswith("device left out")}
+    assert "String should match pattern" in said["'bad;id'"]
+    for too_short_or_long in ("''", repr("x" * 200)[:140]):
+        assert "a device id has 1 to 128 characters" in said[too_short_or_long]
     with pytest.raises(ValidationError, match="String should match pattern"):
-        Device(id="bad;id", driver="scripted", platform="scripted")  # outside discovery
+        Device.checked({"id": "bad;id", "driver": "scripted", "platform": "scripted"})
 
 
 async def test_a_power_control_for_a_device_no_driver_found_is_said_once() -> None:
