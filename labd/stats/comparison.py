@@ -256,11 +256,12 @@ def compare(
         )
         result.p_value, result.p_adjusted = iv.p_value, float(p_adj)
         result.verdict, result.reason = judge(iv, p_adj < alpha, effect, result.higher_is_better)
-        kept = result.base
-        if kept and kept.min == kept.max == 0 and p_adj < alpha and iv.low * iv.high > 0:
+        kept, now = result.base, result.new
+        if kept and now and kept.min == kept.max == 0 and p_adj < alpha and now.mean != 0:
             # A count that stayed 0 (errors, dropped frames) and is not now: as from one
-            # constant to another, a change of unbounded relative size.
-            worse = (iv.low > 0) != result.higher_is_better
+            # constant to another, a change of unbounded relative size. Its direction is the
+            # new values' side of 0 (with ties the interval may still touch 0).
+            worse = (now.mean > 0) != result.higher_is_better
             result.verdict = "regression" if worse else "improvement"
             result.reason = "the baseline is a constant 0: any change from it is unbounded"
     return results

@@ -45,7 +45,7 @@ from labd.stats.cycles import cycle_filtered
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
 from labd.stats.io import LARGEST, SMALLEST, out_of_range
 from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan
-from labd.stats.segments import noise_scale
+from labd.stats.segments import NOISE_SPAN, robust_level
 from labd.stats.talos import detect_talos
 from labd.stats.vote import VOTE_THRESHOLD, Taken, voted
 
@@ -113,7 +113,7 @@ REACH = {
 
 
 EARLY_BUILDS = REACH["rank"].fewest_builds  # the rank scan's blind start
-EARLY_SIZE = 3.0  # noise deviations of an early shift the CUSUM may report
+EARLY_SIZE = 4.0  # noise deviations of an early shift the CUSUM may report
 
 
 def detect_ensemble(
@@ -196,8 +196,9 @@ def early_large_shifts(
     """The CUSUM's alerts raised before the rank scan can raise any (its first EARLY_BUILDS
     builds), for a shift of EARLY_SIZE noise deviations or more. There ETS watches alone with
     a scale from its first 10 builds, and let one 5% step in 1% noise in five pass at build 30
-    (raised 20-24 builds late, by the rank scan); smaller early shifts, where slow cycles
-    raise false alerts, stay the rank scan's (docs/statistics.md)."""
+    (raised up to 24 builds late by the rank scan, or never); smaller early shifts, where
+    cycles and correlated noise raise false alerts, stay the rank scan's
+    (docs/statistics.md, tenth round)."""
     # Online, with HINDSIGHT builds after an alarm to date it: the builds past those cannot
     # change an alert raised before EARLY_BUILDS.
     early = x[: EARLY_BUILDS + HINDSIGHT]
@@ -208,9 +209,18 @@ def early_large_shifts(
         a
         for a in alerts
         if a.raised_at < EARLY_BUILDS
-        and (sd := noise_scale(x, [(0, a.index)], a.index)) > 0
+        and (sd := _spread_before(x, a.index)) > 0
         and abs(a.absolute_change) >= EARLY_SIZE * sd
     ]
+
+
+def _spread_before(x: Sequence[float], index: int) -> float:
+    """The noise before a change as wide as it is: the larger of the MAD's and the successive
+    differences' robust deviation over the last NOISE_SPAN builds. Differences alone see
+    correlated noise, a cycle or a settling start as narrow, and a wander of one deviation
+    passed for three."""
+    before = x[max(0, index - NOISE_SPAN) : index]
+    return robust_level(before)[1] if len(before) >= 10 else 0.0
 
 
 def _check_range(values: list[float]) -> None:

@@ -308,14 +308,15 @@ def read_history(path: Path) -> dict[str, tuple[list[str], list[float]]]:
             numeric = builds and _numeric(build) and _numeric(builds[-1])
             if numeric and float(build) < float(builds[-1]):
                 raise DataError(f"{where}: build {build} comes after {builds[-1]}: sort by build")
-            if build in seen[name]:
+            key = str(float(build)) if _numeric(build) else build  # 1, 1.0 and 01 are one
+            if key in seen[name]:
                 # The detectors take one value per build in order: a repeat shifts every
                 # index after it.
                 raise DataError(
                     f"{where}: build {quoted(build)} of series {quoted(name)} again: one value "
                     "per build (average the repeats, or name them apart)"
                 )
-            seen[name].add(build)
+            seen[name].add(key)
             builds.append(build)
             values.append(_number(value, where, name))
     if not series:

@@ -130,6 +130,8 @@ def test_detect_reads_histories_and_refuses_unsorted_builds(tmp_path: Path) -> N
         "d.csv: line 5: build 'r1' of series 'x' again: one value per build (average the "
         "repeats, or name them apart)"
     )
+    same = write(tmp_path / "s.csv", "series,build,value\nx,1,1\nx,1.0,2\n")
+    assert "line 3: build '1.0' of series 'x' again" in labd("detect", same).stderr
     nameless = write(tmp_path / "n.csv", "series,build,value\nx,,1\n")
     assert labd("detect", nameless).stderr.strip() == "n.csv: line 2: the build is empty"
 

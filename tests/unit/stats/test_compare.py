@@ -126,6 +126,11 @@ def test_a_count_that_leaves_zero_is_a_change() -> None:
         assert spread.reason == "the baseline is a constant 0: any change from it is unbounded"
     (unsure,) = compare({"m": ([0.0] * 10, [0.0] * 9 + [1.0], False)})
     assert unsure.verdict == "inconclusive"
+    # Ties: Hodges-Lehmann's interval [0, 1] touches 0 though the change is clear (p 1e-5).
+    (tied,) = compare({"m": ([0.0] * 30, [0.0, 1.0] * 15, False)})
+    assert tied.verdict == "regression" and tied.ci_low == 0
+    (fewer,) = compare({"m": ([0.0] * 30, [0.0, -2.0] * 15, True)})  # higher is better
+    assert fewer.verdict == "regression"
 
 
 @pytest.mark.parametrize("method", ["welch", "hodges-lehmann", "bootstrap", "auto"])
