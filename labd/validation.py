@@ -50,7 +50,11 @@ NOT_A_STRING = "expected a number, not a string"
 
 def numeric(annotation: Any) -> bool:
     """Whether a field's type is int or float, alone or in a union with None."""
-    return bool(_leaves(annotation)) and _leaves(annotation) <= {int, float}
+    return _only_numbers(_leaves(annotation))
+
+
+def _only_numbers(leaves: set[Any]) -> bool:
+    return bool(leaves) and leaves <= {int, float}
 
 
 def _leaves(annotation: Any) -> set[Any]:
@@ -74,7 +78,7 @@ def numbers_of_the_wrong_kind(model: type[BaseModel], data: Mapping[str, Any]) -
 
 def _wrong_kind(annotation: Any, value: Any, path: str) -> list[str]:
     leaves = _leaves(annotation)
-    if isinstance(value, bool | str) and leaves and leaves <= {int, float}:
+    if isinstance(value, bool | str) and _only_numbers(leaves):
         problem = NOT_A_BOOLEAN if isinstance(value, bool) else NOT_A_STRING
         return [f"{path}: {problem}, got {value!r}"]
     problems: list[str] = []

@@ -16,13 +16,18 @@ from labd.stats import Samples, read_sample_file, read_samples, samples_from_res
 from labd.visible import quoted
 
 
+def _input_path(arg: str) -> Path:
+    """A file argument: `-` is standard input."""
+    return Path("/dev/stdin" if arg == "-" else arg)
+
+
 def _samples(arg: str, args: argparse.Namespace) -> tuple[Samples, dict[str, Any] | None]:
     """A file, or else the id of a job the running daemon knows (JOB@base or JOB@new: one
     side of an A/B job); with the job's results when there are any (a result JSON or a job)."""
-    path = Path("/dev/stdin" if arg == "-" else arg)
+    path = _input_path(arg)
     # A job id never holds "/" (labd.model.ids): anything path-like is a file, missing or not
     # (or a pipe: <(labd jobs results ID --format json)).
-    if path.exists() or "/" in str(path) or path.suffix in (".csv", ".json", ".txt"):
+    if path.exists() or "/" in arg or path.suffix in (".csv", ".json", ".txt"):
         samples, results = read_sample_file(path)
         return samples, None if results is None else _records(results, samples.source)
     from labd.cli.client import Client
@@ -259,7 +264,7 @@ def detect(args: argparse.Namespace) -> int:
         raise UsageError("give a history file or --suite and --test, not both")
     directions: dict[str, bool] = {}  # series: higher is better (a file's: lower)
     if args.file:
-        history = read_history(Path("/dev/stdin" if args.file == "-" else args.file))
+        history = read_history(_input_path(args.file))
         source = args.file
     elif args.suite and args.test:
         history, directions = _stored_history(args)

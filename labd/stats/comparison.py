@@ -255,16 +255,24 @@ def compare(
             iv.ratio_high,
         )
         result.p_value, result.p_adjusted = iv.p_value, float(p_adj)
-        result.verdict, result.reason = judge(iv, p_adj < alpha, effect, result.higher_is_better)
-        kept, now = result.base, result.new
-        if kept and now and kept.min == kept.max == 0 and p_adj < alpha and now.mean != 0:
-            # A count that stayed 0 (errors, dropped frames) and is not now: as from one
-            # constant to another, a change of unbounded relative size. Its direction is the
-            # new values' side of 0 (with ties the interval may still touch 0).
-            worse = (now.mean > 0) != result.higher_is_better
-            result.verdict = "regression" if worse else "improvement"
-            result.reason = "the baseline is a constant 0: any change from it is unbounded"
+        significant = p_adj < alpha
+        result.verdict, result.reason = _from_constant_zero(result, significant) or judge(
+            iv, significant, effect, result.higher_is_better
+        )
     return results
+
+
+def _from_constant_zero(result: Comparison, significant: bool) -> tuple[Verdict, str] | None:
+    """A count that stayed 0 (errors, dropped frames) and significantly is not now: as from
+    one constant to another, a change of unbounded relative size, which `judge` (a ratio to
+    the baseline) cannot say. Its direction is the new values' side of 0 (with ties the
+    interval may still touch 0). None for any other baseline."""
+    base, new = result.base, result.new
+    if not (base and new and base.min == base.max == 0 and significant and new.mean != 0):
+        return None
+    worse = (new.mean > 0) != result.higher_is_better
+    reason = "the baseline is a constant 0: any change from it is unbounded"
+    return ("regression" if worse else "improvement"), reason
 
 
 def _degenerate(

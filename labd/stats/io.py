@@ -305,10 +305,10 @@ def read_history(path: Path) -> dict[str, tuple[list[str], list[float]]]:
                 series[name] = ([], [])
                 seen[name] = set()
             builds, values = series[name]
-            numeric = builds and _numeric(build) and _numeric(builds[-1])
-            if numeric and float(build) < float(builds[-1]):
+            number = _numeric(build)
+            if number and builds and _numeric(builds[-1]) and float(build) < float(builds[-1]):
                 raise DataError(f"{where}: build {build} comes after {builds[-1]}: sort by build")
-            key = str(float(build)) if _numeric(build) else build  # 1, 1.0 and 01 are one
+            key = str(float(build)) if number else build  # 1, 1.0 and 01 are one
             if key in seen[name]:
                 # The detectors take one value per build in order: a repeat shifts every
                 # index after it.
