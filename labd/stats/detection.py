@@ -22,7 +22,9 @@ the change began (`index`) and when the method could first tell (`raised_at`):
   sensitive rank scan whose alerts stand where the CUSUM agrees (a vote, vote.py), and
   rank-scan alerts that continue a slow cycle dropped (cycles.py). It finds more small
   shifts than `ets+rank` for 1.6 times its CPU. In both, before the rank scan can raise
-  anything, the CUSUM's alerts of large shifts stand (early_large_shifts).
+  anything, the CUSUM's alerts of large shifts stand (early_large_shifts), and when it can,
+  its first builds are searched once for the change it cannot date among its own quiet builds
+  (first_builds_split).
 - `talos`: the windowed Welch t-test Talos used (back window 30, fore window 5, t > 9), kept
   as the baseline every other method must beat.
 
@@ -44,7 +46,7 @@ from labd.stats.cusum import HINDSIGHT, detect_cusum
 from labd.stats.cycles import cycle_filtered
 from labd.stats.ets import ETS_Z, detect_ets, ets_one_step, prediction_band
 from labd.stats.io import LARGEST, SMALLEST, out_of_range
-from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan
+from labd.stats.rankscan import SCAN_THRESHOLD, detect_rank_scan, first_builds_split
 from labd.stats.segments import NOISE_SPAN, robust_level
 from labd.stats.talos import detect_talos
 from labd.stats.vote import VOTE_THRESHOLD, Taken, voted
@@ -177,6 +179,8 @@ def detect_ensemble(
         )
     if vote_threshold is not None:
         add(voted(x, taken, gap, vote_threshold, scans=scans))
+    if "rank" in voters and "cusum" not in voters:
+        add(first_builds_split(x, EARLY_BUILDS))
     alerts = sorted(taken, key=lambda a: a.index)
     if cycle_guard:
         alerts = cycle_filtered(alerts)

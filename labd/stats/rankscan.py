@@ -31,16 +31,20 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
 from labd.stats.alert import Alert, describe_change
 from labd.stats.cusum import MEMORY_RHO
-from labd.stats.segments import Values, median, memory, onset, settled, trends
+from labd.stats.segments import MAD_TO_SD, Values, median, memory, onset, settled, trends
 
 SCAN_THRESHOLD = 3.75  # chosen leave-one-family-out (benchmarks/stats/lofo_bench.py)
 HINDSIGHT = 10  # builds after an alarm that help date a creep (as the CUSUM's dating)
 BLOCK = 256  # rows of the scan computed at once
 FIRST_BLOCK = 64  # rows of a segment's first block (see blocks)
 MEMORY_LAG = 5  # builds before a change's date left out of its autocorrelation estimate
+# A change among the first builds (first_builds_split): measured on early steps and on noise
+# shapes outside the families (docs/statistics.md, eleventh round).
+FIRST_SPLIT_Z, FIRST_SPLIT_SIZE, FIRST_SPLIT_SIDE = 4.0, 3.5, 10
 
 
 def scan_statistics(
@@ -216,3 +220,36 @@ def detect_rank_scan(
         at_change = restart == "change" and not (unfolding or inherited)
         lo = settled(values, index if at_change else t + 1, alert.direction)
     return alerts
+
+
+def first_builds_split(
+    x: Values, builds: int, z_bar: float = FIRST_SPLIT_Z, size: float = FIRST_SPLIT_SIZE
+) -> list[Alert]:
+    """The one change the first `builds` builds hold, looked for once, when the last of them
+    comes: the scan cannot date a change among its own quiet builds (a step at build 15 sets
+    the bar it must pass), so a step of several deviations there went undated however long the
+    history grew. Every split leaving FIRST_SPLIT_SIDE builds a side (the reference REACH
+    gives), by Mann-Whitney's statistic; the strongest stands when it passes `z_bar` and the
+    medians differ by `size` noise deviations (each side's MAD, pooled: the step cannot widen
+    them, a wander of correlated noise does)."""
+    if len(x) < builds:
+        return []
+    y = np.asarray(x[:builds], dtype=float)
+    ranks = stats.rankdata(y)
+    splits = np.arange(FIRST_SPLIT_SIDE, builds - FIRST_SPLIT_SIDE + 1)
+    after = builds - splits
+    rank_sums = np.cumsum(ranks[::-1])[after - 1]  # the ranks of the builds from each split on
+    u = rank_sums - after * (after + 1) / 2
+    z = (u - splits * after / 2) / np.sqrt(splits * after * (builds + 1) / 12)
+    k = int(splits[np.argmax(np.abs(z))])
+    if abs(z[k - FIRST_SPLIT_SIDE]) < z_bar:
+        return []
+    before_level, after_level = median(y[:k]), median(y[k:])
+    spreads = (
+        median(np.abs(y[:k] - before_level)) * MAD_TO_SD,
+        median(np.abs(y[k:] - after_level)) * MAD_TO_SD,
+    )
+    noise = math.sqrt((k * spreads[0] ** 2 + (builds - k) * spreads[1] ** 2) / builds)
+    if abs(after_level - before_level) < size * noise:
+        return []
+    return [describe_change(y, 0, k, builds, builds - 1, "rank")]

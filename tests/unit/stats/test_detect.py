@@ -51,6 +51,19 @@ def test_a_large_step_early_in_a_history_is_raised_at_once() -> None:
     assert sum(raised) >= 86  # 79 before
 
 
+def test_a_step_among_the_first_builds_is_dated_once_the_scan_could_see_it() -> None:
+    """A 5% step in 1% noise at build 15: ETS and the early CUSUM let about one in five pass,
+    and the rank scan never dated it, the step having set the bar of its quiet builds."""
+    rng = np.random.default_rng(11)
+    dated = 0
+    for _ in range(60):
+        x = rng.normal(100, 1, 80)
+        x[15:] *= 1.05
+        near = [a for a in detect(x) if abs(a.index - 15) <= 5]
+        dated += len(near) == 1 and near[0].raised_at <= 54 and near[0].direction == "up"
+    assert dated >= 57  # 47 before
+
+
 def test_early_alerts_cost_little_in_correlated_noise() -> None:
     """The early CUSUM's first form measured the noise by successive differences, which see
     AR(1) noise as narrow: 89 early false alerts in these 300 histories where the ninth
