@@ -185,9 +185,14 @@ class ApiGuard:
         return found
 
     def _check_origin(self, request: web.Request, host: tuple[str, int | None]) -> None:
-        origin = request.headers.get("Origin")
-        if origin is None:
+        given = request.headers.getall("Origin", [])
+        if not given:
             return  # not a browser, or a same-origin GET
+        if len(given) > 1:  # which one counts would depend on who reads them (a proxy adds one)
+            raise Refused(
+                403, "origin_not_allowed", f"Origin given {len(given)} times; a browser sends one"
+            )
+        origin = given[0]
         found = _ORIGIN.fullmatch(origin)
         site = authority(found["authority"]) if found else None
         if found is None or site is None or not self._host_allowed(site[0]):

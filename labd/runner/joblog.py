@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
+import tempfile
 from pathlib import Path
-from typing import TextIO
 
 from labd.config import PerfherderSettings
 from labd.model import Job
@@ -25,26 +24,27 @@ async def write_job_log(
 
     def write() -> None:
         workdir.mkdir(parents=True, exist_ok=True)
-        with open_own_file(path) as out:
-            out.write(line + "\n")
+        replace_own_file(path, line + "\n")
 
     await asyncio.to_thread(write)
     return path
 
 
-def open_own_file(path: Path) -> TextIO:
-    """`path` opened to append, as a regular file of its own. The job's folder belongs to the
-    account its program ran as, which may have left anything at that name: a link (labd, as
-    root, appended to the file it named), a named pipe (the write waited for a reader forever,
-    holding a thread), a second name of another file. Each is refused with OSError."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+def replace_own_file(path: Path, text: str) -> None:
+    """`path` made a new regular file of labd's holding `text`, whatever was there. The job's
+    folder belongs to the account its program ran as, which may have left anything at that
+    name: a link (labd, as root, appended to the file it named), a named pipe (the write
+    waited for a reader forever), a second name of another file, or a file of its own with a
+    PERFHERDER_DATA line ahead of labd's. A file written beside it (a name no one else can
+    have opened: O_EXCL) and renamed over it replaces the name without following or opening
+    what it named; a folder there is an OSError."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    temporary = Path(name)
     try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as e:
-        raise OSError(e.errno, f"{path.name}: not a file labd may write ({e.strerror})") from e
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-        os.close(fd)
-        raise OSError(f"{path.name}: not a file labd may write (the program left another kind)")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "a", encoding="utf-8")
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

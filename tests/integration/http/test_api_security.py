@@ -580,6 +580,24 @@ def test_two_authorization_headers_are_refused_whichever_comes_first(lab: Lab) -
         }
 
 
+def test_a_second_origin_header_is_refused_whichever_comes_first(lab: Lab) -> None:
+    """Only the first was checked: this daemon's origin first, a foreign one second, and a
+    cancel went through."""
+    assert lab.daemon.api_port is not None
+    own = f"http://127.0.0.1:{lab.daemon.api_port}"
+    for pair in [(own, "http://evil.example"), ("http://evil.example", own)]:
+        head = "POST /api/v1/jobs/some-job/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        head += f"Authorization: Bearer {TOKENS['ci']}\r\nContent-Type: application/json\r\n"
+        head += "".join(f"Origin: {o}\r\n" for o in pair)
+        head += "Content-Length: 0\r\nConnection: close\r\n\r\n"
+        status, _, body = _head_and_body(_raw_request(lab.daemon.api_port, head.encode()))
+        assert status.endswith("403 Forbidden"), pair
+        assert json.loads(body) == {
+            "errors": ["Origin given 2 times; a browser sends one"],
+            "reason": "origin_not_allowed",
+        }
+
+
 def test_a_job_state_the_lab_does_not_know_is_named_with_those_it_does(lab: Lab) -> None:
     answer = lab.request("GET", "/api/v1/jobs?state=queued&state=bogus", token=TOKENS["ci"])
     assert answer.status == 400

@@ -188,14 +188,14 @@ async def test_the_job_log_holds_a_valid_perfherder_line(store: Store, tmp_path:
     assert "abc123" not in json.dumps(data["suites"][0]["extraOptions"])
 
 
-@pytest.mark.parametrize("left", ["link", "fifo", "hard link"])
-async def test_what_a_program_leaves_at_job_log_is_never_written_through(
+@pytest.mark.parametrize("left", ["link", "fifo", "hard link", "own file"])
+async def test_what_a_program_leaves_at_job_log_is_replaced_never_written_through(
     store: Store, tmp_path: Path, left: str
 ) -> None:
-    """An independent tester's finds: a program (its folder is its own) left `job.log` as a
+    """Independent testers' finds: a program (its folder is its own) left `job.log` as a
     link to a root-only file, and labd, as root, appended its line there; as a named pipe,
-    and the write waited for a reader until the job timed out, holding one of the threads
-    every artefact listing and result needs."""
+    and the write waited for a reader until the job timed out; as a file of its own with a
+    PERFHERDER_DATA line of its making, which a log parser read before labd's."""
     victim = tmp_path / "victim"
     victim.write_text("ROOT-ONLY\n")
     folder = tmp_path / "j1"
@@ -204,13 +204,18 @@ async def test_what_a_program_leaves_at_job_log_is_never_written_through(
         (folder / "job.log").symlink_to(victim)
     elif left == "fifo":
         os.mkfifo(folder / "job.log")
-    else:
+    elif left == "hard link":
         os.link(victim, folder / "job.log")
+    else:
+        (folder / "job.log").write_text('fake\nPERFHERDER_DATA: {"framework": {}}\n')
     _, outcome, _ = await asyncio.wait_for(
         run(store, tmp_path, RigDriver(), perfherder=PerfherderSettings(framework="rig")), 30
     )
-    assert outcome.state is JobState.SUCCEEDED  # its values are all stored; no line written
+    assert outcome.state is JobState.SUCCEEDED
     assert victim.read_text() == "ROOT-ONLY\n"
+    (line,) = (folder / "job.log").read_text().splitlines()  # labd's line alone
+    jsonschema.validate(json.loads(line.removeprefix("PERFHERDER_DATA: ")), SCHEMA)
+    assert sorted(p.name for p in folder.iterdir()) == ["job.log"]  # no file left beside it
 
 
 async def test_the_fingerprint_holds_the_build_and_a_stable_conditions_hash(
