@@ -76,9 +76,20 @@ WINDOWS_KNOWN = {
 
 
 # Chromium flags that name another program for the browser to start (a prefix for its
-# renderers, a GPU or plugin launcher, its helpers' binary): a job's command would run that
-# program past policy.programs. Matched after any leading dashes, before any "=".
-STARTS_A_PROGRAM = ("*cmd-prefix", "*launcher", "*subprocess-path", "*-gdb", "*gdb-script")
+# renderers, a GPU or plugin launcher, its helpers' or crash handler's binary): a job's
+# command would run that program past policy.programs. Matched after any leading dashes,
+# before any "=".
+STARTS_A_PROGRAM = (
+    "*cmd-prefix",
+    "*launcher",
+    "*subprocess-path",
+    "*handler-path",
+    "*-gdb",
+    "*gdb-script",
+)
+# Flags that load code or a profile a job prepared (an extension may start a native
+# messaging host, a program a profile names): labd gives the browser a fresh profile of its own.
+LOADS_A_PROFILE = ("load-extension", "load-and-launch-app", "user-data-dir")
 
 
 def find(browser: str, command: list[str], policy: Policy) -> list[str]:
@@ -116,6 +127,11 @@ def argument_problems(command: list[str]) -> list[str]:
             problems.append(
                 f"command.{n}: {arg.partition('=')[0]!r} makes the browser start another "
                 "program, which policy.programs would not have checked"
+            )
+        elif n and arg.startswith("-") and name in LOADS_A_PROFILE:
+            problems.append(
+                f"command.{n}: {arg.partition('=')[0]!r} loads an extension or a profile "
+                "the job prepared (labd gives the browser a fresh profile of its own)"
             )
     return problems
 

@@ -104,6 +104,15 @@ def path_problem(name: str) -> str | None:
     return None
 
 
+def encoded_separator(raw_path: str) -> str | None:
+    """Why a URL's path, as sent, cannot name an artefact: a `/` sent as `%2F` is decoded to
+    one before routing, where it would pass for a folder separator that a proxy or a log in
+    front read as part of one name. None when there is none."""
+    if "%2f" in raw_path.partition("?")[0].lower():
+        return "artefact path: a '/' sent encoded (%2F) is not allowed; separate folders by '/'"
+    return None
+
+
 def list_artefacts(jobs_dir: Path, job_id: str) -> list[Artefact]:
     """Every regular file under the job's folder, in name order; links and hidden files are
     left out. An empty list when the folder does not exist (here). Unbounded: a job may

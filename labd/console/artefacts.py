@@ -27,6 +27,7 @@ from labd.artefacts import (
     ArtefactPage,
     artefact_page,
     content_type,
+    encoded_separator,
     open_artefact,
     path_problem,
 )
@@ -107,6 +108,8 @@ class ArtefactFiles:
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
         job_id, name = request.match_info["id"], request.match_info["name"]
+        if problem := encoded_separator(request.raw_path):
+            return web.Response(status=400, text=f"{problem}\n")
         try:
             fd, _ = await asyncio.to_thread(open_artefact, self.jobs_dir, job_id, name)
         except ArtefactError as e:

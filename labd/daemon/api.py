@@ -74,9 +74,12 @@ def api_application(api: Api, principals: Principals, settings: HttpSettings) ->
 
 @web.middleware
 async def store_unavailable(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The database away or the disk full: a 503 that says which, not a bare 500."""
+    """The database away or the disk full: a 503 that says which, not a bare 500; a body over
+    the limit, a 413 as the API words it."""
     try:
         return await handler(request)
+    except web.HTTPRequestEntityTooLarge:  # a chunked body has no length to check beforehand
+        return _error(413, [f"request body over {MAX_BODY} bytes"])
     except Exception as e:
         # ConnectionError: asyncpg's refused connection reaches us unwrapped.
         database = isinstance(e, StoreError | SQLAlchemyError | ConnectionError)

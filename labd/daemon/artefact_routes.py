@@ -28,6 +28,7 @@ from labd.artefacts import (
     api_path,
     artefact_page,
     content_type,
+    encoded_separator,
     open_artefact,
     path_problem,
 )
@@ -124,7 +125,8 @@ class ArtefactRoutes:
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
         job_id, name = request.match_info["id"], request.match_info["name"]
-        if problem := id_problem(job_id, "job id") or path_problem(name):
+        problem = id_problem(job_id, "job id") or encoded_separator(request.raw_path)
+        if problem := problem or path_problem(name):
             return _error(400, [problem])
         job = await self.store.get_job(job_id)
         if job is None:

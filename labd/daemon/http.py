@@ -11,6 +11,7 @@ closes a connection whose request's headers have not all arrived in time."""
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
@@ -19,7 +20,7 @@ from typing import Any
 
 import structlog
 from aiohttp import web
-from aiohttp.http_exceptions import BadHttpMethod, LineTooLong
+from aiohttp.http_exceptions import BadHttpMessage, BadHttpMethod, LineTooLong
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from labd.acceptor import Acceptor, open_files_limit
@@ -69,7 +70,16 @@ def _unreadable(exc: BaseException | None) -> str:
         return "the request line or a header is over 8190 bytes"
     if isinstance(exc, BadHttpMethod):
         return "this is not an HTTP request"
+    # aiohttp's own words where they quote nothing the client sent.
+    if isinstance(exc, BadHttpMessage) and (found := _HEADER_COUNT.fullmatch(exc.message)):
+        name = found["name"]
+        if found["fault"] == "Duplicate":
+            return f"the {name} header is given more than once; send one"
+        return f"no {name} header (HTTP/1.1 asks for one)"
     return "a malformed HTTP request"
+
+
+_HEADER_COUNT = re.compile(r"(?P<fault>Duplicate|Missing) '(?P<name>[A-Za-z-]{1,40})' header.*")
 
 
 def connection_cap(settings: HttpSettings, listeners: int) -> int:

@@ -75,6 +75,14 @@ async def test_flags_that_start_another_program_are_refused(store: Store) -> Non
         "program, which policy.programs would not have checked"
     ]
     assert len(await refused(jobs, command=["chromium", "-gpu-launcher=/bin/sh"])) == 1
+    # A hostile tester's: a profile and an extension of the job's own making (an extension
+    # may start a native messaging host), and the crash handler's program, were taken.
+    assert await refused(jobs, command=["chromium", "--load-extension=/tmp/x"]) == [
+        "job.toml: params.command.1: '--load-extension' loads an extension or a profile the "
+        "job prepared (labd gives the browser a fresh profile of its own)"
+    ]
+    for flag in ["--User-Data-Dir=/tmp/p", "--crashpad-handler-path=/bin/sh"]:
+        assert len(await refused(jobs, command=["chromium", flag])) == 1, flag
 
 
 async def test_the_browser_labd_knows_needs_no_listing(store: Store) -> None:

@@ -549,6 +549,34 @@ def test_a_request_too_long_to_read_is_answered_without_quoting_it(lab: Lab) -> 
         assert headers["x-content-type-options"] == "nosniff"
 
 
+def test_a_host_header_twice_or_none_is_named(lab: Lab) -> None:
+    """Both were "a malformed HTTP request", where the docs promise a 400 naming the fault."""
+    assert lab.daemon.api_port is not None
+    cases = {
+        "Host: 127.0.0.1\r\nHost: 127.0.0.1\r\n": b"the Host header is given more than once",
+        "": b"no Host header (HTTP/1.1 asks for one)",
+    }
+    for headers, words in cases.items():
+        head = f"GET /api/v1/jobs HTTP/1.1\r\n{headers}Connection: close\r\n\r\n"
+        status, _, body = _head_and_body(_raw_request(lab.daemon.api_port, head.encode()))
+        assert status.endswith("400 Bad Request") and words in body, body
+
+
+def test_a_chunked_body_over_the_limit_is_refused_as_one_with_a_length(lab: Lab) -> None:
+    """Sent chunked, it was aiohttp's plain-text 413, not the API's JSON."""
+    assert lab.daemon.api_port is not None
+    size = 300 * 1024
+    head = (
+        f"POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKENS['ci']}"
+        "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+    chunked = head + f"{size:x}\r\n".encode() + b" " * size + b"\r\n0\r\n\r\n"
+    status, _, body = _head_and_body(_raw_request(lab.daemon.api_port, chunked))
+    assert status.endswith("413 Request Entity Too Large"), status
+    assert json.loads(body) == {"errors": ["request body over 262144 bytes"]}
+
+
 def test_metrics_and_api_answers_are_not_for_a_shared_cache(lab: Lab) -> None:
     assert lab.daemon.port is not None and lab.daemon.api_port is not None
     jobs = f"GET /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKENS['ci']}"

@@ -130,6 +130,7 @@ def test_links_traversal_and_odd_names_are_refused(lab: Lab, video: Path, tmp_pa
         f"{base}/%2e%2e/%2e%2e/credentials/local.toml": (400, "not allowed"),
         f"{base}/..%2F..%2Fetc%2Fpasswd": (400, "not allowed"),
         f"{base}/.hidden": (400, "not allowed"),
+        f"{base}/iteration-0%2fvideo.webm": (400, "sent encoded (%2F)"),  # served, was
         f"{base}/iteration-0": (404, "not a file"),
         f"{base}/iteration-0/missing.webm": (404, "no artefact"),
         "/api/v1/jobs/nope/artefacts/iteration-0/video.webm": (404, "no job"),
@@ -184,6 +185,9 @@ def test_a_named_pipe_in_the_jobs_folder_is_a_404_and_the_daemon_keeps_answering
         conn.request("GET", "/console/jobs/jf/artefacts/pipe.txt", headers={"Cookie": cookie})
         answer = conn.getresponse()
         assert answer.status == 404 and b"not a file" in answer.read()
+    conn.request("GET", "/console/jobs/jf/artefacts/x%2Fpipe.txt", headers={"Cookie": cookie})
+    answer = conn.getresponse()
+    assert answer.status == 400 and b"sent encoded (%2F)" in answer.read()
     listing = lab.request("GET", "/api/v1/jobs/jf/artefacts", token=TOKENS["viewer"])
     assert "pipe.txt" not in {a["name"] for a in listing.body["artefacts"]}
     conn.request("GET", "/metrics")
