@@ -105,6 +105,7 @@ class AdbStandIn:
         # A broken server: every request answered with these bytes instead (b"": never
         # answered, the connection held open, as a hung adb server does).
         self.garbled: bytes | None = None
+        self.hangs_up = False  # after the garbled bytes: close, not hold the connection open
         stand_in = self
 
         class Session(socketserver.BaseRequestHandler):
@@ -153,7 +154,8 @@ class AdbStandIn:
                 return
             if self.garbled is not None:
                 conn.sendall(self.garbled)
-                _wait_closed(conn)
+                if not self.hangs_up:
+                    _wait_closed(conn)
                 return
             if request == "host:version":
                 conn.sendall(b"OKAY" + _block(b"0029"))  # 41

@@ -31,12 +31,50 @@ THREADS = 8  # blocking calls at once; more wait their turn
 T = TypeVar("T")
 
 
+class Connection(adbutils.AdbConnection):  # type: ignore[misc]
+    """adbutils' connection, taking what the protocol sized only whole: its read_string took
+    an answer cut short (a server that promised 256 bytes of device list and hung up after 18)
+    for the whole, and every phone past the cut looked unplugged."""
+
+    def read_string(self, n: int) -> str:
+        data: bytes = self.read(n)
+        if len(data) < n:
+            raise EOFError(
+                f"the answer ended after {len(data)} of {n} bytes"
+                if data
+                else "the connection closed without an answer"
+            )
+        return data.decode("utf-8", errors="replace")
+
+
 class Client(adbutils.AdbClient):  # type: ignore[misc]  # adbutils is Any to mypy (pyproject)
     """adbutils' client, with every connection's requests bounded by ADB_TIMEOUT_S (a caller
-    that reads longer, a shell command or a stream, sets its own time-out once connected)."""
+    that reads longer, a shell command or a stream, sets its own time-out once connected),
+    its answers read whole (Connection)."""
 
-    def make_connection(self, timeout: float | None = None) -> adbutils.AdbConnection:
-        return super().make_connection(min(timeout or ADB_TIMEOUT_S, ADB_TIMEOUT_S))
+    def make_connection(self, timeout: float | None = None) -> Connection:
+        try:
+            connection = Connection(self.host, self.port)
+        except TimeoutError as e:
+            raise adbutils.AdbTimeout("connect to adb server timeout") from e
+        connection.conn.settimeout(min(timeout or ADB_TIMEOUT_S, ADB_TIMEOUT_S))
+        return connection
+
+    def listed(self) -> list[tuple[str, str]]:
+        """(serial, state) of every device the server lists. adbutils split each line at any
+        white space: a serial holding a space read as the serial's first word in the state
+        its second. The server writes `serial<TAB>state`; a line without a tab is garbled."""
+        with self.make_connection() as c:
+            c.send_command("host:devices")
+            c.check_okay()
+            answer = c.read_string_block()
+        devices = []
+        for line in answer.splitlines():
+            serial, tab, state = line.rpartition("\t")
+            if not tab:
+                raise ValueError(f"a device line without a tab: {shown(line, 80)}")
+            devices.append((serial, state))
+        return devices
 
 
 def failure(where: str, e: BaseException, timeout: float | None = None) -> InfrastructureError:

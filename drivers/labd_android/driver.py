@@ -108,10 +108,10 @@ class AndroidDriver(Driver[AndroidOptions]):
             with contextlib.suppress(*ADB_ERRORS):  # the next round tries again
                 self.client.connect(address, timeout=3)
         try:
-            listed = self.client.list()
+            listed = self.client.listed()
         except ADB_ERRORS as e:
             raise failure(self.server, e) from e
-        serials = self._ready([(d.serial, d.state) for d in listed if d.serial])
+        serials = self._ready(listed)
         devices = []
         for serial in self._usable(serials):
             if serial not in self.known:

@@ -15,7 +15,7 @@ import concurrent.futures
 import time
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from labd.capture import Recorder, untrustworthy
 from labd.sdk import (
@@ -42,6 +42,7 @@ from labd_android.sync import (
     start_recording,
     stop_recording,
 )
+from labd_browser.pageload import http_url
 
 MOTION = ("unique_fps", "frame_time_p50_ms", "frame_time_p90_ms", "frame_time_p99_ms",
           "janky_frames", "missed_frames", "input_to_first_change_ms")  # fmt: skip
@@ -67,12 +68,15 @@ class GestureParams(BaseModel):
     min_sync_confidence: float = Field(0.9, ge=0, le=1)
     max_dropped_frames: int = Field(2, ge=0)
 
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        return http_url(url) if url else url
+
     @model_validator(mode="after")
     def _one_target(self) -> GestureParams:
         if bool(self.activity) == bool(self.url):
             raise ValueError("give exactly one of activity (package/activity) and url")
-        if self.url and (not self.url.startswith(("http://", "https://")) or " " in self.url):
-            raise ValueError(f"url {self.url!r}: expected an http(s) URL")
         if not self.package and self.browser not in BROWSERS:
             raise ValueError(f"browser {self.browser!r}: chromium or firefox, or give package")
         return self

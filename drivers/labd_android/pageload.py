@@ -45,7 +45,7 @@ from labd_android.sync import (
     stop_recording,
 )
 from labd_browser.devtools import BROWSER_MARKS, cdp_timing
-from labd_browser.pageload import VISUAL
+from labd_browser.pageload import VISUAL, http_url
 
 DEVTOOLS = "localabstract:chrome_devtools_remote"
 
@@ -67,9 +67,7 @@ class PhonePageLoadParams(BaseModel):
     @field_validator("url")
     @classmethod
     def _http(cls, url: str) -> str:
-        if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
-            raise ValueError(f"{url!r} is not an http(s) URL")
-        return url
+        return http_url(url)
 
     @property
     def browser_package(self) -> str:

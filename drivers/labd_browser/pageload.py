@@ -108,14 +108,7 @@ class PageLoadParams(BaseModel):
     @field_validator("url")
     @classmethod
     def _a_url(cls, value: str) -> str:
-        # Typed into the page: a newline is a Return, loading before time zero.
-        if bad := next((c for c in value if not c.isprintable() or c.isspace()), None):
-            raise ValueError(
-                f"contains {bad!r} (U+{ord(bad):04X}); "
-                "a URL has no spaces or control characters (percent-encode them)"
-            )
-        parts = urlsplit(value)
-        if parts.scheme.lower() == "file":
+        if urlsplit(value).scheme.lower() == "file":
             # The URL is opened from labd's green sync page, a data: page, which browsers do
             # not let open local files: every iteration timed out on the green screen.
             raise ValueError(
@@ -123,15 +116,7 @@ class PageLoadParams(BaseModel):
                 "data: page open local files): serve the page over http, e.g. `python3 -m "
                 "http.server` in its folder, or record it with `labd replay record`"
             )
-        if parts.scheme.lower() not in ("http", "https"):
-            raise ValueError("not an http or https URL")
-        if not parts.hostname:
-            raise ValueError("an http(s) URL must name a host")
-        try:
-            parts.port  # noqa: B018 (urllib checks the port when it is read)
-        except ValueError as e:  # http://x:99999/
-            raise ValueError(f"its port: {e}") from None
-        return value
+        return http_url(value)
 
     @field_validator("stabilise", mode="before")
     @classmethod
@@ -413,3 +398,24 @@ def _analyze(
     """In the analysis process; times from the navigation (capture times share its clock)."""
     options = AnalysisOptions(time_zero_ms=zero)
     return analyze(VideoFile(path, timestamps), options, artifacts).model_dump()
+
+
+def http_url(value: str) -> str:
+    """`value` when it is an http(s) URL naming a host, as a page-load or gestures scenario
+    takes one (on a desktop or a phone); ValueError naming what is wrong otherwise."""
+    # Typed into the page: a newline is a Return, loading before time zero.
+    if bad := next((c for c in value if not c.isprintable() or c.isspace()), None):
+        raise ValueError(
+            f"contains {bad!r} (U+{ord(bad):04X}); "
+            "a URL has no spaces or control characters (percent-encode them)"
+        )
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError("not an http or https URL")
+    if not parts.hostname:
+        raise ValueError("an http(s) URL must name a host")
+    try:
+        parts.port  # noqa: B018 (urllib checks the port when it is read)
+    except ValueError as e:  # http://x:99999/
+        raise ValueError(f"its port: {e}") from None
+    return value

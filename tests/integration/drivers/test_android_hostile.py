@@ -83,9 +83,25 @@ async def test_a_hung_phone_holds_one_thread_not_one_per_round(adb: AdbStandIn) 
     await driver.close()
 
 
-async def test_a_serial_labd_cannot_use_skips_that_device_only(adb: AdbStandIn) -> None:
+async def test_a_device_list_cut_short_fails_discovery_not_every_phone(adb: AdbStandIn) -> None:
+    """A server that promised 256 bytes of list and hung up after 18 had every phone past the
+    cut taken for unplugged (adbutils read the part as the whole)."""
     adb.add(phone())
-    bad = ["evil;id", "x" * 200, "ünï", "-n"]
+    driver = driver_for(adb)
+    await driver.discover()
+    adb.garbled, adb.hangs_up = b"OKAY0100emulator-5554\tdevi", True
+    with pytest.raises(InfrastructureError) as caught:
+        await driver.discover()
+    assert str(caught.value) == (
+        f"adb server 127.0.0.1:{adb.port}: the answer ended after 18 of 256 bytes"
+    )
+
+
+async def test_a_serial_labd_cannot_use_skips_that_device_only(adb: AdbStandIn) -> None:
+    """A serial holding a space was read as the serial's first word in the state of its
+    second, and an empty one left out without a word."""
+    adb.add(phone())
+    bad = ["evil;id", "x" * 200, "ünï", "-n", "has space", ""]
     for serial in bad:
         adb.add(FakeDevice(serial))
     driver = driver_for(adb)
@@ -98,6 +114,8 @@ async def test_a_serial_labd_cannot_use_skips_that_device_only(adb: AdbStandIn) 
     assert problems[0].startswith("serial 'evil;id' is outside labd's device-id grammar ^")
     assert f"serial '{'x' * 60}'..." in problems[1]
     assert r"serial '\xfcn\xef'" in problems[2]
+    assert problems[4].startswith("serial 'has space' is outside")
+    assert problems[5].startswith("serial '' is outside")
 
 
 async def test_a_phone_adb_lists_but_cannot_use_yet_is_said_once_with_what_to_do(

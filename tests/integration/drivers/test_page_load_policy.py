@@ -15,6 +15,7 @@ from labd.events import EventBus
 from labd.model import Device, Policy
 from labd.scheduler.submit import JobService
 from labd.store import Store
+from labd_android import AndroidDriver, AndroidOptions
 from labd_x11 import X11Driver, X11Options
 from tests.conftest import need_program
 
@@ -110,3 +111,41 @@ async def test_a_url_that_is_not_one_is_refused_naming_it(store: Store, url: str
     problems = await refused(await service(store, ["python3"]), url=url)
     assert problems[0].startswith("job.toml: params.url: value error, ")
     assert why in problems[0]
+
+
+async def phone_service(store: Store) -> JobService:
+    await store.upsert_device(Device(id="phone-1", driver="android", platform="android"))
+    policy = Policy.resolve(["python3"], "/usr/local/bin:/usr/bin:/bin", [], "nobody", euid=1)
+    return JobService(
+        store,
+        {"android": AndroidDriver(AndroidOptions(), "android")},  # submit checks only
+        EventBus(),
+        replay=ReplaySettings(archive_dir=str(ROOT)),
+        policy=policy,
+    )
+
+
+@pytest.mark.parametrize("example", ["page-load-chrome.toml", "gestures.toml"])
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://", "an http(s) URL must name a host"),
+        ("http://www.labd.test/\x07", r"contains '\x07' (U+0007)"),
+        ("http://www.labd.test/\nx", r"contains '\n' (U+000A)"),
+        ("http://www.labd.test/a b", "contains ' ' (U+0020)"),
+        ("ftp://www.labd.test/", "not an http or https URL"),
+    ],
+)
+async def test_a_phone_url_is_checked_as_a_desktop_one(
+    store: Store, example: str, url: str, why: str
+) -> None:
+    """An independent tester's: on a phone, `http://` and control characters were queued
+    (gestures refused only a space, naming `params.(top level)`)."""
+    spec = tomllib.loads((ROOT / "examples/android" / example).read_text())
+    spec["params"].pop("activity", None)
+    spec["params"]["url"] = url
+    with pytest.raises(InvalidSpec) as caught:
+        await (await phone_service(store)).submit(spec, "job.toml", submitter="t")
+    problem = caught.value.problems[0]
+    assert problem.startswith("job.toml: params.url: value error, "), problem
+    assert why in problem
