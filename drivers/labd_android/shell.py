@@ -108,7 +108,7 @@ class PersistentShell:
             self.close()  # what else it sent is no answer to the next command either
             raise InfrastructureError(
                 f"device {self.device.serial}: {shown(line)}: the shell answered "
-                f"{shown(sentinel.encode() + status)}, not an exit status"
+                f"{shown(sentinel + status.decode('utf-8', 'replace'))}, not an exit status"
             )
         return output.decode("utf-8", "replace"), int(number.group(1))
 

@@ -148,7 +148,7 @@ def test_a_garbled_exit_status_names_the_device_and_what_came(adb: AdbStandIn) -
         shell.run(["getprop", "ro.product.model"])
     assert str(caught.value) == (
         "device emulator-5554: 'getprop ro.product.model': the shell answered "
-        "b'__labd_0_garbage', not an exit status"
+        "'__labd_0_garbage', not an exit status"
     )
 
 
