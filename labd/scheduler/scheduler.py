@@ -27,7 +27,7 @@ from labd.events import (
     dispatch,
 )
 from labd.logs import bind_context
-from labd.model import AdminState, Device, Job, JobState
+from labd.model import AdminState, Device, DeviceState, Job, JobState
 from labd.pool import Pool
 from labd.runner import Outcome, run_job
 from labd.scheduler.accounts import Accounts
@@ -360,8 +360,24 @@ class Scheduler:
         finally:
             heart.cancel()
             self.accounts.give_back(job.id)
+        if outcome.state in (JobState.FAILED, JobState.TIMED_OUT) and (
+            gone := self._went_offline(device.id)
+        ):
+            # A phone that left its driver's listing while its connections stayed open (a hung
+            # USB transport): the test did not fail, the device did.
+            lost = InfrastructureError(
+                f"device {device.id} went offline during the job ({gone}); the job then "
+                f"{outcome.state.value}: {outcome.error}"
+            )
+            return await self._attempt_failed(lost, lease, device.id)
         await self._finish(job, token, outcome.state, outcome.error)
         return ""
+
+    def _went_offline(self, device_id: str) -> str:
+        """Why device_id is offline now, at the end of its job (the pool leaves a busy
+        device's going offline as it is until the job ends); "" when it is not."""
+        device = self.pool.devices.get(device_id)
+        return device.reason if device and device.state is DeviceState.OFFLINE else ""
 
     async def _attempt_failed(self, e: Exception, lease: Lease, device_id: str) -> str:
         """Requeue (or fail) an attempt that raised `e`; returns the error when its device is

@@ -140,6 +140,32 @@ async def test_test_failure_is_recorded_and_not_retried(lab: Lab) -> None:
     assert errors == ["", "", "scripted failure", ""]
 
 
+async def test_a_job_that_fails_after_its_device_went_offline_is_retried_elsewhere(
+    store: Store, tmp_path: Path
+) -> None:
+    """A driver tester's: a phone left adb's listing mid-job while its connections stayed
+    open, and the job's failure was taken for the test's (not retried, nothing held against
+    the device)."""
+    lab = await make_lab(store, tmp_path, ["d1", "d2"])
+    try:
+        await lab.submit("orphaned", sleep_s=0.3, fail_iteration=3)
+        first = await lab.wait_state("orphaned", JobState.RUNNING)
+        lab.driver.ids.remove(first.device_id)
+        await lab.pool.discover()
+        job = await lab.wait_state("orphaned", JobState.FAILED, within=20)
+        assert job.attempts == 2 and job.device_id != first.device_id
+        assert job.error == "1 of 3 measured iterations failed; first: scripted failure"
+        requeued = [e for e in lab.events if e.kind == "job_requeued"]
+        assert [e.reason for e in requeued] == [  # type: ignore[attr-defined]
+            f"infrastructure failure: device {first.device_id} went offline during the job "
+            "(vanished); the job then failed: 1 of 3 measured iterations failed; first: "
+            "scripted failure"
+        ]
+    finally:
+        await lab.scheduler.stop(1)
+        await lab.pool.stop(1)
+
+
 async def test_out_of_attempts_fails_and_repeated_failures_quarantine_the_device(
     store: Store, tmp_path: Path
 ) -> None:
