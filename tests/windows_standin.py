@@ -173,7 +173,7 @@ class FakeWin32:
             self._typed = ""
 
     def _navigate(self, url: str) -> None:
-        if url.startswith("data:text/html,"):
+        if url.startswith("data:text/html"):
             found = re.search(r"background:#([0-9a-f]{6})", unquote(url))
             assert found, url
             rgb = bytes.fromhex(found.group(1))

@@ -23,8 +23,9 @@ import aiohttp
 from labd.sdk import TestFailure
 
 BROWSER_MARKS = ("responseStart", "domInteractive", "domContentLoaded", "load")
-# Navigation Timing, in ms from navigationStart (0 when the event has not happened).
-TIMING = """(() => { const t = performance.timing, s = t.navigationStart, d = v => v ? v - s : 0;
+# Navigation Timing, in ms from navigationStart (null when the event has not happened: a
+# load cut short by the quiet rule, a huge page still parsing).
+TIMING = """(() => { const t = performance.timing, s = t.navigationStart, d = v => v ? v - s : null;
   return JSON.stringify({responseStart: d(t.responseStart), domInteractive: d(t.domInteractive),
     domContentLoaded: d(t.domContentLoadedEventEnd), load: d(t.loadEventEnd)}); })()"""
 # A page that has been still for quiet_ms answers in milliseconds; the protocol's own commands
@@ -61,7 +62,14 @@ async def browser_timing(
                 value = await _cdp_evaluate_at(http, port, answer_s)
     except UNREACHABLE:
         return {}
-    return {f"browser.{k}": float(v) for k, v in json.loads(value).items()} if value else {}
+    return marks(value)
+
+
+def marks(value: str | None) -> dict[str, float]:
+    """`browser.<event>` from TIMING's answer: an event that has not happened is no mark (as
+    0 it went into the summary and every comparison as a load in 0 ms)."""
+    found = json.loads(value) if value else {}
+    return {f"browser.{k}": float(v) for k, v in found.items() if v is not None}
 
 
 async def cdp_timing(port: int, answer_s: float = ANSWER_S) -> dict[str, float]:
@@ -73,7 +81,7 @@ async def cdp_timing(port: int, answer_s: float = ANSWER_S) -> dict[str, float]:
             value = await _cdp_evaluate_at(http, port, answer_s)
     except (*UNREACHABLE, TestFailure):
         return {}
-    return {f"browser.{k}": float(v) for k, v in json.loads(value).items()} if value else {}
+    return marks(value)
 
 
 async def _cdp_evaluate_at(http: aiohttp.ClientSession, port: int, answer_s: float) -> str | None:

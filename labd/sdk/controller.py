@@ -38,7 +38,10 @@ def color_page(rgb: tuple[int, int, int], navigator: bool = False) -> str:
     style = f"margin:0;height:100%;background:{color}"
     body = NAVIGATOR if navigator else ""
     html = f"<html style='{style}'><body style='margin:0'>{body}</body></html>"
-    return "data:text/html," + quote(html, safe="<>=':;/()")  # no spaces: the URL bar would search
+    # UTF-8 declared: a URL typed into the navigator is encoded in the page's charset, and
+    # without one "x=é" left as Latin-1 (%E9) and other letters as HTML entities.
+    head = "data:text/html;charset=utf-8,"
+    return head + quote(html, safe="<>=':;/()")  # no spaces: the URL bar would search
 
 
 class Controller:

@@ -61,6 +61,6 @@ def test_touch_actions_become_android_input() -> None:
 
 def test_the_sync_screen_is_a_page_of_one_colour() -> None:
     url = color_page((0, 255, 0))
-    assert url.startswith("data:text/html,")
+    assert url.startswith("data:text/html;charset=utf-8,")  # a typed URL is sent in UTF-8
     assert "background:#00ff00" in unquote(url)
     assert "#" not in url  # a raw '#' would end the data: URL (a fragment)
