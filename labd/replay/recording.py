@@ -69,14 +69,22 @@ class RecordHandler:
         ]
         if codings := _decodable(request.headers.get("Accept-Encoding", "")):
             headers.append(("Accept-Encoding", codings))
+        # Without this aiohttp asks for gzip where the client asked for nothing (identity).
+        unasked = () if codings else ("Accept-Encoding",)
         started = datetime.datetime.now(datetime.UTC).isoformat()
         began = time.perf_counter()
         try:
             async with self.session.request(
-                request.method, url, headers=headers, data=body or None, allow_redirects=False
+                request.method,
+                url,
+                headers=headers,
+                data=body or None,
+                allow_redirects=False,
+                skip_auto_headers=unasked,
             ) as upstream:
                 payload = await self._read(upstream.content)  # decoded, as HAR keeps them
-                wire_size = upstream.content.total_raw_bytes  # as received: encoded
+                # As received, encoded; a response of no body (HEAD, 204, 304) has no counter.
+                wire_size = getattr(upstream.content, "total_raw_bytes", 0)
                 sent = upstream.headers.get("Content-Encoding", "")
                 if sent.lower() not in AIOHTTP_DECODES and (coding := coding_of(sent)):
                     payload = decoded(payload, coding, self.max_body)  # aiohttp left it encoded

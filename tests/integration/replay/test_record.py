@@ -486,3 +486,48 @@ async def test_a_second_recorder_of_the_same_archive_is_refused_and_a_killed_one
         assert r.status == 200
     assert await recorded(again, out) == [page]
     assert not list(tmp_path.glob("*.partial"))
+
+
+async def test_responses_without_a_body_are_recorded_and_identity_stays_identity(
+    recording: Recorder, tmp_path: Path
+) -> None:
+    """A 204, a 304 and a HEAD were each a 500 from the recorder (and missing from its count of
+    failures); a client that asked for no coding had gzip asked for in its name."""
+    asked: list[str | None] = []
+
+    async def page(request: web.Request) -> web.Response:
+        asked.append(request.headers.get("Accept-Encoding"))
+        if request.headers.get("If-None-Match") == '"v1"':
+            return web.Response(status=304, headers={"ETag": '"v1"'})
+        return web.Response(text="hello", headers={"ETag": '"v1"'})
+
+    async def nothing(request: web.Request) -> web.Response:
+        return web.Response(status=204)
+
+    runner, origin_port = await _origin([web.get("/page", page), web.post("/beacon", nothing)])
+    out = tmp_path / "site.har"
+    site, got = f"http://127.0.0.1:{origin_port}", []
+    try:
+        recorder, port = await recording(out)
+        proxy = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession(skip_auto_headers=["Accept-Encoding"]) as http:
+            for method, path, headers in [
+                ("GET", "/page", {}),
+                ("GET", "/page", {"If-None-Match": '"v1"'}),
+                ("HEAD", "/page", {}),
+                ("POST", "/beacon", {}),
+            ]:
+                async with http.request(method, site + path, headers=headers, proxy=proxy) as r:
+                    got.append((r.status, await r.read()))
+        recorder.send_signal(signal.SIGINT)
+        stdout, _ = await asyncio.wait_for(recorder.communicate(), 30)
+    finally:
+        await runner.cleanup()
+    assert got == [(200, b"hello"), (304, b""), (200, b""), (204, b"")]
+    assert asked == [None, None, None]  # the client asked for identity; so did the recorder
+    summary = json.loads(stdout.splitlines()[-1])
+    assert summary["recorded"] == 4 and summary["failed"] == 0
+    entries = json.loads(out.read_text())["log"]["entries"]
+    recorded_as = [(e["request"]["method"], e["response"]["status"]) for e in entries]
+    assert recorded_as == [("GET", 200), ("GET", 304), ("HEAD", 200), ("POST", 204)]
+    assert all(e["response"]["bodySize"] == 0 for e in entries[1:])
