@@ -1,6 +1,7 @@
 """The stand-in phone's DevTools endpoint: the smallest part of the Chrome DevTools Protocol
 labd uses (`/json/list`, a page target's websocket, `Runtime.evaluate` of the Navigation
-Timing expression), answered from the phone's last real HTTP navigation. Reached only as a
+Timing expression), answered from the phone's last real HTTP navigation, a failed one as
+Chrome's error page answers. Reached only as a
 phone's would be: `adb forward tcp:N localabstract:chrome_devtools_remote`.
 
 Its targets' `webSocketDebuggerUrl` carries no usable host (as over adb forward, the browser
@@ -71,5 +72,12 @@ class DevTools:
             return {"result": {"type": "undefined"}}
         last = self.phone.navigations[-1] if self.phone.navigations else {}
         names = ("responseStart", "domInteractive", "domContentLoaded", "load")
-        value = json.dumps({n: round(float(last.get(n, 0)), 1) for n in names})
+        found = {n: round(float(last[n]), 1) if n in last else None for n in names}
+        # As Chrome: a failed fetch, or an HTTP error without a body, shows its error page.
+        status = last.get("status") or None
+        error = last.get("error") and "ERR_CONNECTION_REFUSED"
+        if status and status >= 400 and last.get("empty"):
+            error = f"HTTP ERROR {status}"
+        page = "chrome-error://chromewebdata/" if error else last.get("url", "about:blank")
+        value = json.dumps(found | {"page": page, "status": status, "error": error})
         return {"result": {"type": "string", "value": value}}

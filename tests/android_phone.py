@@ -216,7 +216,7 @@ class Phone(FakeDevice):
         timing |= {"status": status, "responseStart": (first_byte - started) * 1000,
                    "domInteractive": (done - started) * 1000,
                    "domContentLoaded": (done - started) * 1000,
-                   "load": (done - started) * 1000 + 600}  # fmt: skip
+                   "load": (done - started) * 1000 + 600, "empty": not body}  # fmt: skip
         self.navigations.append(timing)
         text = body.decode("utf-8", "replace")
         if (sync := SYNC.search(text)) is not None:

@@ -44,7 +44,7 @@ from labd_android.sync import (
     start_recording,
     stop_recording,
 )
-from labd_browser.devtools import BROWSER_MARKS, cdp_timing
+from labd_browser.devtools import BROWSER_MARKS, cdp_page
 from labd_browser.pageload import VISUAL, http_url
 
 DEVTOOLS = "localabstract:chrome_devtools_remote"
@@ -146,20 +146,24 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
 
     async def _navigation_timing(self) -> dict[str, float]:
         """Chrome's Navigation Timing of the page on screen; {} (and why, in the
-        fingerprint) when the phone exposes none."""
+        fingerprint) when the phone exposes none; TestFailure when Chrome shows its error page
+        or the server answered an HTTP error."""
         if not self._timing_source().startswith("Chrome"):
             return {}
         port = await asyncio.to_thread(self.screen.forward, DEVTOOLS)
         try:
-            timing = await cdp_timing(port)
+            state = await cdp_page(port)
         finally:
             await asyncio.to_thread(self.screen.remove_forward, port)
-        if not timing:
+        if state is None:
             self.ctx.fingerprint["browser"]["navigation_timing"] = (
                 "not exposed: nothing answered on chrome_devtools_remote "
                 "(USB debugging on? Chrome in front?)"
             )
-        return timing
+            return {}
+        if state.failure:
+            raise TestFailure(f"{self.params.url} did not load: {state.failure}")
+        return state.marks
 
     async def teardown(self) -> None:
         await self.sync.stop()

@@ -14,20 +14,26 @@ import contextlib
 import json
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 
 from labd.sdk import TestFailure
 
 BROWSER_MARKS = ("responseStart", "domInteractive", "domContentLoaded", "load")
-# Navigation Timing, in ms from navigationStart (null when the event has not happened: a
-# load cut short by the quiet rule, a huge page still parsing).
+# Navigation Timing, in ms from navigationStart (null when the event has not happened: a huge
+# page still parsing), with what says whether the page on screen is the page asked for: its
+# document's address (an error page's is the browser's own), the HTTP status, and the code
+# Chromium's error page shows (ERR_NAME_NOT_RESOLVED, HTTP ERROR 404).
 TIMING = """(() => { const t = performance.timing, s = t.navigationStart, d = v => v ? v - s : null;
+  const n = performance.getEntriesByType('navigation')[0], page = document.documentURI;
+  const code = page.startsWith('chrome-error:') && document.querySelector('.error-code');
   return JSON.stringify({responseStart: d(t.responseStart), domInteractive: d(t.domInteractive),
-    domContentLoaded: d(t.domContentLoadedEventEnd), load: d(t.loadEventEnd)}); })()"""
+    domContentLoaded: d(t.domContentLoadedEventEnd), load: d(t.loadEventEnd), page: page,
+    status: (n && n.responseStatus) || null, error: code ? code.textContent : null}); })()"""
 # A page that has been still for quiet_ms answers in milliseconds; the protocol's own commands
 # (connect, list targets, end a session) are answered by the browser process, not the page.
 ANSWER_S = 5.0
@@ -44,13 +50,30 @@ UNREACHABLE = (
 )  # fmt: skip
 
 
-async def browser_timing(
-    browser: str, profile: Path, answer_s: float = ANSWER_S
-) -> dict[str, float]:
-    """`browser.<event>` in ms from the navigation's start; {} when the browser's remote
-    protocol cannot be reached (the pixels are the measurement; these marks are a second
-    opinion). TestFailure, within a few times `answer_s`, when the page itself does not
-    answer: its tab crashed, it holds a dialog open, or its script never yields."""
+@dataclass(frozen=True)
+class PageState:
+    """The page on screen as the browser sees it."""
+
+    marks: dict[str, float]  # `browser.<event>`: only events that have happened
+    page: str  # its document's address
+    failure: str | None  # why it is not the page asked for: an error page, an HTTP error
+
+    @property
+    def loaded(self) -> bool:
+        """Its load event has fired: every subresource the page asked for has come or failed."""
+        return "browser.load" in self.marks
+
+    @property
+    def navigated(self) -> bool:
+        """The page is no longer labd's own sync page (a data: page)."""
+        return not self.page.startswith("data:")
+
+
+async def read_page(browser: str, profile: Path, answer_s: float = ANSWER_S) -> PageState | None:
+    """The page on screen, read through the browser's remote protocol; None when that cannot be
+    reached (the pixels are the measurement; this is a second opinion). TestFailure, within a
+    few times `answer_s`, when the page itself does not answer: its tab crashed, it holds a
+    dialog open, or its script never yields."""
     timeout = aiohttp.ClientTimeout(total=answer_s)  # connecting and HTTP; replies: `_call`
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
@@ -61,27 +84,42 @@ async def browser_timing(
                 port = int(text.split()[0])
                 value = await _cdp_evaluate_at(http, port, answer_s)
     except UNREACHABLE:
-        return {}
-    return marks(value)
+        return None
+    return page_state(value)
 
 
-def marks(value: str | None) -> dict[str, float]:
-    """`browser.<event>` from TIMING's answer: an event that has not happened is no mark (as
-    0 it went into the summary and every comparison as a load in 0 ms)."""
-    found = json.loads(value) if value else {}
-    return {f"browser.{k}": float(v) for k, v in found.items() if v is not None}
+def page_state(value: str | None) -> PageState | None:
+    """TIMING's answer read: an event that has not happened is no mark (as 0 it went into the
+    summary and every comparison as a load in 0 ms). None for no answer."""
+    found = json.loads(value) if value else None
+    if not isinstance(found, dict):
+        return None
+    marks = {f"browser.{k}": float(found[k]) for k in BROWSER_MARKS if found.get(k) is not None}
+    page = str(found.get("page") or "")
+    return PageState(marks, page, _failure(page, found.get("status"), found.get("error")))
 
 
-async def cdp_timing(port: int, answer_s: float = ANSWER_S) -> dict[str, float]:
-    """`browser.<event>` from a Chrome DevTools endpoint on this host port (a phone's Chrome
-    through `adb forward`); {} when it does not answer, within a few times `answer_s`."""
+def _failure(page: str, status: Any, error: Any) -> str | None:
+    if page.startswith("chrome-error:"):
+        return f"Chromium shows its error page ({error or 'no code'})"
+    if page.startswith(("about:neterror", "about:certerror")):
+        code = parse_qs(urlsplit(page).query).get("e", ["no code"])[0]
+        return f"Firefox shows its error page ({code})"
+    if isinstance(status, int) and status >= 400:
+        return f"the server answered HTTP {status}"
+    return None
+
+
+async def cdp_page(port: int, answer_s: float = ANSWER_S) -> PageState | None:
+    """The page on screen from a Chrome DevTools endpoint on this host port (a phone's Chrome
+    through `adb forward`); None when it does not answer, within a few times `answer_s`."""
     timeout = aiohttp.ClientTimeout(total=answer_s)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
             value = await _cdp_evaluate_at(http, port, answer_s)
     except (*UNREACHABLE, TestFailure):
-        return {}
-    return marks(value)
+        return None
+    return page_state(value)
 
 
 async def _cdp_evaluate_at(http: aiohttp.ClientSession, port: int, answer_s: float) -> str | None:

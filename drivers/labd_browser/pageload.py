@@ -47,7 +47,7 @@ from labd.sdk import (
 )
 from labd_browser.browsers import KNOWN, argument_problems, find, launch_command, version
 from labd_browser.desktop import Desktop
-from labd_browser.devtools import BROWSER_MARKS, browser_timing
+from labd_browser.devtools import BROWSER_MARKS, PageState, read_page
 
 GREEN, RED = (0, 255, 0), (255, 0, 0)
 Stabiliser = Literal["exclusive_cpu", "no_aslr", "tmpfs"]
@@ -275,14 +275,15 @@ class PageLoad(Scenario[PageLoadParams]):
             # stress run), which the analysis rightly refuses.
             navigated = time.monotonic() * 1000
             await controller.press("Return")
-            await self._until_quiet(before)
+            state = await self._until_done(before, navigated / 1000)
+            if state is not None and state.failure:
+                raise TestFailure(f"{p.url} did not load: {state.failure}")
             if _is(await asyncio.to_thread(self._grab), RED):
                 raise TestFailure(
                     "the page showed the end colour itself, before labd's red screen: "
                     "the end of the load cannot be told from the sync screen"
                 )
-            if self.profile is not None:
-                timing = await browser_timing(p.browser, self.profile)
+            timing = state.marks if state is not None else {}
             red_at = time.monotonic() * 1000
             await asyncio.to_thread(self.desktop.overlay, RED)
             await self._until(lambda frame: _is(frame, RED), 15, "the red screen did not show")
@@ -328,16 +329,21 @@ class PageLoad(Scenario[PageLoadParams]):
             await asyncio.sleep(0.05)
         raise TestFailure(error)
 
-    async def _until_quiet(self, before: np.ndarray) -> None:
+    async def _until_done(self, before: np.ndarray, navigated: float) -> PageState | None:
         """Done: the page's content area changed from `before` (grabbed just before the
-        navigation), then stayed still for quiet_ms."""
+        navigation at `navigated`, monotonic seconds), the browser says its load event has fired
+        (a still screen while an image is on its way is not the end), and the screen stayed
+        still for quiet_ms after both (an image is drawn a frame after the load event). The
+        page as the browser last saw it, or None where its remote protocol cannot be reached
+        (the pixels decide)."""
         p = self.params
         area = _content_area(before)  # the browser's chrome (a loading spinner) left out
         before = before[area]
-        began = time.monotonic()
+        began = still_since = asked_at = time.monotonic()
         first = previous = before
         changed = False
-        still_since = time.monotonic()
+        state: PageState | None = None
+        loaded_at: float | None = None
         while True:
             await asyncio.sleep(0.05)
             frame = (await asyncio.to_thread(self._grab))[area]
@@ -346,10 +352,37 @@ class PageLoad(Scenario[PageLoadParams]):
                 still_since = now
                 changed = changed or not np.array_equal(frame, first)
             previous = frame
-            if changed and (now - still_since) * 1000 >= p.quiet_ms:
-                return
+            still = (now - still_since) * 1000 >= p.quiet_ms
+            if still and loaded_at is None and now >= asked_at:
+                state = await read_page(p.browser, self.profile) if self.profile else None
+                if state is None and changed:  # no second opinion: the pixels alone
+                    return None
+                if state is not None and state.failure:
+                    return state
+                if state is not None and state.navigated and state.loaded:
+                    loaded_at = navigated + state.marks["browser.load"] / 1000
+                asked_at = now + (0.25 if changed else 0.5)  # a light touch while it loads
+            if loaded_at is not None and (now - max(still_since, loaded_at)) * 1000 >= p.quiet_ms:
+                if changed:
+                    return state
+                raise TestFailure(
+                    "the page loaded and drew nothing different from labd's green start "
+                    "screen: a page all in the start colour cannot be measured"
+                )
             if now - began > p.load_timeout_s:
-                why = "the screen kept changing" if changed else "nothing was drawn"
+                if changed and still and state is not None and state.navigated:
+                    self.ctx.flags.append(
+                        f"the browser's load event had not fired after {p.load_timeout_s:g} s "
+                        "(the screen was still): the page may not have finished drawing"
+                    )
+                    return state
+                why = (
+                    "nothing was drawn"
+                    if not changed
+                    else "the browser stayed on labd's start page"
+                    if still
+                    else "the screen kept changing"
+                )
                 raise TestFailure(
                     f"the page did not finish loading within {p.load_timeout_s:g} s ({why})"
                 )

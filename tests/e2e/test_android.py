@@ -105,6 +105,21 @@ async def test_every_android_scenario_over_mqtt(lab: dict[str, Any]) -> None:
     assert len(started) == 2 + 2  # two gesture iterations, two launches
 
 
+async def test_a_page_that_does_not_load_fails_naming_why(lab: dict[str, Any]) -> None:
+    """Chrome's error page for a server that is not there was measured as the page."""
+    manifest = Path(shorter(lab, "examples/android/page-load-chrome.toml", iterations=1))
+    url = f"http://127.0.0.1:{free_port()}/"  # nothing listens: refused
+    text = manifest.read_text().replace('"http://www.labd.test/"', f'"{url}"')
+    network = text[text.index("[network]") : text.index("[device]")]
+    manifest.write_text(text.replace(network, ""))  # fetched by the phone itself
+    results, _ = await run_job(lab, str(manifest), succeeds=False)
+    (iteration,) = results["iterations"]
+    assert iteration["error"].endswith(
+        f"{url} did not load: Chromium shows its error page (ERR_CONNECTION_REFUSED)"
+    )
+    assert results["job"]["state"] == "failed"
+
+
 async def test_a_pinch_is_refused_at_submit_with_the_reason(lab: dict[str, Any]) -> None:
     manifest = Path(shorter(lab, "examples/android/gestures.toml"))
     manifest.write_text(manifest.read_text() + '\n[[params.steps]]\nkind = "pinch"\nscale = 2\n')

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import cv2
+import numpy as np
 import pytest
 
 from labd.errors import CannotStart, InfrastructureError, TestFailure
@@ -30,8 +33,13 @@ PAGES = {
     "/crash": "<h1>about to crash</h1><script>onload = () => fetch('/beacon')</script>",
     # Drawn at once; the image's server never finishes, so the tab's spinner keeps turning.
     "/endless-image": "<h1 style='font-size:60px'>drawn</h1><img src='/never' width=50 height=50>",
+    # Text at once, a large image LATE_S later: still between the two for longer than quiet_ms.
+    "/late-image": "<h1>text first</h1><img src='/late.png' width=300 height=200>",
+    "/all-green": "<style>body { background: #00ff00 }</style>",  # labd's start colour
 }
+LATE_S = 1.5
 LOAD_TIMEOUT_S = 10
+BLUE_PNG = cv2.imencode(".png", np.full((20, 30, 3), (255, 0, 0), np.uint8))[1].tobytes()
 
 
 class Site:
@@ -55,6 +63,19 @@ class Site:
                     return
                 if self.path == "/beacon":
                     site.on_beacon()
+                if self.path == "/empty-404":
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if self.path == "/late.png":
+                    time.sleep(LATE_S)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "image/png")
+                    self.send_header("Content-Length", str(len(BLUE_PNG)))
+                    self.end_headers()
+                    self.wfile.write(BLUE_PNG)
+                    return
                 body = f"<html><body>{PAGES.get(self.path, '')}</body></html>".encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
@@ -173,13 +194,63 @@ async def test_a_crashed_tab_fails_the_iteration_naming_the_crash(
 
 
 @pytest.mark.parametrize("browser", ["chromium", "firefox"])
-async def test_a_drawn_page_whose_image_never_arrives_is_done(
+async def test_a_drawn_page_whose_image_never_arrives_is_measured_and_flagged(
     xvfb: str, tmp_path: Path, site: Site, browser: str
 ) -> None:
+    """The screen is still while the tab's spinner turns: its load event never fires, so the
+    iteration ends at load_timeout_s with what was drawn, flagged (set aside)."""
     need(browser)
     scenario = page_load(xvfb, tmp_path, url=f"{site.url}/endless-image", browser=browser)
     values, took = await one_iteration(scenario)
     assert values["visually_complete_ms"] < 5000 and took < LOAD_TIMEOUT_S + 15
+    assert "browser.load" not in values
+    (flag,) = scenario.ctx.flags
+    assert flag.startswith(f"the browser's load event had not fired after {LOAD_TIMEOUT_S} s")
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_an_image_arriving_after_a_still_spell_is_waited_for(
+    xvfb: str, tmp_path: Path, site: Site, browser: str
+) -> None:
+    """The text drew at once and the screen stayed still for quiet_ms while the image was on
+    its way: the load was taken as done before the image, and visually complete said 0.2 s."""
+    need(browser)
+    scenario = page_load(xvfb, tmp_path, url=f"{site.url}/late-image", browser=browser)
+    values, _ = await one_iteration(scenario)
+    assert values["visually_complete_ms"] >= LATE_S * 1000
+    assert values["browser.load"] >= LATE_S * 1000 and not scenario.ctx.flags
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+@pytest.mark.parametrize(
+    ("where", "named"),
+    [
+        ("dead-port", {"chromium": "(ERR_CONNECTION_REFUSED)", "firefox": "(connectionFailure)"}),
+        ("/empty-404", {"chromium": "(HTTP ERROR 404)", "firefox": "answered HTTP 404"}),
+    ],
+)
+async def test_a_page_that_does_not_load_fails_naming_why(
+    xvfb: str, tmp_path: Path, site: Site, browser: str, where: str, named: dict[str, str]
+) -> None:
+    """Each measured the browser's own error page and succeeded."""
+    need(browser)
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{unused.getsockname()[1]}/"
+    url = dead if where == "dead-port" else site.url + where
+    scenario = page_load(xvfb, tmp_path, url=url, browser=browser, load_timeout_s=60)
+    why = await failed_within(scenario, 30)  # the browser's start, not the load time-out
+    assert why.startswith(f"{url} did not load: ") and named[browser] in why
+
+
+async def test_a_page_all_in_the_start_colour_fails_at_once_naming_it(
+    xvfb: str, tmp_path: Path, site: Site
+) -> None:
+    """It failed after load_timeout_s, saying nothing was drawn."""
+    need("chromium")
+    scenario = page_load(xvfb, tmp_path, url=f"{site.url}/all-green", load_timeout_s=60)
+    why = await failed_within(scenario, 30)
+    assert "drew nothing different from labd's green start screen" in why
 
 
 async def test_a_job_command_that_exits_at_once_is_the_jobs_failure(

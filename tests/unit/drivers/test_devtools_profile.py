@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from labd_browser.devtools import browser_timing
+from labd_browser.devtools import read_page
 
 
 @pytest.mark.parametrize("made", ["fifo", "link", "huge"])
@@ -27,7 +27,7 @@ async def test_a_profile_file_the_job_tampered_with_costs_only_the_marks(
     else:
         port_file.write_text("9222\n" + "x" * 10**6)
     async with asyncio.timeout(5):  # a FIFO had blocked for ever
-        assert await browser_timing("chromium", tmp_path, answer_s=1) == {}
+        assert await read_page("chromium", tmp_path, answer_s=1) is None
 
 
 async def test_firefox_is_reached_on_loopback_only(tmp_path: Path) -> None:
@@ -44,6 +44,6 @@ async def test_firefox_is_reached_on_loopback_only(tmp_path: Path) -> None:
     server = {"ws_host": "127.0.0.2", "ws_port": port}
     (tmp_path / "WebDriverBiDiServer.json").write_text(json.dumps(server))
     async with asyncio.timeout(5):
-        assert await browser_timing("firefox", tmp_path, answer_s=1) == {}
+        assert await read_page("firefox", tmp_path, answer_s=1) is None
     elsewhere.close()
     assert reached == []
