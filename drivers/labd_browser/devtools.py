@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import stat
 from dataclasses import dataclass
@@ -90,11 +91,17 @@ async def read_page(browser: str, profile: Path, answer_s: float = ANSWER_S) -> 
 
 def page_state(value: str | None) -> PageState | None:
     """TIMING's answer read: an event that has not happened is no mark (as 0 it went into the
-    summary and every comparison as a load in 0 ms). None for no answer."""
-    found = json.loads(value) if value else None
-    if not isinstance(found, dict):
+    summary and every comparison as a load in 0 ms). None for no answer, or one that is not
+    TIMING's (the page's own script can replace JSON.stringify: its word is not taken)."""
+    try:
+        found = json.loads(value) if value else None
+        if not isinstance(found, dict):
+            return None
+        marks = {f"browser.{k}": float(found[k]) for k in BROWSER_MARKS if found.get(k) is not None}
+    except (ValueError, TypeError):
         return None
-    marks = {f"browser.{k}": float(found[k]) for k in BROWSER_MARKS if found.get(k) is not None}
+    if not all(math.isfinite(v) for v in marks.values()):
+        return None
     page = str(found.get("page") or "")
     return PageState(marks, page, _failure(page, found.get("status"), found.get("error")))
 

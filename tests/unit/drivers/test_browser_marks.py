@@ -22,6 +22,9 @@ def test_a_mark_the_page_has_not_reached_is_no_value() -> None:
 
 def test_no_answer_is_no_state() -> None:
     assert page_state(None) is None and page_state("") is None and page_state('"x"') is None
+    # A page's script that replaced JSON.stringify answers what it likes: no state, no crash.
+    for forged in ("{not json", '{"load": "soon"}', '{"load": [1]}', '{"load": 1e999}'):
+        assert page_state(forged) is None
     done = {"responseStart": 5, "domInteractive": 40, "domContentLoaded": 41, "load": 90}
     state = page_state(json.dumps(done | ABOUT))
     assert state is not None and state.loaded
