@@ -73,7 +73,10 @@ class PageLoadParams(BaseModel):
         default_factory=list, description="The browser's program, if not the default."
     )
     quiet_ms: float = Field(
-        1000, ge=100, le=60_000, description="No pixel change this long: the page is done."
+        1000,
+        ge=100,
+        le=60_000,
+        description="No pixel change this long, after the browser's load event: the page is done.",
     )
     load_timeout_s: float = Field(
         60, gt=0, le=3600, description="Longest page load before the iteration fails."
