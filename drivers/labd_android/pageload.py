@@ -17,7 +17,7 @@ import concurrent.futures
 import time
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from labd.capture import Recorder, untrustworthy
 from labd.sdk import (
@@ -45,7 +45,7 @@ from labd_android.sync import (
     stop_recording,
 )
 from labd_browser.devtools import BROWSER_MARKS, cdp_page
-from labd_browser.pageload import VISUAL, http_url
+from labd_browser.pageload import VISUAL, http_url, longer_than_quiet
 
 DEVTOOLS = "localabstract:chrome_devtools_remote"
 
@@ -68,6 +68,11 @@ class PhonePageLoadParams(BaseModel):
     @classmethod
     def _http(cls, url: str) -> str:
         return http_url(url)
+
+    @field_validator("load_timeout_s")
+    @classmethod
+    def _outlasts_quiet(cls, value: float, info: ValidationInfo) -> float:
+        return longer_than_quiet(value, info)
 
     @property
     def browser_package(self) -> str:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from labd.capture import (
     AnalysisOptions,
@@ -120,6 +120,11 @@ class PageLoadParams(BaseModel):
                 "http.server` in its folder, or record it with `labd replay record`"
             )
         return http_url(value)
+
+    @field_validator("load_timeout_s")
+    @classmethod
+    def _outlasts_quiet(cls, value: float, info: ValidationInfo) -> float:
+        return longer_than_quiet(value, info)
 
     @field_validator("stabilise", mode="before")
     @classmethod
@@ -434,6 +439,18 @@ def _analyze(
     """In the analysis process; times from the navigation (capture times share its clock)."""
     options = AnalysisOptions(time_zero_ms=zero)
     return analyze(VideoFile(path, timestamps), options, artifacts).model_dump()
+
+
+def longer_than_quiet(load_timeout_s: float, info: ValidationInfo) -> float:
+    """A load time-out that leaves room for `quiet_ms` of stillness: a shorter one failed every
+    iteration, saying the screen kept changing."""
+    quiet_ms = info.data.get("quiet_ms")  # absent when it was itself refused
+    if quiet_ms is not None and load_timeout_s * 1000 <= quiet_ms:
+        raise ValueError(
+            f"{load_timeout_s:g} s is not longer than quiet_ms ({quiet_ms:g} ms): a page is done "
+            "only once still for quiet_ms, so no page could finish"
+        )
+    return load_timeout_s
 
 
 def http_url(value: str) -> str:

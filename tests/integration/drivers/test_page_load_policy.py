@@ -149,3 +149,20 @@ async def test_a_phone_url_is_checked_as_a_desktop_one(
     problem = caught.value.problems[0]
     assert problem.startswith("job.toml: params.url: value error, "), problem
     assert why in problem
+
+
+async def test_a_load_time_out_within_quiet_ms_is_refused_on_desktops_and_phones(
+    store: Store,
+) -> None:
+    """Every iteration failed after the time-out, saying the screen kept changing."""
+    why = (
+        "params.load_timeout_s: value error, 2 s is not longer than quiet_ms (2000 ms): a page "
+        "is done only once still for quiet_ms, so no page could finish, got 2"
+    )
+    problems = await refused(await service(store, ["python3"]), quiet_ms=2000, load_timeout_s=2)
+    assert problems == [f"job.toml: {why}"]
+    spec = tomllib.loads((ROOT / "examples/android/page-load-chrome.toml").read_text())
+    spec["params"] |= {"quiet_ms": 2000, "load_timeout_s": 2}
+    with pytest.raises(InvalidSpec) as caught:
+        await (await phone_service(store)).submit(spec, "job.toml", submitter="t")
+    assert caught.value.problems == [f"job.toml: {why}"]
