@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from typing import Any
 
 from aiohttp import WSMsgType, web
@@ -73,6 +74,8 @@ class DevTools:
         last = self.phone.navigations[-1] if self.phone.navigations else {}
         names = ("responseStart", "domInteractive", "domContentLoaded", "load")
         found = {n: round(float(last[n]), 1) if n in last else None for n in names}
+        if "load" in last and time.monotonic() < last["started"] + last["load"] / 1000:
+            found["load"] = None  # not fired yet
         # As Chrome: a failed fetch, or an HTTP error without a body, shows its error page.
         status = last.get("status") or None
         error = last.get("error") and "ERR_CONNECTION_REFUSED"

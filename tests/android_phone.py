@@ -77,6 +77,7 @@ class Phone(FakeDevice):
         self.proxy = ""
         self.next_url = ""  # where a tap on the sync page goes
         self.navigations: list[dict[str, Any]] = []  # url, status, timing, for DevTools
+        self.load_lag_ms = 600.0  # the load event this long after the page is drawn
         self.devtools: Any = None
         if devtools:
             from tests.android_devtools import DevTools
@@ -216,7 +217,8 @@ class Phone(FakeDevice):
         timing |= {"status": status, "responseStart": (first_byte - started) * 1000,
                    "domInteractive": (done - started) * 1000,
                    "domContentLoaded": (done - started) * 1000,
-                   "load": (done - started) * 1000 + 600, "empty": not body}  # fmt: skip
+                   "load": (done - started) * 1000 + self.load_lag_ms,
+                   "started": started, "empty": not body}  # fmt: skip
         self.navigations.append(timing)
         text = body.decode("utf-8", "replace")
         if (sync := SYNC.search(text)) is not None:

@@ -1,7 +1,8 @@
 """Page load in a phone's browser (Chrome or Firefox for Android, by package): the X11 page
 load's manifest with `platform = "android"`. Per iteration the browser is stopped (a cold
 start), a green page labd serves is shown, a tap on it loads the page (the page's own script
-follows the tap: no URL bar is typed into while the clock runs), red once the screen is still;
+follows the tap: no URL bar is typed into while the clock runs), red once the screen is still
+(and, where Chrome's DevTools answers, the page's load event has fired);
 `screenrecord` films it and the same visual metrics are read from the frames.
 
 The job's replay server is reached through `adb reverse` and set as the phone's HTTP proxy
@@ -45,7 +46,7 @@ from labd_android.sync import (
     stop_recording,
 )
 from labd_browser.devtools import BROWSER_MARKS, cdp_page
-from labd_browser.pageload import VISUAL, http_url, longer_than_quiet
+from labd_browser.pageload import VISUAL, http_url, load_never_fired, longer_than_quiet
 
 DEVTOOLS = "localabstract:chrome_devtools_remote"
 
@@ -137,7 +138,7 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
             await self.sync.until_quiet(p.quiet_ms, p.load_timeout_s, unlike=green)
             if shows(await asyncio.to_thread(self.screen.screenshot), RED):
                 raise TestFailure("the page showed the end colour itself, before labd's red")
-            timing = await self._navigation_timing()
+            timing = await self._navigation_timing(zero / 1000 + p.load_timeout_s)
             await self.sync.show(RED)
         finally:
             spool = await stop_recording(recorder)
@@ -149,15 +150,22 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
         latency = keep_latencies(take_latencies(self.input), folder, self.ctx.fingerprint)
         return values | timing | latency
 
-    async def _navigation_timing(self) -> dict[str, float]:
-        """Chrome's Navigation Timing of the page on screen; {} (and why, in the
+    async def _navigation_timing(self, deadline: float) -> dict[str, float]:
+        """Chrome's Navigation Timing of the page on screen, once its load event has fired
+        (asked four times a second until `deadline`, monotonic seconds; the screen then waited on
+        to stay still quiet_ms more, as an image is drawn after it); {} (and why, in the
         fingerprint) when the phone exposes none; TestFailure when Chrome shows its error page
-        or the server answered an HTTP error."""
+        or the server answered an HTTP error. A load that has not fired by then is flagged."""
         if not self._timing_source().startswith("Chrome"):
             return {}
+        p = self.params
         port = await asyncio.to_thread(self.screen.forward, DEVTOOLS)
         try:
             state = await cdp_page(port)
+            waited = False
+            while state and not (state.failure or state.loaded) and time.monotonic() < deadline:
+                await asyncio.sleep(0.25)
+                state, waited = await cdp_page(port), True
         finally:
             await asyncio.to_thread(self.screen.remove_forward, port)
         if state is None:
@@ -167,7 +175,11 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
             )
             return {}
         if state.failure:
-            raise TestFailure(f"{self.params.url} did not load: {state.failure}")
+            raise TestFailure(f"{p.url} did not load: {state.failure}")
+        if not state.loaded:
+            self.ctx.flags.append(load_never_fired(p.load_timeout_s))
+        elif waited:
+            await self.sync.until_quiet(p.quiet_ms, p.load_timeout_s)
         return state.marks
 
     async def teardown(self) -> None:

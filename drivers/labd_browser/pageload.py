@@ -379,10 +379,7 @@ class PageLoad(Scenario[PageLoadParams]):
                 )
             if now - began > p.load_timeout_s:
                 if changed and still and state is not None and state.navigated:
-                    self.ctx.flags.append(
-                        f"the browser's load event had not fired after {p.load_timeout_s:g} s "
-                        "(the screen was still): the page may not have finished drawing"
-                    )
+                    self.ctx.flags.append(load_never_fired(p.load_timeout_s))
                     return state
                 why = (
                     "nothing was drawn"
@@ -451,6 +448,14 @@ def longer_than_quiet(load_timeout_s: float, info: ValidationInfo) -> float:
             "only once still for quiet_ms, so no page could finish"
         )
     return load_timeout_s
+
+
+def load_never_fired(load_timeout_s: float) -> str:
+    """The flag of a page still on screen whose load event never came."""
+    return (
+        f"the browser's load event had not fired after {load_timeout_s:g} s "
+        "(the screen was still): the page may not have finished drawing"
+    )
 
 
 def http_url(value: str) -> str:

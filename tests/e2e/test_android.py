@@ -120,6 +120,18 @@ async def test_a_page_that_does_not_load_fails_naming_why(lab: dict[str, Any]) -
     assert results["job"]["state"] == "failed"
 
 
+async def test_a_load_event_after_the_screen_went_still_is_waited_for(
+    lab: dict[str, Any],
+) -> None:
+    """The page was drawn, then still for quiet_ms (1 s) while its load event was 3 s off: the
+    iteration ended before it, and `browser.load` was missing."""
+    lab["phone"].load_lag_ms = 3000
+    manifest = shorter(lab, "examples/android/page-load-chrome.toml", iterations=1)
+    results, events = await run_job(lab, manifest)
+    (iteration,) = succeeded(results, events)
+    assert iteration["values"]["browser.load"] >= 3000
+
+
 async def test_a_pinch_is_refused_at_submit_with_the_reason(lab: dict[str, Any]) -> None:
     manifest = Path(shorter(lab, "examples/android/gestures.toml"))
     manifest.write_text(manifest.read_text() + '\n[[params.steps]]\nkind = "pinch"\nscale = 2\n')
