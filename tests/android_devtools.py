@@ -64,8 +64,14 @@ class DevTools:
             if message.type != WSMsgType.TEXT:
                 break
             call = json.loads(message.data)
+            if call.get("method") == "Runtime.evaluate" and self._busy():
+                continue  # as a page still parsing: the evaluation waits, unanswered
             await ws.send_json({"id": call["id"], "result": self._evaluate(call)})
         return ws
+
+    def _busy(self) -> bool:
+        last = self.phone.navigations[-1] if self.phone.navigations else {}
+        return "started" in last and time.monotonic() < last["started"] + self.phone.busy_ms / 1000
 
     def _evaluate(self, call: dict[str, Any]) -> dict[str, Any]:
         expression = call.get("params", {}).get("expression", "")

@@ -78,6 +78,7 @@ class Phone(FakeDevice):
         self.next_url = ""  # where a tap on the sync page goes
         self.navigations: list[dict[str, Any]] = []  # url, status, timing, for DevTools
         self.load_lag_ms = 600.0  # the load event this long after the page is drawn
+        self.busy_ms = 0.0  # the page answers no evaluation this long (megabytes parsing)
         self.devtools: Any = None
         if devtools:
             from tests.android_devtools import DevTools

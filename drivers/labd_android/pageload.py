@@ -45,7 +45,7 @@ from labd_android.sync import (
     start_recording,
     stop_recording,
 )
-from labd_browser.devtools import BROWSER_MARKS, cdp_page
+from labd_browser.devtools import BROWSER_MARKS, PageSilent, PageState, cdp_page
 from labd_browser.pageload import VISUAL, http_url, load_never_fired, longer_than_quiet
 
 DEVTOOLS = "localabstract:chrome_devtools_remote"
@@ -160,14 +160,26 @@ class PhonePageLoad(Scenario[PhonePageLoadParams]):
             return {}
         p = self.params
         port = await asyncio.to_thread(self.screen.forward, DEVTOOLS)
+        state: PageState | None = None
+        silent: PageSilent | None = None  # the page's last word was none
+        waited = False
         try:
-            state = await cdp_page(port)
-            waited = False
-            while state and not (state.failure or state.loaded) and time.monotonic() < deadline:
+            while True:
+                try:
+                    state, silent = await cdp_page(port), None
+                except PageSilent as e:  # not yet a verdict: a page of megabytes still parsing
+                    silent = e
+                else:
+                    if not state or state.failure or state.loaded:
+                        break
+                if time.monotonic() >= deadline:
+                    break
                 await asyncio.sleep(0.25)
-                state, waited = await cdp_page(port), True
+                waited = True
         finally:
             await asyncio.to_thread(self.screen.remove_forward, port)
+        if silent is not None:
+            raise silent.verdict(p.load_timeout_s)
         if state is None:
             self.ctx.fingerprint["browser"]["navigation_timing"] = (
                 "not exposed: nothing answered on chrome_devtools_remote "

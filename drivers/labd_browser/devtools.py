@@ -44,6 +44,16 @@ class NoAnswer(Exception):
     """The browser took a command and did not answer it in time."""
 
 
+class PageSilent(TestFailure):
+    """The page took the evaluation and did not answer it in time: a dialog open, a script that
+    never yields, or a page still parsing (a page of megabytes holds its script for seconds).
+    Before the load event fires it is not yet a verdict: ask again until `load_timeout_s`."""
+
+    def verdict(self, load_timeout_s: float) -> TestFailure:
+        """The iteration's failure once the page was still silent at `load_timeout_s`."""
+        return TestFailure(f"{self}; asked again until load_timeout_s ({load_timeout_s:g} s)")
+
+
 # What costs the marks, not the iteration: no port file, nothing listening, no page target, a
 # refused command, the browser process itself silent.
 UNREACHABLE = (
@@ -73,8 +83,8 @@ class PageState:
 async def read_page(browser: str, profile: Path, answer_s: float = ANSWER_S) -> PageState | None:
     """The page on screen, read through the browser's remote protocol; None when that cannot be
     reached (the pixels are the measurement; this is a second opinion). TestFailure, within a
-    few times `answer_s`, when the page itself does not answer: its tab crashed, it holds a
-    dialog open, or its script never yields."""
+    few times `answer_s`, when its tab crashed or (Firefox) it holds a dialog open; PageSilent
+    when the page does not answer: a dialog, a script that never yields, or still parsing."""
     timeout = aiohttp.ClientTimeout(total=answer_s)  # connecting and HTTP; replies: `_call`
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
@@ -119,12 +129,13 @@ def _failure(page: str, status: Any, error: Any) -> str | None:
 
 async def cdp_page(port: int, answer_s: float = ANSWER_S) -> PageState | None:
     """The page on screen from a Chrome DevTools endpoint on this host port (a phone's Chrome
-    through `adb forward`); None when it does not answer, within a few times `answer_s`."""
+    through `adb forward`); None when the endpoint cannot be reached, within a few times
+    `answer_s`; PageSilent or a crash's TestFailure as `read_page`."""
     timeout = aiohttp.ClientTimeout(total=answer_s)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
             value = await _cdp_evaluate_at(http, port, answer_s)
-    except (*UNREACHABLE, TestFailure):
+    except UNREACHABLE:
         return None
     return page_state(value)
 
@@ -149,9 +160,9 @@ async def _cdp_evaluate_at(http: aiohttp.ClientSession, port: int, answer_s: flo
             if "Inspector.targetCrashed" in events:
                 raise TestFailure(CRASHED) from None
             # Chromium tells a dialog apart only to a client that watched it open.
-            raise TestFailure(
-                f"the page did not answer within {answer_s:g} s once it looked done: a "
-                "dialog (alert, confirm, prompt) open, or its script never yields"
+            raise PageSilent(
+                f"the page did not answer within {answer_s:g} s: a dialog (alert, confirm, "
+                "prompt) open, or its script never yields"
             ) from None
     value = reply["result"]["result"].get("value")
     return str(value) if value is not None else None
@@ -205,9 +216,9 @@ async def _bidi_evaluate(http: aiohttp.ClientSession, profile: Path, answer_s: f
             try:
                 reply = await _call(ws, 4, "script.evaluate", params, answer_s)
             except NoAnswer:
-                raise TestFailure(
-                    f"the page's script did not answer within {answer_s:g} s once the page "
-                    "looked done: it never yields (a loop), or its tab hangs"
+                raise PageSilent(
+                    f"the page's script did not answer within {answer_s:g} s: it never "
+                    "yields (a loop), or its tab hangs"
                 ) from None
         finally:
             # The browser process answers this even when the page does not; a session left

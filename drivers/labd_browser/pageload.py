@@ -47,7 +47,7 @@ from labd.sdk import (
 )
 from labd_browser.browsers import KNOWN, argument_problems, find, launch_command, version
 from labd_browser.desktop import Desktop
-from labd_browser.devtools import BROWSER_MARKS, PageState, read_page
+from labd_browser.devtools import BROWSER_MARKS, PageSilent, PageState, read_page
 
 GREEN, RED = (0, 255, 0), (255, 0, 0)
 Stabiliser = Literal["exclusive_cpu", "no_aslr", "tmpfs"]
@@ -351,6 +351,7 @@ class PageLoad(Scenario[PageLoadParams]):
         first = previous = before
         changed = False
         state: PageState | None = None
+        silent: PageSilent | None = None  # the page's last word was none
         loaded_at: float | None = None
         while True:
             await asyncio.sleep(0.05)
@@ -362,14 +363,19 @@ class PageLoad(Scenario[PageLoadParams]):
             previous = frame
             still = (now - still_since) * 1000 >= p.quiet_ms
             if still and loaded_at is None and now >= asked_at:
-                state = await read_page(p.browser, self.profile) if self.profile else None
-                if state is None and changed:  # no second opinion: the pixels alone
-                    return None
-                if state is not None and state.failure:
-                    return state
-                if state is not None and state.navigated and state.loaded:
-                    loaded_at = navigated + state.marks["browser.load"] / 1000
-                asked_at = now + (0.25 if changed else 0.5)  # a light touch while it loads
+                try:
+                    state = await read_page(p.browser, self.profile) if self.profile else None
+                    silent = None
+                except PageSilent as e:  # not yet a verdict: a page of megabytes still parsing
+                    silent = e
+                else:
+                    if state is None and changed:  # no second opinion: the pixels alone
+                        return None
+                    if state is not None and state.failure:
+                        return state
+                    if state is not None and state.navigated and state.loaded:
+                        loaded_at = navigated + state.marks["browser.load"] / 1000
+                asked_at = time.monotonic() + (0.25 if changed else 0.5)  # a light touch
             if loaded_at is not None and (now - max(still_since, loaded_at)) * 1000 >= p.quiet_ms:
                 if changed:
                     return state
@@ -378,6 +384,8 @@ class PageLoad(Scenario[PageLoadParams]):
                     "screen: a page all in the start colour cannot be measured"
                 )
             if now - began > p.load_timeout_s:
+                if silent is not None and still:
+                    raise silent.verdict(p.load_timeout_s)
                 if changed and still and state is not None and state.navigated:
                     self.ctx.flags.append(load_never_fired(p.load_timeout_s))
                     return state

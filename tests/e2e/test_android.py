@@ -132,6 +132,18 @@ async def test_a_load_event_after_the_screen_went_still_is_waited_for(
     assert iteration["values"]["browser.load"] >= 3000
 
 
+async def test_a_page_too_busy_to_answer_at_first_is_asked_again_until_it_loads(
+    lab: dict[str, Any],
+) -> None:
+    """A page of megabytes holds its script while it parses: Chrome took more than 5 s to
+    answer. That was read as nothing answering, and `browser.load` was missing."""
+    lab["phone"].busy_ms = 7000
+    manifest = shorter(lab, "examples/android/page-load-chrome.toml", iterations=1)
+    results, events = await run_job(lab, manifest)
+    (iteration,) = succeeded(results, events)
+    assert iteration["values"]["browser.load"] > 0
+
+
 async def test_a_pinch_is_refused_at_submit_with_the_reason(lab: dict[str, Any]) -> None:
     manifest = Path(shorter(lab, "examples/android/gestures.toml"))
     manifest.write_text(manifest.read_text() + '\n[[params.steps]]\nkind = "pinch"\nscale = 2\n')
