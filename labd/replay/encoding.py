@@ -5,7 +5,8 @@ sent (11,000 bytes of page went out for 70 bytes of gzip: 157 times the bandwidt
 gzip and deflate come from the standard library; br only when the `brotli` module is there.
 A coding that cannot be produced is served as identity, without the header. Codings applied
 one over another ("gzip, gzip", in the order applied) are undone at record in reverse and
-applied again at replay, layer by layer: aiohttp decodes a single coding only."""
+applied again at replay, layer by layer (aiohttp's client decodes a single coding only, and
+refuses even a bodiless answer under one it lacks: the recorder decodes with these)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from labd.textfile import size_text
+
 ALIASES = {"x-gzip": "gzip"}  # RFC 9110 section 8.4.1.3: x-gzip is gzip
 ZLIB_LEVEL = 6  # zlib's default, and gzip's (the level an origin used is not recorded)
 BROTLI_QUALITY = 5  # as servers compressing on the fly use; 11 takes seconds a megabyte
 
 
-# What aiohttp's client decodes by itself: a Content-Encoding of exactly one of these.
-AIOHTTP_DECODES = frozenset({"gzip", "deflate", "br", "zstd"})
 
 
 def coding_of(value: str) -> str:
@@ -56,6 +57,7 @@ def _encoders() -> dict[str, Callable[[bytes], bytes]]:
 
 
 ENCODERS = _encoders()
+DECODERS = frozenset(ENCODERS)  # `decoded` undoes what can be produced here, and no more
 
 
 def encoded(body: bytes, coding: str) -> bytes | None:
@@ -86,7 +88,7 @@ def decoded(body: bytes, coding: str, limit: int) -> bytes:
         else:
             raise Undecodable(f"no decoder here for the content coding {layer!r}")
         if len(body) > limit:
-            raise Undecodable(f"decoded, the body is over the limit of {limit:,} bytes")
+            raise Undecodable(f"decoded, the body is over the limit of {size_text(limit)}")
     return body
 
 

@@ -128,6 +128,7 @@ class Response:
     headers: tuple[tuple[str, str], ...]
     body: bytes  # decoded
     encoding: str = ""  # the recorded Content-Encoding ("gzip"), "" for none
+    length: int | None = None  # a HEAD's recorded Content-Length: what a GET would be sent
 
 
 @dataclass
@@ -271,7 +272,17 @@ def _entry(entry: Any, ignore_params: frozenset[str], problems: list[str]) -> tu
     if not isinstance(method, str) or not TOKEN.fullmatch(method):
         raise ValueError(f"request.method {method!r} is not an HTTP method")
     key = request_key(method, url, ignore_params)
-    return key, Response(status, reason, headers, body, encoding)
+    head = method == "HEAD" and not body
+    length = _content_length(response.get("headers") or []) if head else None
+    return key, Response(status, reason, headers, body, encoding, length)
+
+
+def _content_length(listed: list[dict[str, Any]]) -> int | None:
+    """The Content-Length among a response's checked headers, if one is a number (of at most
+    18 digits: an exabyte is no length, and int() refuses 4,300 digits)."""
+    found = (str(h["value"]) for h in listed if str(h["name"]).lower() == "content-length")
+    value = next(found, "").strip()
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
 
 
 def _headers(listed: Any, problems: list[str]) -> tuple[tuple[tuple[str, str], ...], str]:
@@ -355,7 +366,7 @@ def har_entry(
             "headers": [{"name": k, "value": v} for k, v in headers],
             "cookies": [],
             "content": content,
-            "redirectURL": "",
+            "redirectURL": next((v for k, v in headers if k.lower() == "location"), ""),
             "headersSize": -1,
             "bodySize": body_size,
         },

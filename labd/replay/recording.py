@@ -1,10 +1,10 @@
 """Record: a forward proxy (plain HTTP, and CONNECT for HTTPS through the replay CA) that
 fetches each request from its origin and keeps it as a HAR 1.2 entry, bodies included.
 
-What an origin can cost is bounded: a body is read decoded (gzip and the like) up to
-`max_body` bytes and refused past it; a body that ends early is not recorded; a client that
-leaves cancels its request to the origin. A request for the recorder's own address is
-refused rather than sent round in a loop."""
+What an origin can cost is bounded: a body is read as sent up to `max_body` bytes, decoded
+(gzip and the like, by labd's own decoders) up to as many, and refused past either; a body
+that ends early is not recorded; a client that leaves cancels its request to the origin. A
+request for the recorder's own address is refused rather than sent round in a loop."""
 
 from __future__ import annotations
 
@@ -22,20 +22,19 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from aiohttp import ClientError, ClientSession, web
-from aiohttp.compression_utils import HAS_BROTLI, HAS_ZSTD
+from aiohttp import ClientError, ClientResponseError, ClientSession, web
 from yarl import URL
 
 from labd import __version__
 from labd.errors import UsageError
-from labd.replay.encoding import AIOHTTP_DECODES, Undecodable, coding_of, decoded
+from labd.replay.encoding import DECODERS, Undecodable, coding_of, decoded
 from labd.replay.har import DROPPED_HEADERS, har_document, har_entry
 from labd.replay.replaying import request_url
 
 log = structlog.get_logger("labd.replay")
 
-# Codings aiohttp decodes only with a module that may not be installed.
-OPTIONAL_CODINGS = {"br": HAS_BROTLI, "zstd": HAS_ZSTD}
+# Codings decoded only with a module that may not be installed (labd has no zstd decoder).
+OPTIONAL_CODINGS = {"br": "br" in DECODERS, "zstd": False}
 
 
 class TooLarge(Exception):
@@ -82,26 +81,29 @@ class RecordHandler:
                 allow_redirects=False,
                 skip_auto_headers=unasked,
             ) as upstream:
-                payload = await self._read(upstream.content)  # decoded, as HAR keeps them
-                # As received, encoded; a response of no body (HEAD, 204, 304) has no counter.
-                wire_size = getattr(upstream.content, "total_raw_bytes", 0)
-                sent = upstream.headers.get("Content-Encoding", "")
-                if sent.lower() not in AIOHTTP_DECODES and (coding := coding_of(sent)):
-                    payload = decoded(payload, coding, self.max_body)  # aiohttp left it encoded
+                wire = await self._read(upstream.content)  # as received: the session decodes not
+                coding = coding_of(upstream.headers.get("Content-Encoding", ""))
+                # Decoded, as HAR keeps bodies; no body (HEAD, 204, 304) has nothing to decode.
+                payload = decoded(wire, coding, self.max_body) if coding and wire else wire
                 status, reason = upstream.status, upstream.reason or ""
-                # The HAR keeps the origin's Content-Encoding, as browsers' exports do (replay
-                # encodes the body again); the client gets the body decoded, without it.
+                # The HAR keeps the origin's Content-Encoding and Content-Length, as browsers'
+                # exports do (replay encodes the body again, and frames it itself; a HEAD's
+                # length is sent again); the client gets the body decoded, framed by aiohttp,
+                # and a HEAD's length where no coding makes it the encoded body's.
                 recorded_headers = [
                     (k, v)
                     for k, v in upstream.headers.items()
-                    if k.lower() not in DROPPED_HEADERS - {"content-encoding"}
+                    if k.lower() not in DROPPED_HEADERS - {"content-encoding", "content-length"}
                 ]
-                reply_headers = [
-                    (k, v) for k, v in recorded_headers if k.lower() != "content-encoding"
-                ]
+                framed = {"content-encoding", "content-length"}
+                if request.method == "HEAD" and not coding:
+                    framed = {"content-encoding"}
+                reply_headers = [(k, v) for k, v in recorded_headers if k.lower() not in framed]
         except (ClientError, TimeoutError, OSError, TooLarge, Undecodable) as e:
             self.failed += 1
             why = str(e) or type(e).__name__
+            if isinstance(e, ClientResponseError):  # aiohttp's parser refused the answer
+                why = f"the origin's answer is not valid HTTP/1.1 ({e.message.splitlines()[0]})"
             log.warning("record_upstream_failed", url=url, error=why)
             return web.Response(
                 status=502, text=f"labd replay record: {url}: {why}; not recorded\n"
@@ -119,7 +121,7 @@ class RecordHandler:
                 payload,
                 started,
                 elapsed,
-                wire_size,
+                len(wire),
             )
         )
         return web.Response(
@@ -127,7 +129,7 @@ class RecordHandler:
         )
 
     async def _read(self, content: Any) -> bytes:
-        """The whole body, decoded, or TooLarge as soon as it passes the limit; a body cut short
+        """The whole body, as sent, or TooLarge as soon as it passes the limit; a body cut short
         raises ClientPayloadError from aiohttp."""
         chunks, size = [], 0
         async for chunk in content.iter_any():
@@ -207,9 +209,9 @@ def already_there(path: Path) -> str | None:
 
 
 def _decodable(accept_encoding: str) -> str:
-    """The client's Accept-Encoding less the codings aiohttp cannot decode here (br without
-    the brotli module, zstd without its): an origin answering in one of those got a 502, so
-    a browser's "gzip, deflate, br, zstd" made much of a site unrecordable."""
+    """The client's Accept-Encoding less the codings labd cannot decode here (br without the
+    brotli module, zstd): an origin answering in one of those got a 502, so a browser's
+    "gzip, deflate, br, zstd" made much of a site unrecordable."""
     kept = []
     for item in accept_encoding.split(","):
         coding = item.partition(";")[0].strip().lower()

@@ -24,7 +24,7 @@ import structlog
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from labd.replay.encoding import accepted, encoded, layers
+from labd.replay.encoding import ENCODERS, accepted, encoded, layers
 from labd.replay.har import Archive, Key, Response, request_key
 from labd.replay.shaping import Shaper
 
@@ -212,6 +212,8 @@ def _prepare(response: Response) -> _Choices:
     """Encoded once, at load: not again for every request. An empty body stays as it is
     (a redirect, a 304)."""
     headers: CIMultiDict[str] = CIMultiDict(response.headers)
+    if response.length is not None:
+        return _head(response, headers)
     plain = _Prepared(response.status, response.reason, CIMultiDictProxy(headers), response.body)
     coding = response.encoding
     body = encoded(response.body, coding) if coding and response.body else None
@@ -224,3 +226,18 @@ def _prepare(response: Response) -> _Choices:
         coding,
         _Prepared(response.status, response.reason, CIMultiDictProxy(headers), body),
     )
+
+
+def _head(response: Response, headers: CIMultiDict[str]) -> _Choices:
+    """A HEAD recorded as such, with the Content-Length its origin sent (the size a GET would
+    get, in the recorded coding): sent again, under that coding to a client that accepts it.
+    A client that does not gets neither: the length of the body decoded is not known."""
+    plain = _Prepared(response.status, response.reason, CIMultiDictProxy(headers.copy()), b"")
+    coding = response.encoding
+    if coding and any(layer not in ENCODERS for layer in layers(coding)):
+        return _Choices(plain)  # replay's GET would not be sent in it either
+    headers["Content-Length"] = str(response.length)
+    if coding:
+        headers["Content-Encoding"] = ", ".join(layers(coding))
+    head = _Prepared(response.status, response.reason, CIMultiDictProxy(headers), b"")
+    return _Choices(plain, coding, head) if coding else _Choices(head)

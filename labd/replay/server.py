@@ -88,8 +88,9 @@ async def record(
     context = ssl.create_default_context(cafile=str(upstream_ca) if upstream_ca else None)
     clients = connection_limit(fds_per_connection=2)  # each may hold one to its origin
     connector = TCPConnector(ssl=context, limit=clients, limit_per_host=PER_ORIGIN)
+    # Bodies are decoded by labd's own decoders (labd.replay.encoding), not aiohttp's.
     async with ClientSession(
-        connector=connector, timeout=UPSTREAM_TIMEOUT, auto_decompress=True
+        connector=connector, timeout=UPSTREAM_TIMEOUT, auto_decompress=False
     ) as session:
         handler = RecordHandler(session, out, max_body, overwrite)
         # A client that leaves cancels its handler, and with it the request to the origin.

@@ -19,9 +19,9 @@ import aiohttp
 import pytest
 import trustme
 from aiohttp import web
-from aiohttp.compression_utils import HAS_BROTLI, HAS_ZSTD
 
 from labd.replay.certs import CA_CERT, write_ca
+from labd.replay.encoding import DECODERS
 from labd.replay.har import load
 from labd.replay.process import ReplayProcess
 from labd.replay.shaping import PROFILES, Profile
@@ -363,7 +363,7 @@ async def test_a_gzipped_page_is_recorded_decoded_and_replayed_gzipped(
     # br (a browser's first choice) is asked for only when the recorder can decode it: it was
     # a 502 and nothing recorded.
     assert (
-        ("br" in asked[0]) == HAS_BROTLI and ("zstd" in asked[0]) == HAS_ZSTD and "gzip" in asked[0]
+        ("br" in asked[0]) == ("br" in DECODERS) and "zstd" not in asked[0] and "gzip" in asked[0]
     )
     (entry,) = json.loads(out.read_text())["log"]["entries"]
     response = entry["response"]
@@ -531,3 +531,84 @@ async def test_responses_without_a_body_are_recorded_and_identity_stays_identity
     recorded_as = [(e["request"]["method"], e["response"]["status"]) for e in entries]
     assert recorded_as == [("GET", 200), ("GET", 304), ("HEAD", 200), ("POST", 204)]
     assert all(e["response"]["bodySize"] == 0 for e in entries[1:])
+
+
+# Raw answers, as origins send them: framing that describes a body not sent, and codings.
+BODILESS = {
+    "/file": b"200 OK\r\nContent-Type: application/zip\r\nContent-Length: 12345",
+    "/zipped": b"200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 777",
+    "/old": b"200 OK\r\nContent-Encoding: compress\r\nContent-Length: 50",
+    "/beacon-br": b"204 No Content\r\nContent-Encoding: br",
+    "/beacon-old": b"204 No Content\r\nContent-Encoding: compress",
+    "/moved": b"301 Moved Permanently\r\nLocation: /file\r\nContent-Length: 0",
+    "/bad": b"204 No Content\r\nContent-Length: 5\r\n\r\nhello",  # a 204 has no body
+}
+
+
+async def test_a_heads_length_and_bodiless_answers_under_any_coding_are_kept(
+    recording: Recorder, tmp_path: Path
+) -> None:
+    """A HEAD's Content-Length was dropped from the archive, so replay's HEAD had none; a
+    bodiless answer under a coding the recorder could not decode (br without brotli,
+    compress) was a 502, though there was nothing to decode; a 301's redirectURL was empty;
+    a 204 sent with a body got aiohttp's raw "Bad status line"."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        path = (await reader.readuntil(b"\r\n\r\n")).split()[1].decode()
+        head = BODILESS[path]
+        writer.write(b"HTTP/1.1 " + head + (b"" if b"\r\n\r\n" in head else b"\r\n\r\n"))
+        await writer.drain()
+        writer.close()
+
+    origin = await asyncio.start_server(answer, "127.0.0.1", 0)
+    site = f"http://127.0.0.1:{origin.sockets[0].getsockname()[1]}"
+    out = tmp_path / "site.har"
+    asks = [("HEAD", "/file"), ("HEAD", "/zipped"), ("HEAD", "/old"), ("POST", "/beacon-br"),
+            ("POST", "/beacon-old"), ("GET", "/moved"), ("GET", "/bad")]  # fmt: skip
+    got = {}
+    try:
+        recorder, port = await recording(out)
+        async with aiohttp.ClientSession(auto_decompress=False) as http:
+            for method, path in asks:
+                async with http.request(
+                    method, site + path, proxy=f"http://127.0.0.1:{port}", allow_redirects=False
+                ) as r:
+                    got[path] = (r.status, r.headers.get("Content-Length"), await r.text())
+        recorder.send_signal(signal.SIGINT)
+        stdout, _ = await asyncio.wait_for(recorder.communicate(), 30)
+    finally:
+        origin.close()
+    assert got["/file"] == (200, "12345", "")  # the client is told the length too
+    assert got["/beacon-br"][0] == got["/beacon-old"][0] == 204
+    assert got["/bad"][0] == 502 and "not valid HTTP/1.1 (Bad status line" in got["/bad"][2]
+    assert json.loads(stdout.splitlines()[-1])["failed"] == 1  # /bad alone
+    entries = {
+        e["request"]["url"].removeprefix(site): e
+        for e in json.loads(out.read_text())["log"]["entries"]
+    }
+    assert sorted(entries) == sorted(path for _, path in asks if path != "/bad")
+    file_headers = entries["/file"]["response"]["headers"]
+    assert {"name": "Content-Length", "value": "12345"} in file_headers
+    assert entries["/moved"]["response"]["redirectURL"] == "/file"
+
+    for e in entries.values():  # replayed as site.test
+        e["request"]["url"] = "http://site.test" + e["request"]["url"].removeprefix(site)
+    out.write_text(json.dumps({"log": {"entries": list(entries.values())}}))
+    server = ReplayProcess(out, PROFILES["none"])
+    await server.start()
+    try:
+        heads = {
+            (path, accept): await _raw_get(server.port, path, accept, method="HEAD")
+            for path in ("/file", "/zipped", "/old")
+            for accept in ("gzip", "")
+        }
+        beacon = await _raw_get(server.port, "/beacon-br", "br", method="POST")
+    finally:
+        await server.stop()
+    file, zipped, plain = heads["/file", ""], heads["/zipped", "gzip"], heads["/zipped", ""]
+    assert file[1]["content-length"] == "12345" and file[2] == b""
+    assert zipped[1]["content-length"] == "777" and zipped[1]["content-encoding"] == "gzip"
+    # Decoded, the length is not known: neither is sent.
+    assert "content-length" not in plain[1] and "content-encoding" not in plain[1]
+    assert "content-length" not in heads["/old", "gzip"][1]  # replay's GET is not compress
+    assert beacon[0] == 204 and beacon[2] == b""

@@ -330,3 +330,17 @@ def test_a_response_without_content_type_is_served_with_the_archives_mime_type()
         ("content-type", "text/css"),
     )
     assert archive.find("GET", "https://e.test/empty").headers == ()  # type: ignore[union-attr]
+
+
+def test_a_heads_recorded_length_is_kept_when_it_is_a_number(tmp_path: Path) -> None:
+    """What a GET would be sent; absurd values are left out, not the entry."""
+    entries = [
+        {"request": {"method": "HEAD", "url": f"http://site.test/{n}"},
+         "response": {"status": 200, "headers": [{"name": "content-length", "value": value}]}}
+        for n, value in enumerate([" 12345 ", "1" * 5000, "-1", "١٢"])
+    ]  # fmt: skip
+    path = tmp_path / "heads.har"
+    path.write_text(json.dumps({"log": {"entries": entries}}))
+    archive = load(path, MiB)
+    lengths = [archive.find("HEAD", f"http://site.test/{n}") for n in range(4)]
+    assert [r.length if r else "missing" for r in lengths] == [12345, None, None, None]
