@@ -24,8 +24,6 @@ ZLIB_LEVEL = 6  # zlib's default, and gzip's (the level an origin used is not re
 BROTLI_QUALITY = 5  # as servers compressing on the fly use; 11 takes seconds a megabyte
 
 
-
-
 def coding_of(value: str) -> str:
     """The codings a Content-Encoding value names, in lower case and the order applied, joined
     by commas ("gzip,br"); "" for none (identity)."""
