@@ -88,5 +88,8 @@ class DevTools:
         if status and status >= 400 and last.get("empty"):
             error = f"HTTP ERROR {status}"
         page = "chrome-error://chromewebdata/" if error else last.get("url", "about:blank")
-        value = json.dumps(found | {"page": page, "status": status, "error": error})
+        address = last.get("url")  # Navigation Timing's entry names where it went, or failed
+        value = json.dumps(
+            found | {"page": page, "address": address, "status": status, "error": error}
+        )
         return {"result": {"type": "string", "value": value}}

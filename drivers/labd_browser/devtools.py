@@ -27,14 +27,16 @@ from labd.sdk import TestFailure
 BROWSER_MARKS = ("responseStart", "domInteractive", "domContentLoaded", "load")
 # Navigation Timing, in ms from navigationStart (null when the event has not happened: a huge
 # page still parsing), with what says whether the page on screen is the page asked for: its
-# document's address (an error page's is the browser's own), the HTTP status, and the code
+# document's address (an error page's is the browser's own), the address navigated to last
+# (after redirects; on Chromium's error page, where it failed), the HTTP status, and the code
 # Chromium's error page shows (ERR_NAME_NOT_RESOLVED, HTTP ERROR 404).
 TIMING = """(() => { const t = performance.timing, s = t.navigationStart, d = v => v ? v - s : null;
   const n = performance.getEntriesByType('navigation')[0], page = document.documentURI;
   const code = page.startsWith('chrome-error:') && document.querySelector('.error-code');
   return JSON.stringify({responseStart: d(t.responseStart), domInteractive: d(t.domInteractive),
     domContentLoaded: d(t.domContentLoadedEventEnd), load: d(t.loadEventEnd), page: page,
-    status: (n && n.responseStatus) || null, error: code ? code.textContent : null}); })()"""
+    address: (n && n.name) || null, status: (n && n.responseStatus) || null,
+    error: code ? code.textContent : null}); })()"""
 # A page that has been still for quiet_ms answers in milliseconds; the protocol's own commands
 # (connect, list targets, end a session) are answered by the browser process, not the page.
 ANSWER_S = 5.0
@@ -113,18 +115,26 @@ def page_state(value: str | None) -> PageState | None:
     if not all(math.isfinite(v) for v in marks.values()):
         return None
     page = str(found.get("page") or "")
-    return PageState(marks, page, _failure(page, found.get("status"), found.get("error")))
+    address = str(found.get("address") or "")
+    return PageState(marks, page, _failure(page, address, found.get("status"), found.get("error")))
 
 
-def _failure(page: str, status: Any, error: Any) -> str | None:
+def _failure(page: str, address: str, status: Any, error: Any) -> str | None:
+    """Why the page on screen is not the page, naming the address that failed (a redirect's
+    target is not the URL asked for), where the browser says it."""
     if page.startswith("chrome-error:"):
-        return f"Chromium shows its error page ({error or 'no code'})"
+        return f"Chromium shows its error page ({error or 'no code'}){_at(address)}"
     if page.startswith(("about:neterror", "about:certerror")):
-        code = parse_qs(urlsplit(page).query).get("e", ["no code"])[0]
-        return f"Firefox shows its error page ({code})"
+        query = parse_qs(urlsplit(page).query)
+        code, failed = query.get("e", ["no code"])[0], query.get("u", [""])[0]
+        return f"Firefox shows its error page ({code}){_at(failed)}"
     if isinstance(status, int) and status >= 400:
-        return f"the server answered HTTP {status}"
+        return f"the server answered HTTP {status}{_at(page)}"
     return None
+
+
+def _at(address: str) -> str:
+    return f" at {address}" if address.startswith(("http:", "https:")) else ""
 
 
 async def cdp_page(port: int, answer_s: float = ANSWER_S) -> PageState | None:

@@ -389,6 +389,12 @@ class PageLoad(Scenario[PageLoadParams]):
                 if changed and still and state is not None and state.navigated:
                     self.ctx.flags.append(load_never_fired(p.load_timeout_s))
                     return state
+                if changed and not still and (loaded_at is not None or await self._loaded()):
+                    raise TestFailure(
+                        f"the page loaded but did not come to rest within {p.load_timeout_s:g} s"
+                        f": never still for quiet_ms ({p.quiet_ms:g} ms), it kept changing "
+                        "(an animation, a video, a ticking clock?)"
+                    )
                 why = (
                     "nothing was drawn"
                     if not changed
@@ -399,6 +405,14 @@ class PageLoad(Scenario[PageLoadParams]):
                 raise TestFailure(
                     f"the page did not finish loading within {p.load_timeout_s:g} s ({why})"
                 )
+
+    async def _loaded(self) -> bool:
+        """Whether the browser says the page's load event has fired; False where it cannot."""
+        try:
+            state = await read_page(self.params.browser, self.profile) if self.profile else None
+        except TestFailure:
+            return False
+        return state is not None and state.navigated and state.loaded
 
     def _grab(self) -> np.ndarray:
         return self.desktop.screenshot()

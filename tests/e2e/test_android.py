@@ -115,7 +115,7 @@ async def test_a_page_that_does_not_load_fails_naming_why(lab: dict[str, Any]) -
     results, _ = await run_job(lab, str(manifest), succeeds=False)
     (iteration,) = results["iterations"]
     assert iteration["error"].endswith(
-        f"{url} did not load: Chromium shows its error page (ERR_CONNECTION_REFUSED)"
+        f"{url} did not load: Chromium shows its error page (ERR_CONNECTION_REFUSED) at {url}"
     )
     assert results["job"]["state"] == "failed"
 

@@ -38,6 +38,9 @@ PAGES = {
     # Text at once, a large image LATE_S later: still between the two for longer than quiet_ms.
     "/late-image": "<h1>text first</h1><img src='/late.png' width=300 height=200>",
     "/all-green": "<style>body { background: #00ff00 }</style>",  # labd's start colour
+    # Loads at once, then repaints for ever.
+    "/restless": "<h1 id=n style='font-size:80px'>0</h1><script>let i = 0; "
+    "setInterval(() => { n.textContent = ++i }, 100)</script>",
     # 28 MB of static text: Chromium holds its script for seconds while it lays it out.
     "/huge": "".join(
         f"<p>paragraph {i}: {'lorem ipsum dolor sit amet ' * 8}</p>" for i in range(120_000)
@@ -54,6 +57,7 @@ class Site:
     def __init__(self) -> None:
         self.closing = threading.Event()
         self.on_beacon: Callable[[], None] = lambda: None
+        self.moved_to = ""  # where /moved redirects
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -69,6 +73,12 @@ class Site:
                     return
                 if self.path == "/beacon":
                     site.on_beacon()
+                if self.path == "/moved":  # to wherever the test says
+                    self.send_response(302)
+                    self.send_header("Location", site.moved_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if self.path == "/empty-404":
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
@@ -247,6 +257,7 @@ async def test_a_page_of_megabytes_is_measured_though_it_answers_late(
     [
         ("dead-port", {"chromium": "(ERR_CONNECTION_REFUSED)", "firefox": "(connectionFailure)"}),
         ("/empty-404", {"chromium": "(HTTP ERROR 404)", "firefox": "answered HTTP 404"}),
+        ("/moved", {"chromium": "(ERR_CONNECTION_REFUSED)", "firefox": "(connectionFailure)"}),
     ],
 )
 async def test_a_page_that_does_not_load_fails_naming_why(
@@ -258,9 +269,24 @@ async def test_a_page_that_does_not_load_fails_naming_why(
         unused.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{unused.getsockname()[1]}/"
     url = dead if where == "dead-port" else site.url + where
+    site.moved_to = dead + "next"
     scenario = page_load(xvfb, tmp_path, url=url, browser=browser, load_timeout_s=60)
     why = await failed_within(scenario, 30)  # the browser's start, not the load time-out
     assert why.startswith(f"{url} did not load: ") and named[browser] in why
+    # Where it failed: a redirect's target was not named (the URL typed was).
+    failed_at = site.moved_to if where == "/moved" else url
+    assert why.endswith(f" at {failed_at}")
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_a_page_that_loads_and_never_comes_to_rest_fails_saying_so(
+    xvfb: str, tmp_path: Path, site: Site, browser: str
+) -> None:
+    """It said the page "did not finish loading", though its load event had long fired."""
+    need(browser)
+    scenario = page_load(xvfb, tmp_path, url=f"{site.url}/restless", browser=browser)
+    why = await failed_within(scenario, LOAD_TIMEOUT_S + 15)
+    assert why.startswith(f"the page loaded but did not come to rest within {LOAD_TIMEOUT_S} s")
 
 
 async def test_a_page_all_in_the_start_colour_fails_at_once_naming_it(

@@ -45,6 +45,19 @@ def test_error_pages_and_http_errors_are_named() -> None:
     for answer, why in cases:
         state = page_state(json.dumps(answer))
         assert state is not None and state.failure is not None and state.failure.startswith(why)
+    # Where it failed, as each browser says: a redirect's target is not the URL typed.
+    moved = {"address": "http://site.test:9/next"}
+    for answer, at in [
+        (chromium | moved, "at http://site.test:9/next"),
+        (firefox, "at http://x.invalid/"),
+        (
+            ABOUT | moved | {"page": "http://site.test/next", "status": 410},
+            "at http://site.test/next",
+        ),
+        (chromium | {"address": "javascript:alert(1)"}, "Chromium shows its error page (no code)"),
+    ]:
+        state = page_state(json.dumps(answer))
+        assert state is not None and state.failure is not None and state.failure.endswith(at)
     revalidated = page_state(json.dumps(ABOUT | {"status": 304}))  # a 304 page is the page
     assert revalidated is not None and revalidated.failure is None
 
