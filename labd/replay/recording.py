@@ -81,7 +81,7 @@ class RecordHandler:
                 allow_redirects=False,
                 skip_auto_headers=unasked,
             ) as upstream:
-                wire = await self._read(upstream.content)  # as received: the session decodes not
+                wire = await self._read(upstream.content)  # as sent: the session decodes nothing
                 coding = coding_of(upstream.headers.get("Content-Encoding", ""))
                 # Decoded, as HAR keeps bodies; no body (HEAD, 204, 304) has nothing to decode.
                 payload = decoded(wire, coding, self.max_body) if coding and wire else wire
