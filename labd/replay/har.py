@@ -273,16 +273,22 @@ def _entry(entry: Any, ignore_params: frozenset[str], problems: list[str]) -> tu
         raise ValueError(f"request.method {method!r} is not an HTTP method")
     key = request_key(method, url, ignore_params)
     head = method == "HEAD" and not body
-    length = _content_length(response.get("headers") or []) if head else None
+    length = _content_length(response.get("headers") or [], problems) if head else None
     return key, Response(status, reason, headers, body, encoding, length)
 
 
-def _content_length(listed: list[dict[str, Any]]) -> int | None:
-    """The Content-Length among a response's checked headers, if one is a number (of at most
-    18 digits: an exabyte is no length, and int() refuses 4,300 digits)."""
+def _content_length(listed: list[dict[str, Any]], problems: list[str]) -> int | None:
+    """The Content-Length among a HEAD's checked headers, if it is a number (of at most 18
+    digits: an exabyte is no length, and int() refuses 4,300 digits); one that is not is
+    described in `problems` and not sent."""
     found = (str(h["value"]) for h in listed if str(h["name"]).lower() == "content-length")
-    value = next(found, "").strip()
-    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
+    value = next(found, None)
+    if value is None:
+        return None
+    if value.strip().isascii() and value.strip().isdigit() and len(value.strip()) <= 18:
+        return int(value)
+    problems.append(f"response Content-Length {value[:40]!r}: not a length; the HEAD is sent none")
+    return None
 
 
 def _headers(listed: Any, problems: list[str]) -> tuple[tuple[tuple[str, str], ...], str]:

@@ -33,9 +33,6 @@ from labd.replay.replaying import request_url
 
 log = structlog.get_logger("labd.replay")
 
-# Codings decoded only with a module that may not be installed (labd has no zstd decoder).
-OPTIONAL_CODINGS = {"br": "br" in DECODERS, "zstd": False}
-
 
 class TooLarge(Exception):
     """The origin's body is over the recorder's limit."""
@@ -103,7 +100,8 @@ class RecordHandler:
             self.failed += 1
             why = str(e) or type(e).__name__
             if isinstance(e, ClientResponseError):  # aiohttp's parser refused the answer
-                why = f"the origin's answer is not valid HTTP/1.1 ({e.message.splitlines()[0]})"
+                said = " ".join(line.strip() for line in e.message.splitlines() if line.strip())
+                why = f"the origin's answer is not valid HTTP/1.1 ({said[:300]})"
             log.warning("record_upstream_failed", url=url, error=why)
             return web.Response(
                 status=502, text=f"labd replay record: {url}: {why}; not recorded\n"
@@ -210,12 +208,13 @@ def already_there(path: Path) -> str | None:
 
 def _decodable(accept_encoding: str) -> str:
     """The client's Accept-Encoding less the codings labd cannot decode here (br without the
-    brotli module, zstd): an origin answering in one of those got a 502, so a browser's
-    "gzip, deflate, br, zstd" made much of a site unrecordable."""
+    brotli module, zstd, compress, and "*", which lets the origin choose any): an origin
+    answering in one of those got a 502, so a browser's "gzip, deflate, br, zstd" made much
+    of a site unrecordable."""
     kept = []
     for item in accept_encoding.split(","):
-        coding = item.partition(";")[0].strip().lower()
-        if coding and (coding not in OPTIONAL_CODINGS or OPTIONAL_CODINGS[coding]):
+        coding = coding_of(item.partition(";")[0])  # x-gzip is gzip; identity is ""
+        if coding in DECODERS or (item.strip() and not coding):
             kept.append(item.strip())
     return ", ".join(kept)
 

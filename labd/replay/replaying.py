@@ -108,6 +108,10 @@ class ReplayHandler:
         self.shaper = shaper
         self.stats = Stats()
         self.prepared = {key: _prepare(r) for key, r in archive.responses.items()}
+        for key, r in archive.responses.items():  # a HEAD's lengths: those its GET is sent
+            if r.length is not None:
+                get = self.prepared.get(("GET", *key[1:]))
+                self.prepared[key] = _head(r, CIMultiDict(r.headers), get)
         self.sites = {key[2] for key in self.prepared}  # the authorities recorded
         self.seen: weakref.WeakSet[Any] = weakref.WeakSet()  # connections already set up
 
@@ -212,8 +216,6 @@ def _prepare(response: Response) -> _Choices:
     """Encoded once, at load: not again for every request. An empty body stays as it is
     (a redirect, a 304)."""
     headers: CIMultiDict[str] = CIMultiDict(response.headers)
-    if response.length is not None:
-        return _head(response, headers)
     plain = _Prepared(response.status, response.reason, CIMultiDictProxy(headers), response.body)
     coding = response.encoding
     body = encoded(response.body, coding) if coding and response.body else None
@@ -228,16 +230,27 @@ def _prepare(response: Response) -> _Choices:
     )
 
 
-def _head(response: Response, headers: CIMultiDict[str]) -> _Choices:
+def _head(response: Response, headers: CIMultiDict[str], get: _Choices | None) -> _Choices:
     """A HEAD recorded as such, with the Content-Length its origin sent (the size a GET would
     get, in the recorded coding): sent again, under that coding to a client that accepts it.
-    A client that does not gets neither: the length of the body decoded is not known."""
-    plain = _Prepared(response.status, response.reason, CIMultiDictProxy(headers.copy()), b"")
+    A client that does not gets neither: the length of the body decoded is not known. When its
+    GET is recorded too, the lengths are those of what replay sends for that GET (encoded again
+    at replay's own level: the origin's gzip at level 9 was 141 bytes of 50,903 shorter)."""
     coding = response.encoding
-    if coding and any(layer not in ENCODERS for layer in layers(coding)):
-        return _Choices(plain)  # replay's GET would not be sent in it either
-    headers["Content-Length"] = str(response.length)
-    if coding:
-        headers["Content-Encoding"] = ", ".join(layers(coding))
-    head = _Prepared(response.status, response.reason, CIMultiDictProxy(headers), b"")
-    return _Choices(plain, coding, head) if coding else _Choices(head)
+    length = {coding: str(response.length)}  # by the coding a client is sent
+    if any(layer not in ENCODERS for layer in layers(coding)):
+        coding, length = "", {}  # replay's GET would not be sent in it either: neither header
+    if get is not None:
+        length = {"": str(len(get.plain.body))}
+        if get.encoded is not None:
+            length[get.coding] = str(len(get.encoded.body))
+
+    def sent(coding: str) -> _Prepared:
+        framed = headers.copy()
+        if coding in length:
+            framed["Content-Length"] = length[coding]
+            if coding:
+                framed["Content-Encoding"] = ", ".join(layers(coding))
+        return _Prepared(response.status, response.reason, CIMultiDictProxy(framed), b"")
+
+    return _Choices(sent(""), coding, sent(coding)) if coding else _Choices(sent(""))

@@ -344,3 +344,7 @@ def test_a_heads_recorded_length_is_kept_when_it_is_a_number(tmp_path: Path) -> 
     archive = load(path, MiB)
     lengths = [archive.find("HEAD", f"http://site.test/{n}") for n in range(4)]
     assert [r.length if r else "missing" for r in lengths] == [12345, None, None, None]
+    assert [problem.split(":")[0] for problem in archive.skipped] == [
+        f"entries[{n}]" for n in (1, 2, 3)
+    ]
+    assert "not a length; the HEAD is sent none" in archive.skipped[1]
