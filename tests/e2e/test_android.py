@@ -137,7 +137,7 @@ async def test_a_page_too_busy_to_answer_at_first_is_asked_again_until_it_loads(
 ) -> None:
     """A page of megabytes holds its script while it parses: Chrome took more than 5 s to
     answer. That was read as nothing answering, and `browser.load` was missing."""
-    lab["phone"].busy_ms = 7000
+    lab["phone"].busy_ms = 6000
     manifest = shorter(lab, "examples/android/page-load-chrome.toml", iterations=1)
     results, events = await run_job(lab, manifest)
     (iteration,) = succeeded(results, events)
