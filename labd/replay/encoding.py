@@ -58,9 +58,14 @@ ENCODERS = _encoders()
 DECODERS = frozenset(ENCODERS)  # `decoded` undoes what can be produced here, and no more
 
 
+def producible(coding: str) -> bool:
+    """Whether this machine can encode in every layer of `coding` ("" is identity: yes)."""
+    return all(layer in ENCODERS for layer in layers(coding))
+
+
 def encoded(body: bytes, coding: str) -> bytes | None:
     """`body` in `coding` (each layer in turn), or None when this machine cannot produce one."""
-    if any(layer not in ENCODERS for layer in layers(coding)):
+    if not producible(coding):
         return None
     for layer in layers(coding):
         body = ENCODERS[layer](body)

@@ -285,8 +285,8 @@ def _content_length(listed: list[dict[str, Any]], problems: list[str]) -> int | 
     value = next(found, None)
     if value is None:
         return None
-    if value.strip().isascii() and value.strip().isdigit() and len(value.strip()) <= 18:
-        return int(value)
+    if (digits := value.strip()).isascii() and digits.isdigit() and len(digits) <= 18:
+        return int(digits)
     problems.append(f"response Content-Length {value[:40]!r}: not a length; the HEAD is sent none")
     return None
 

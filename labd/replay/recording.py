@@ -80,8 +80,11 @@ class RecordHandler:
             ) as upstream:
                 wire = await self._read(upstream.content)  # as sent: the session decodes nothing
                 coding = coding_of(upstream.headers.get("Content-Encoding", ""))
-                # Decoded, as HAR keeps bodies; no body (HEAD, 204, 304) has nothing to decode.
-                payload = decoded(wire, coding, self.max_body) if coding and wire else wire
+                # Decoded, as HAR keeps bodies (off the event loop: up to max_body of inflating);
+                # no body (HEAD, 204, 304) has nothing to decode.
+                payload = wire
+                if coding and wire:
+                    payload = await asyncio.to_thread(decoded, wire, coding, self.max_body)
                 status, reason = upstream.status, upstream.reason or ""
                 # The HAR keeps the origin's Content-Encoding and Content-Length, as browsers'
                 # exports do (replay encodes the body again, and frames it itself; a HEAD's

@@ -24,7 +24,7 @@ import structlog
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from labd.replay.encoding import ENCODERS, accepted, encoded, layers
+from labd.replay.encoding import accepted, encoded, layers, producible
 from labd.replay.har import Archive, Key, Response, request_key
 from labd.replay.shaping import Shaper
 
@@ -111,7 +111,7 @@ class ReplayHandler:
         for key, r in archive.responses.items():  # a HEAD's lengths: those its GET is sent
             if r.length is not None:
                 get = self.prepared.get(("GET", *key[1:]))
-                self.prepared[key] = _head(r, CIMultiDict(r.headers), get)
+                self.prepared[key] = _head(r, get)
         self.sites = {key[2] for key in self.prepared}  # the authorities recorded
         self.seen: weakref.WeakSet[Any] = weakref.WeakSet()  # connections already set up
 
@@ -230,7 +230,7 @@ def _prepare(response: Response) -> _Choices:
     )
 
 
-def _head(response: Response, headers: CIMultiDict[str], get: _Choices | None) -> _Choices:
+def _head(response: Response, get: _Choices | None) -> _Choices:
     """A HEAD recorded as such, with the Content-Length its origin sent (the size a GET would
     get, in the recorded coding): sent again, under that coding to a client that accepts it.
     A client that does not gets neither: the length of the body decoded is not known. When its
@@ -238,7 +238,7 @@ def _head(response: Response, headers: CIMultiDict[str], get: _Choices | None) -
     at replay's own level: the origin's gzip at level 9 was 141 bytes of 50,903 shorter)."""
     coding = response.encoding
     length = {coding: str(response.length)}  # by the coding a client is sent
-    if any(layer not in ENCODERS for layer in layers(coding)):
+    if not producible(coding):
         coding, length = "", {}  # replay's GET would not be sent in it either: neither header
     if get is not None:
         length = {"": str(len(get.plain.body))}
@@ -246,7 +246,7 @@ def _head(response: Response, headers: CIMultiDict[str], get: _Choices | None) -
             length[get.coding] = str(len(get.encoded.body))
 
     def sent(coding: str) -> _Prepared:
-        framed = headers.copy()
+        framed: CIMultiDict[str] = CIMultiDict(response.headers)
         if coding in length:
             framed["Content-Length"] = length[coding]
             if coding:
