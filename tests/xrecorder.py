@@ -50,7 +50,11 @@ def main(name: str) -> None:
             continue
         record: dict[str, object] = {"t": now}
         if event.type == X.KeyPress:
-            index = 1 if event.state & X.ShiftMask else 0
+            shifted = bool(event.state & X.ShiftMask)
+            plain = d.keycode_to_keysym(event.detail, 0)
+            if event.state & X.LockMask and plain < 0x100 and chr(plain).isalpha():
+                shifted = not shifted  # Caps Lock: the other case of a letter
+            index = 1 if shifted else 0
             keysym = d.keycode_to_keysym(event.detail, index) or d.keycode_to_keysym(
                 event.detail, 0
             )

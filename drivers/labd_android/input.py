@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from labd.sdk import TestFailure, UsageError, check_duration, check_text, timed
+from labd.sdk import MAX_INPUT_S, TestFailure, UsageError, check_duration, check_text, timed
 from labd_android.names import shown
 from labd_android.shell import PersistentShell
 
@@ -28,7 +28,6 @@ KEYCODES = {"enter": 66, "return": 66, "back": 4, "home": 3, "menu": 82, "tab": 
 KEYCODE_NAME = re.compile(r"KEYCODE_[A-Z0-9_]{1,48}")
 MAX_KEYCODE = 999  # KeyEvent's codes stop near 320; a number is a code, not a count
 MAX_PIXEL = 32_767  # a screen coordinate (the screen's size is the device's to check)
-MAX_SWIPE_MS = 60_000
 # Characters of a text that are keys, not symbols (the others labd.sdk.check_text refuses).
 CONTROL_KEYS = {"\n": "enter", "\t": "tab", "\b": "del", "\x1b": "escape"}
 
@@ -108,9 +107,7 @@ class AndroidInput:
 
     def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None:
         points = [_pixel(n, v) for n, v in (("x1", x1), ("y1", y1), ("x2", x2), ("y2", y2))]
-        duration = check_duration("duration_ms", duration_ms)
-        if duration > MAX_SWIPE_MS:
-            raise UsageError(f"duration_ms={duration_ms!r}: at most {MAX_SWIPE_MS} ms")
+        duration = check_duration("duration_ms", duration_ms, MAX_INPUT_S * 1000)
         whole = round(duration)
         self._send("swipe", *points, str(whole), busy_ms=whole)
 

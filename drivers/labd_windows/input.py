@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from labd.sdk import MAX_CLICKS, MAX_COUNT, UsageError, check_count, check_duration, check_text
+from labd.sdk import MAX_CLICKS, MAX_COUNT, UsageError, check_count, check_typing
 from labd_windows.sendinput import INPUT, click_inputs, combo_inputs, scroll_inputs, text_inputs
 
 Send = Callable[[Sequence[INPUT]], None]
@@ -27,8 +27,7 @@ class WindowsInput:
     def text(self, text: str, delay_ms: float = 0) -> None:
         """Exactly this text, as Unicode key events (no keyboard layout involved), "\n" as
         Return."""
-        check_text(text)
-        check_duration("delay_ms", delay_ms)
+        check_typing(text, delay_ms)
         if not delay_ms:
             self.send(text_inputs(text))
             return

@@ -25,6 +25,7 @@ from labd.sdk import (
 )
 
 INPUT_MOUSE, INPUT_KEYBOARD = 0, 1
+KEYEVENTF_EXTENDEDKEY = 0x0001
 KEYEVENTF_KEYUP = 0x0002
 KEYEVENTF_UNICODE = 0x0004
 MOUSEEVENTF_MOVE = 0x0001
@@ -53,7 +54,11 @@ NAMED_VK = {
     "Left": 0x25, "Up": 0x26, "Right": 0x27, "Down": 0x28, "Print": 0x2C, "Insert": 0x2D,
     "Delete": 0x2E, "Menu": 0x5D, "Num_Lock": 0x90, "Scroll_Lock": 0x91,
     **{f"F{n}": 0x6F + n for n in range(1, 25)},
+    "KP_Enter": 0x0D, "KP_Multiply": 0x6A, "KP_Add": 0x6B, "KP_Subtract": 0x6D,
+    "KP_Decimal": 0x6E, "KP_Divide": 0x6F, **{f"KP_{n}": 0x60 + n for n in range(10)},
 }  # fmt: skip
+# The keypad's Enter is Return's virtual key sent as an extended key (as the keyboard does).
+EXTENDED = {"KP_Enter"}
 VK_SHIFT = NAMED_VK["Shift_L"]
 # Characters as (virtual key, with shift) on the US layout; a combination with any other
 # character holds the modifiers around its Unicode key event.
@@ -139,7 +144,7 @@ def combo_inputs(combo: str) -> list[INPUT]:
     mods, last = parse_key(combo)
     held = [NAMED_VK[name] for name in mods]
     if last in NAMED_VK:
-        keys = _tap(NAMED_VK[last])
+        keys = _tap(NAMED_VK[last], KEYEVENTF_EXTENDEDKEY if last in EXTENDED else 0)
     elif last in CHAR_VK:
         vk, shift = CHAR_VK[last]
         if shift and VK_SHIFT not in held:
@@ -152,8 +157,8 @@ def combo_inputs(combo: str) -> list[INPUT]:
     return down + keys + up
 
 
-def _tap(vk: int) -> list[INPUT]:
-    return [key_input(vk=vk), key_input(vk=vk, flags=KEYEVENTF_KEYUP)]
+def _tap(vk: int, flags: int = 0) -> list[INPUT]:
+    return [key_input(vk=vk, flags=flags), key_input(vk=vk, flags=flags | KEYEVENTF_KEYUP)]
 
 
 def _unicode(char: str) -> list[INPUT]:

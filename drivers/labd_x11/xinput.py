@@ -2,15 +2,19 @@
 
 Works on any DISPLAY the daemon can open, remote ones included (`host:0` over TCP, with
 access granted). Text is typed as key events: characters the keyboard map lacks (most of
-Unicode) get a spare keycode remapped to them, as xdotool does; remapped keycodes are kept
-until `close`, so a client still translating earlier events sees the right symbol. Values are
-checked by labd.sdk's one rule for desktop input (the Windows driver's too).
+Unicode) get a spare keycode remapped to them, as xdotool does (keycodes.py shares them between
+processes); remapped keycodes are kept until `close`, so a client still translating earlier
+events sees the right symbol. Values are checked by labd.sdk's one rule for desktop input (the
+Windows driver's too).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from Xlib import XK, X, display, error
@@ -20,23 +24,28 @@ from labd.sdk import (
     CONTROL_CHARS,
     MAX_CLICKS,
     MAX_COUNT,
+    MAX_INPUT_S,
     InfrastructureError,
     UsageError,
     check_count,
     check_duration,
     check_point,
-    check_text,
+    check_typing,
     parse_key,
     timed,
 )
+from labd_x11.keycodes import SpareKeycodes
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL = {"up": 4, "down": 5, "left": 6, "right": 7}
-# A client translates a key event's keycode with the map it fetched on the last MappingNotify,
-# when it gets round to it: a keycode remapped again before every client has caught up with
-# the previous mapping would be read as the newer symbol. So a remapped keycode is reused only
-# this long after its last key event (typing with a delay usually never waits for it).
+# A client applies a new keyboard map some time after the server has it (Chromium, on a loaded
+# host, translated remapped keys with the previous map: 24 of 600 CJK characters), and an Xlib
+# client fetches the map when it reads the MappingNotify, however late (a keycode remapped
+# again before then reads as the newer symbol). So held keycodes get their symbols a batch at a
+# time: every missing character coming that they can take at once, then this long before the
+# batch's keys; and new symbols only once all of them were used, this long after the last key.
 REMAP_SETTLE_S = 0.2
+BATCH = 64  # distinct missing characters looked for ahead (Xvfb's map has 19 spare keycodes)
 
 
 @dataclass(frozen=True)
@@ -73,10 +82,10 @@ class X11Input:
         screen = self.display.screen()
         self.root = screen.root
         self.size = (screen.width_in_pixels, screen.height_in_pixels)
-        # keysym -> spare keycode, least recently used first; when each keycode was last used
-        self.remapped: dict[int, int] = {}
-        self.used_at: dict[int, float] = {}
-        self.spares = self._spare_keycodes()
+        self.keycodes = SpareKeycodes(self.display)
+        self.remapped: dict[int, int] = {}  # keysym -> held keycode mapped to it
+        self.free: list[int] = []  # held keycodes that may take a new symbol
+        self.last_press = 0.0  # of a held keycode (time.monotonic)
         self.overlays: list[Any] = []
         # One figure per dispatch: the events sent, up to the server's answer to the sync
         # after them (labd.sdk.TimedInput); a scenario takes them per iteration.
@@ -106,7 +115,7 @@ class X11Input:
     ) -> None:
         check_point(x1, y1, self.size)
         check_point(x2, y2, self.size)
-        check_duration("duration_s", duration_s)
+        check_duration("duration_s", duration_s, MAX_INPUT_S)
         check_count("steps", steps, MAX_CLICKS)
         with timed(self.latencies_ms):
             xtest.fake_input(self.display, X.MotionNotify, x=x1, y=y1)
@@ -140,7 +149,7 @@ class X11Input:
         mods, last = parse_key(combo)
         held = [self._keycode(XK.string_to_keysym(name))[0] for name in mods]
         keysym = XK.string_to_keysym(last) if len(last) > 1 else char_keysym(last)
-        with timed(self.latencies_ms):
+        with timed(self.latencies_ms), self._caps_lock_off(len(last) == 1):
             for code in held:
                 xtest.fake_input(self.display, X.KeyPress, code)
             self._tap(keysym)
@@ -153,22 +162,42 @@ class X11Input:
         `delay_ms` between characters: fields that react to each key (a browser's URL bar with
         its suggestions) can drop keys sent faster than they handle them. Without a delay the
         whole text is one dispatch (one sync), with one each key is."""
-        check_text(text)
-        check_duration("delay_ms", delay_ms)
-        if not delay_ms:
-            with timed(self.latencies_ms):
-                for char in text:
-                    self._tap(char_keysym(char))
-                self.display.sync()
-            return
-        for char in text:
-            with timed(self.latencies_ms):
-                self._tap(char_keysym(char))
-                self.display.sync()
-            time.sleep(delay_ms / 1000)
+        check_typing(text, delay_ms)
+        keysyms = [char_keysym(char) for char in text]
+        with self._caps_lock_off(True):
+            if not delay_ms:
+                with timed(self.latencies_ms):
+                    for i, keysym in enumerate(keysyms):
+                        self._tap(keysym, islice(keysyms, i, None))
+                    self.display.sync()
+                return
+            for i, keysym in enumerate(keysyms):
+                with timed(self.latencies_ms):
+                    self._tap(keysym, islice(keysyms, i, None))
+                    self.display.sync()
+                time.sleep(delay_ms / 1000)
 
-    def _tap(self, keysym: int) -> None:
-        code, shift = self._keycode(keysym)
+    @contextlib.contextmanager
+    def _caps_lock_off(self, letters: bool) -> Iterator[None]:
+        """Caps Lock would invert the letters typed: off while they are, on again after (as
+        xdotool does)."""
+        caps = self.display.keysym_to_keycode(XK.XK_Caps_Lock)
+        locked = letters and caps and self.root.query_pointer().mask & X.LockMask
+        if locked:
+            xtest.fake_input(self.display, X.KeyPress, caps)
+            xtest.fake_input(self.display, X.KeyRelease, caps)
+        try:
+            yield
+        finally:
+            if locked:
+                xtest.fake_input(self.display, X.KeyPress, caps)
+                xtest.fake_input(self.display, X.KeyRelease, caps)
+                self.display.sync()
+
+    def _tap(self, keysym: int, coming: Iterable[int] = ()) -> None:
+        """Presses the key of `keysym`, the first of the `coming` ones (whose missing symbols
+        are given keycodes with it)."""
+        code, shift = self._keycode(keysym, coming)
         shift_code = self.display.keysym_to_keycode(XK.XK_Shift_L) if shift else 0
         if shift:
             xtest.fake_input(self.display, X.KeyPress, shift_code)
@@ -177,42 +206,58 @@ class X11Input:
         if shift:
             xtest.fake_input(self.display, X.KeyRelease, shift_code)
 
-    def _keycode(self, keysym: int) -> tuple[int, bool]:
-        """(keycode, needs shift); remaps a spare keycode when no key has the symbol."""
-        if keysym in self.remapped:
-            code = self.remapped[keysym] = self.remapped.pop(keysym)  # now the most recent
-        else:
-            for code, index in self.display.keysym_to_keycodes(keysym):
-                if index in (0, 1):
-                    return code, index == 1
-            code = self._remap(keysym)
-        self.used_at[code] = time.monotonic()
-        return code, False
+    def _keycode(self, keysym: int, coming: Iterable[int] = ()) -> tuple[int, bool]:
+        """(keycode, needs shift); maps held spare keycodes when no key has the symbol."""
+        if self._missing(keysym):
+            self._map([keysym, *islice(coming, BATCH)])
+        code = self.remapped.get(keysym)
+        if code is not None:
+            self.last_press = time.monotonic()
+            return code, False
+        code, index = next((c, i) for c, i in self.display.keysym_to_keycodes(keysym) if i < 2)
+        return code, index == 1
 
-    def _spare_keycodes(self) -> list[int]:
-        first = self.display.display.info.min_keycode
-        count = self.display.display.info.max_keycode - first + 1
-        mapping = self.display.get_keyboard_mapping(first, count)
-        return [first + i for i, syms in enumerate(mapping) if not any(syms)]
+    def _missing(self, keysym: int) -> bool:
+        return keysym not in self.remapped and not any(
+            index < 2 for _, index in self.display.keysym_to_keycodes(keysym)
+        )
 
-    def _remap(self, keysym: int) -> int:
-        if not self.spares:  # reuse the least recently used remapped keycode
-            if not self.remapped:
-                raise InfrastructureError(
-                    f"X11 display {self.name!r}: no spare keycode to type "
-                    f"{_symbol(keysym)!r} with (every keycode of its keyboard map has symbols)"
+    def _map(self, coming: list[int]) -> None:
+        """Gives held keycodes the missing symbols of `coming`, as many as they take, from the
+        first; waits for the clients to apply the new map."""
+        wanted = self._wanted(coming)
+        if len(self.free) < len(wanted):
+            self.free += self.keycodes.claim(len(wanted) - len(self.free))
+        if not self.free:
+            if not self.keycodes.held:
+                others = self.keycodes.taken_by_others()
+                raise UsageError(
+                    f"X11 display {self.name!r}: no spare keycode to type {_symbol(coming[0])!r} "
+                    "with: every keycode of its keyboard map has a symbol"
+                    + (f" ({others} held by other labd processes typing there)" if others else "")
                 )
-            oldest = next(iter(self.remapped))
-            self.spares.append(self.remapped.pop(oldest))
-            self.display.sync()  # the server has the key events sent with it so far
-            wait = self.used_at.get(self.spares[0], 0) + REMAP_SETTLE_S - time.monotonic()
-            if wait > 0:  # the clients read them with its current mapping
-                time.sleep(wait)
-        code = self.spares.pop(0)
-        self.display.change_keyboard_mapping(code, [(keysym, keysym)])
+            self.display.sync()  # the server has every key event sent with them
+            time.sleep(max(0.0, self.last_press + REMAP_SETTLE_S - time.monotonic()))
+            self.free = sorted(self.keycodes.held)
+            self.remapped.clear()
+            wanted = self._wanted(coming)
+        batch = dict(zip(self.free, wanted, strict=False))
+        self.free = self.free[len(batch) :]
+        for code, keysym in batch.items():
+            self.display.change_keyboard_mapping(code, [(keysym, keysym)])
+            self.remapped[keysym] = code
         self.display.sync()
-        self.remapped[keysym] = code
-        return code
+        time.sleep(REMAP_SETTLE_S)
+
+    def _wanted(self, coming: list[int]) -> list[int]:
+        """The distinct symbols of `coming` that no key has, in order, at most BATCH."""
+        wanted: dict[int, None] = {}
+        for keysym in coming:
+            if keysym not in wanted and self._missing(keysym):
+                wanted[keysym] = None
+                if len(wanted) == BATCH:
+                    break
+        return list(wanted)
 
     # Windows ----------------------------------------------------------------------------------
 
@@ -285,14 +330,16 @@ class X11Input:
     def close(self) -> None:
         if self.overlays:
             self.remove_overlays()
-        for code in self.remapped.values():
-            self.display.change_keyboard_mapping(code, [(0, 0)])
-        self.display.sync()
+        if self.keycodes.held:  # emptied only once the clients have read the keys typed with
+            self.display.sync()  # them (Chromium read the last 10 of 600 CJK characters wrong)
+            time.sleep(max(0.0, self.last_press + REMAP_SETTLE_S - time.monotonic()))
+        self.keycodes.release()
         self.display.close()
 
 
 def _symbol(keysym: int) -> str:
-    return chr(keysym & 0xFFFFFF) if keysym & 0xFF000000 == 0x01000000 else hex(keysym)
+    """The character of a keysym char_keysym made."""
+    return chr(keysym & 0xFFFFFF if keysym & 0xFF000000 == 0x01000000 else keysym)
 
 
 def _button(name: str) -> int:

@@ -9,9 +9,12 @@ Android's); their calls block, so each runs on a thread.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
+
+import idna
 
 from labd.errors import UsageError
 from labd.sdk.inputs import DesktopInput, TouchInput
@@ -42,6 +45,29 @@ def color_page(rgb: tuple[int, int, int], navigator: bool = False) -> str:
     # without one "x=é" left as Latin-1 (%E9) and other letters as HTML entities.
     head = "data:text/html;charset=utf-8,"
     return head + quote(html, safe="<>=':;/()")  # no spaces: the URL bar would search
+
+
+def ascii_url(url: str) -> str:
+    """The same address in ASCII, as a browser sends it (the WHATWG URL standard): a host in
+    IDNA (UTS 46, as browsers have it), other characters beyond ASCII percent-encoded as UTF-8.
+    Typed so, a URL needs no keycode remapped for characters a desktop's keyboard lacks, nor a
+    phone's `input text` to take them."""
+    if url.isascii():
+        return url
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:  # "http://[::1/": the browser names what is wrong with it
+        netloc = ""
+    userinfo, at, host = netloc.rpartition("@")
+    if not host.isascii():
+        try:
+            encoded = idna.encode(host.partition(":")[0], uts46=True).decode("ascii")
+        except idna.IDNAError:
+            pass  # percent-encoded below: a browser decodes a host's before it checks it
+        else:
+            port = host.partition(":")[1:]
+            url = url.replace(netloc, userinfo + at + encoded + "".join(port), 1)
+    return re.sub(r"[^\x00-\x7f]+", lambda m: quote(m.group(), safe=""), url)
 
 
 class Controller:
@@ -80,6 +106,7 @@ class Controller:
         """Focus the URL bar, type the URL, Enter: the path a user takes."""
         await self.focus_url_bar()
         await asyncio.sleep(FOCUS_WAIT_S)
+        url = ascii_url(url)
         if not self.touch:
             await self._do("text", url, TYPING_DELAY_MS)
         else:

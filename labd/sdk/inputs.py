@@ -63,7 +63,8 @@ _NAMED = [
     "Page_Up", "Page_Down", "Left", "Up", "Right", "Down", "Menu", "Print", "Pause",
     "Caps_Lock", "Num_Lock", "Scroll_Lock", *(f"F{n}" for n in range(1, 25)),
     "Control_L", "Control_R", "Shift_L", "Shift_R", "Alt_L", "Alt_R", "Super_L", "Super_R",
-    "Meta_L", "Meta_R",
+    "Meta_L", "Meta_R", "KP_Enter", "KP_Add", "KP_Subtract", "KP_Multiply", "KP_Divide",
+    "KP_Decimal", *(f"KP_{n}" for n in range(10)),
 ]  # fmt: skip
 _ALIASES = {
     "enter": "Return", "esc": "Escape", "del": "Delete", "ins": "Insert", "prior": "Page_Up",
@@ -81,6 +82,11 @@ MODIFIERS = {"ctrl": "Control_L", "control": "Control_L", "shift": "Shift_L", "a
 CONTROL_CHARS = {"\n": "Return", "\t": "Tab", "\b": "BackSpace", "\x1b": "Escape"}
 MAX_CLICKS = 1000  # wheel clicks in one scroll: a page's length many times over
 MAX_COUNT = 10  # clicks at one point (a triple click selects a paragraph)
+# One input call blocks its thread until done, which a job's time-out cannot interrupt: a drag,
+# or a text at its delay, may take this long at most; a text this many characters (a form's).
+MAX_INPUT_S = 60.0
+MAX_TEXT = 10_000
+MAX_DELAY_MS = 1000.0  # between two characters
 
 
 def parse_key(combo: str) -> tuple[tuple[str, ...], str]:
@@ -93,7 +99,8 @@ def parse_key(combo: str) -> tuple[tuple[str, ...], str]:
         parts = [*combo[:-2].split("+"), "+"] if combo != "+" else ["+"]
     else:
         parts = combo.split("+")
-    *mods, last = parts
+    # "ctrl + l" as "ctrl+l"; a space alone is the space key
+    *mods, last = [part.strip() or part for part in parts]
     held = []
     for mod in mods:
         if mod.lower() not in MODIFIERS:
@@ -122,9 +129,12 @@ def parse_key(combo: str) -> tuple[tuple[str, ...], str]:
 
 def check_text(text: str) -> str:
     """The text, if every character can be typed: no lone surrogate (half of a UTF-16 pair),
-    no control character other than "\\n" (Return), "\\t", "\\b" and "\\x1b" (Escape)."""
+    no control character other than "\\n" (Return), "\\t", "\\b" and "\\x1b" (Escape), at most
+    MAX_TEXT characters."""
     if not isinstance(text, str):
         raise UsageError(f"text {text!r}: expected a string")
+    if len(text) > MAX_TEXT:
+        raise UsageError(f"text of {len(text)} characters: at most {MAX_TEXT} in one call")
     for i, char in enumerate(text):
         if char not in CONTROL_CHARS and not _typeable(char):
             raise UsageError(f"text: {char!r} at position {i} cannot be typed")
@@ -142,16 +152,29 @@ def check_point(x: object, y: object, screen: tuple[int, int]) -> tuple[int, int
     return x, y  # type: ignore[return-value]  # both checked to be int just above
 
 
-def check_duration(name: str, value: object) -> float:
-    """`value` if it is a finite number >= 0 (a delay or a duration)."""
+def check_duration(name: str, value: object, most: float) -> float:
+    """`value` if it is a number from 0 to `most` (a delay or a duration)."""
     if (
         not isinstance(value, int | float)
         or isinstance(value, bool)
         or not math.isfinite(value)
-        or value < 0
+        or not 0 <= value <= most
     ):
-        raise UsageError(f"{name}={value!r}: expected a finite number >= 0")
+        raise UsageError(f"{name}={value!r}: expected a number from 0 to {most:g}")
     return float(value)
+
+
+def check_typing(text: str, delay_ms: object) -> tuple[str, float]:
+    """(text, delay_ms) if the text can be typed (check_text) at this delay between its
+    characters within MAX_INPUT_S."""
+    check_text(text)
+    delay = check_duration("delay_ms", delay_ms, MAX_DELAY_MS)
+    if len(text) * delay / 1000 > MAX_INPUT_S:
+        raise UsageError(
+            f"text of {len(text)} characters at delay_ms={delay_ms!r} would take "
+            f"{len(text) * delay / 1000:g} s: at most {MAX_INPUT_S:g} s in one call"
+        )
+    return text, delay
 
 
 def check_count(name: str, value: object, most: int) -> int:

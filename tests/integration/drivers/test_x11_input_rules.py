@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import math
+import signal
+import subprocess
+import sys
 
 import pytest
-from Xlib import display
+from Xlib import X, display
 
-from labd.errors import InfrastructureError, UsageError
+from labd.errors import UsageError
 from labd_x11 import X11Input
 from tests.integration.drivers.test_x11_input import Recorder
 
@@ -19,38 +22,97 @@ def typed(recorder: Recorder) -> str:
     return "".join(e["char"] or "" for e in recorder.until("F12") if e["type"] == "key")
 
 
+def spare_keycodes(name: str) -> list[int]:
+    """The keycodes of the display's keyboard map that have no symbol."""
+    other = display.Display(name)
+    first = other.display.info.min_keycode
+    mapping = other.get_keyboard_mapping(first, other.display.info.max_keycode - first + 1)
+    other.close()
+    return [code for code, syms in enumerate(mapping, first) if not any(syms)]
+
+
 def test_more_missing_characters_than_spare_keycodes_are_typed_right(
     desktop: tuple[X11Input, Recorder],
 ) -> None:
     """80 CJK characters without a delay, 19 spare keycodes on Xvfb: a keycode is remapped
     again only once clients have read the earlier key events (some were typed wrong)."""
     x11, recorder = desktop
-    assert len(x11.spares) < 80
+    assert len(spare_keycodes(x11.name)) < 80
     text = "".join(chr(0x4E00 + 7 * i) for i in range(80))
     x11.text(text)
     x11.key("F12")
     assert typed(recorder) == text
 
 
-async def test_a_display_without_a_spare_keycode_is_a_clear_error(xvfb: str) -> None:
-    """Was a bare StopIteration, which a Future cannot take: the awaiting code hung."""
+async def test_a_display_without_a_spare_keycode_is_a_usage_error(xvfb: str) -> None:
+    """The job's value cannot be typed there: the job fails, the display is not blamed (it was
+    an InfrastructureError, and three of them quarantined it). Was a bare StopIteration once,
+    which a Future cannot take: the awaiting code hung."""
     other = display.Display(xvfb)
-    first = other.display.info.min_keycode
-    count = other.display.info.max_keycode - first + 1
-    mapping = other.get_keyboard_mapping(first, count)
-    for i, syms in enumerate(mapping):
-        if not any(syms):  # a spare keycode: give it a symbol
-            other.change_keyboard_mapping(first + i, [(0x01002600 + i, 0x01002600 + i)])
+    for i, code in enumerate(spare_keycodes(xvfb)):  # give each spare keycode a symbol
+        other.change_keyboard_mapping(code, [(0x01002600 + i, 0x01002600 + i)])
     other.sync()
     x11 = X11Input(xvfb)
     try:
-        assert x11.spares == []
-        with pytest.raises(InfrastructureError, match="no spare keycode to type '日'"):
+        with pytest.raises(UsageError, match="no spare keycode to type '日'"):
             await asyncio.wait_for(asyncio.to_thread(x11.text, "a日"), 10)
+        with pytest.raises(UsageError, match="to type 'é' with"):  # the character, not 0xe9
+            x11.text("é")
         x11.text("ok")  # what the map has is still typed
     finally:
         x11.close()
         other.close()
+
+
+def test_keycodes_a_killed_process_held_are_emptied_by_the_next_one(
+    desktop: tuple[X11Input, Recorder],
+) -> None:
+    """kill -9 while typing left every spare keycode mapped: the display had none left and the
+    retried job failed on it. The next input to open the display (a health check) frees them."""
+    x11, recorder = desktop
+    spare = spare_keycodes(x11.name)
+    script = (
+        "import os, sys; from labd_x11 import X11Input\n"
+        "x = X11Input(sys.argv[1]); x.text('日本語の文字'); os.kill(os.getpid(), 9)"
+    )
+    killed = subprocess.run([sys.executable, "-c", script, x11.name], timeout=60)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(spare_keycodes(x11.name)) == len(spare) - 6  # left mapped
+    X11Input(x11.name).close()
+    assert spare_keycodes(x11.name) == spare
+    x11.text("漢字")
+    x11.key("F12")
+    assert typed(recorder).endswith("漢字")
+
+
+def test_two_processes_typing_on_one_display_take_different_keycodes(
+    desktop: tuple[X11Input, Recorder],
+) -> None:
+    x11, recorder = desktop
+    spare = spare_keycodes(x11.name)
+    other = X11Input(x11.name)
+    try:
+        x11.text("日本")
+        other.text("中文")  # a keycode taken twice would turn the first "日本" into these
+        x11.text("日本")
+        x11.key("F12")
+        assert typed(recorder) == "日本中文日本"
+        assert set(x11.keycodes.held).isdisjoint(other.keycodes.held)
+    finally:
+        other.close()
+    assert len(spare_keycodes(x11.name)) == len(spare) - len(x11.keycodes.held)  # its own back
+
+
+def test_caps_lock_does_not_change_the_text(desktop: tuple[X11Input, Recorder]) -> None:
+    """Caps Lock left on typed later text in the other case; it is off while labd types and
+    on again after."""
+    x11, recorder = desktop
+    x11.key("Caps_Lock")
+    x11.text("Hello, World")
+    x11.key("a")
+    x11.key("F12")
+    assert typed(recorder) == "Hello, Worlda"
+    assert x11.root.query_pointer().mask & X.LockMask  # still on
 
 
 @pytest.mark.parametrize(
@@ -63,7 +125,10 @@ async def test_a_display_without_a_spare_keycode_is_a_clear_error(xvfb: str) -> 
         (lambda x: x.click(1.5, 5), "x=1.5"),
         (lambda x: x.move(640, 0), "x=640"),
         (lambda x: x.drag(0, 0, 10**6, 0), "x=1000000"),
-        (lambda x: x.text("a", delay_ms=-1), "delay_ms=-1: expected a finite number >= 0"),
+        (lambda x: x.text("a", delay_ms=-1), "delay_ms=-1: expected a number from 0 to 1000"),
+        (lambda x: x.text("a" * 10_001), "text of 10001 characters: at most 10000"),
+        (lambda x: x.text("a" * 601, delay_ms=100), r"would take 60\.1 s: at most 60 s"),
+        (lambda x: x.drag(0, 0, 5, 5, duration_s=1e9), "duration_s=1000000000.0: expected"),
         (lambda x: x.text("a", delay_ms=math.nan), "delay_ms=nan"),
         (lambda x: x.drag(0, 0, 5, 5, duration_s=-1), "duration_s=-1"),
         (lambda x: x.drag(0, 0, 5, 5, duration_s=math.nan), "duration_s=nan"),
@@ -84,7 +149,10 @@ def test_bad_values_are_usage_errors_naming_the_argument(
 
 def test_the_shared_key_names_work(desktop: tuple[X11Input, Recorder]) -> None:
     x11, recorder = desktop
-    for combo in ("pageup", "Page_Up", "ctrl+.", "Enter", "esc", "F12"):
+    for combo in ("pageup", "Page_Up", "ctrl+.", "Enter", "esc", "ctrl + l", "KP_Enter", "F12"):
         x11.key(combo)
     names = [e["name"] for e in recorder.until("F12") if e["type"] == "key"]
-    assert names == ["Page_Up", "Page_Up", "Control_L", "period", "Return", "Escape", "F12"]
+    assert names == [
+        "Page_Up", "Page_Up", "Control_L", "period", "Return", "Escape", "Control_L", "l",
+        "KP_Enter", "F12",
+    ]  # fmt: skip

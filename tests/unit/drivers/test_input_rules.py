@@ -13,7 +13,13 @@ from Xlib import XK
 from labd.errors import UsageError
 from labd.sdk import inputs
 from labd_windows import WindowsInput, scroll_inputs, text_inputs
-from labd_windows.sendinput import NAMED_VK, absolute
+from labd_windows.sendinput import (
+    KEYEVENTF_EXTENDEDKEY,
+    KEYEVENTF_KEYUP,
+    NAMED_VK,
+    absolute,
+    combo_inputs,
+)
 from tests.windows_standin import FakeWin32
 
 
@@ -110,6 +116,26 @@ def test_counts_and_durations_are_checked(windows: tuple[WindowsInput, FakeWin32
         scroll_inputs(-(2**25))
     with pytest.raises(UsageError, match="count=0"):
         device.click(1, 1, count=0)
-    for delay in (-1, math.nan, math.inf):
-        with pytest.raises(UsageError, match=r"delay_ms=.*: expected a finite number >= 0"):
+    for delay in (-1, math.nan, math.inf, 1001):
+        with pytest.raises(UsageError, match=r"delay_ms=.*: expected a number from 0 to 1000"):
             device.text("a", delay_ms=delay)
+    # One call blocks its thread, which a job's time-out cannot stop: bounded (a million
+    # characters, or 601 at 100 ms, were accepted and blocked for minutes)
+    with pytest.raises(UsageError, match="text of 1000000 characters: at most 10000"):
+        device.text("a" * 1_000_000)
+    with pytest.raises(UsageError, match=r"would take 60\.1 s: at most 60 s"):
+        device.text("a" * 601, delay_ms=100)
+
+
+def test_spaces_around_plus_and_keypad_keys(windows: tuple[WindowsInput, FakeWin32]) -> None:
+    """ "ctrl + l" and "KP_Enter" were refused though the docs take them."""
+    device, api = windows
+    device.key("ctrl + l")
+    device.key("ctrl+ ")  # a space alone is the space key
+    assert api.actions == [("key", "ctrl+l"), ("key", "ctrl+space")]
+    enter = combo_inputs("KP_Enter")
+    assert [(e.ki.wVk, e.ki.dwFlags) for e in enter] == [
+        (0x0D, KEYEVENTF_EXTENDEDKEY),
+        (0x0D, KEYEVENTF_EXTENDEDKEY | KEYEVENTF_KEYUP),
+    ]  # fmt: skip  (the keypad's Enter: Return's virtual key, extended)
+    assert [e.ki.wVk for e in combo_inputs("KP_7")] == [0x67, 0x67]
