@@ -6,7 +6,8 @@ screen; in a terminal or a web page alike, a bidi override reorders what is read
 `safe\\u202eexe.txt` reads as `safetxt.exe`). `shown` writes control characters, bidi
 controls and lone surrogates as visible escapes (`\\x1b`, `\\u202e`). The CLI passes every
 human-readable line through it (`labd.cli.text`), the console every page (`labd.console`).
-`quoted` is how an error message quotes a value it refuses: never repeated whole.
+`quoted` is how an error message quotes a value it refuses: never repeated whole; `brief` is an
+error as a job keeps and publishes it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,23 @@ def shown(text: object, *, lines: bool = False) -> str:
     if lines:
         return "\n".join(_UNSAFE.sub(_escaped, part) for part in value.split("\n"))
     return _UNSAFE.sub(_escaped, value)
+
+
+MAX_ERROR = 2000  # characters of an error a job, an iteration or an event carries
+
+
+def brief(error: str, limit: int = MAX_ERROR) -> str:
+    """An error as a job keeps and publishes it: its unsafe characters escaped (`shown`; a NUL
+    cannot even be stored in PostgreSQL's text), at most `limit` characters, the start
+    and the end (where it failed) kept and the middle cut, counted. A library's message can
+    quote a whole input: a times file read back with NUL bytes made one of 48 KB."""
+    text = shown(error, lines=True)
+    if len(text) <= limit:
+        return text
+    cut = f" [... {len(text):,} characters, cut to {limit:,} ...] "
+    head = (limit - len(cut)) * 3 // 4
+    tail = limit - len(cut) - head
+    return text[:head] + cut + text[-tail:]
 
 
 def quoted(value: object, limit: int = 40) -> str:

@@ -28,6 +28,7 @@ class ScriptParams(BaseModel):
     read_only_attempts: int = 0  # the first N attempts find the job's folder read-only
     timeout_attempts: int = 0  # the first N attempts time out talking to the device
     bug: bool = False  # every iteration raises a plain exception, as a scenario's bug does
+    bug_message: str = "scripted bug"
     env: dict[str, str] = {}  # unused: there to hold secrets that answers must redact
 
 
@@ -56,7 +57,7 @@ class ScriptScenario(Scenario):
         if index == p.fail_iteration:
             raise TestFailure("scripted failure")
         if p.bug:
-            raise RuntimeError("scripted bug")
+            raise RuntimeError(p.bug_message)
         if index == 1 and self.ctx.attempt <= p.capture_lost_attempts:
             raise CaptureError("capture.avi: X11 display ':0': cannot open it")
         if index == p.bad_key_iteration:

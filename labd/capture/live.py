@@ -260,10 +260,12 @@ def _record(
     buffer: int,
     cpus: set[int] | None,
     written: Synchronized[int] | None = None,
+    parent: int | None = None,
 ) -> None:
     """The recorder process: grab thread -> bounded queue -> encoder (this thread). It leads
     a process group of its own, so the source's processes (a stream's producer, its decoder)
-    can be ended with it."""
+    can be ended with it. It stops when `parent` (labd) is gone: a killed labd's recording
+    would go on loading the host while the restarted labd runs the job again."""
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
     if cpus:  # before any thread starts: threads inherit it
@@ -287,6 +289,9 @@ def _record(
     def grab() -> None:
         try:
             while not (stop.is_set() or halt.is_set()) and time.monotonic() < deadline:
+                if parent is not None and os.getppid() != parent:
+                    errors.append("labd, which started the recording, is gone")
+                    break
                 item = source.read()
                 if item is None:
                     if not (stop.is_set() or halt.is_set() or closed.is_set()):
@@ -394,15 +399,21 @@ class Recorder:
         self.ready = context.Event()
         self.written: Synchronized[int] = context.Value("i", 0)  # frames spooled so far
         self.stop_event = context.Event()
+        wanted = (spec, path, self.ready, self.stop_event, seconds, buffer, cpus, self.written)
         self.process = context.Process(
             target=_record,
-            args=(spec, path, self.ready, self.stop_event, seconds, buffer, cpus, self.written),
+            args=(*wanted, os.getpid()),
             name="labd-capture",
             daemon=True,
         )
 
     def start(self, timeout: float = 30.0) -> None:
-        """Start, and return once the source is open (its errors come from `stop`)."""
+        """Start, and return once the source is open (its errors come from `stop`). An
+        earlier attempt's files are unlinked first, not overwritten: the recording of a killed
+        labd may still be writing them (it wrote into the retry's times, which read back
+        with NUL bytes)."""
+        for old in (self.path, self.path.with_suffix(".times"), self.path.with_suffix(".json")):
+            old.unlink(missing_ok=True)
         self.process.start()
         deadline = time.monotonic() + timeout
         while not self.ready.wait(0.05):

@@ -31,7 +31,7 @@ from labd.runner.variants import Slot, schedule
 from labd.sdk import Driver, RunContext, Scenario
 from labd.stats import refusal
 from labd.store import Store, outlasting
-from labd.visible import quoted
+from labd.visible import brief, quoted
 
 log = structlog.get_logger("labd.runner")
 
@@ -261,7 +261,7 @@ async def _iteration(
     except TestFailure as e:
         error = redact_text(str(e), secrets)  # may quote the program's stderr
     values, refused = _taken(values, index)
-    error = error or redact_text(refused, secrets)
+    error = brief(error or redact_text(refused, secrets))
     finished = datetime.now(UTC)
     missed = await misses.flags() if misses is not None else []
     after = await _conditions(driver, device)

@@ -45,6 +45,7 @@ from labd.store import (
     passing,
 )
 from labd.tasks import Failures, TaskSet
+from labd.visible import brief
 
 log = structlog.get_logger("labd.scheduler")
 
@@ -412,7 +413,7 @@ class Scheduler:
             error = f"infrastructure failure: {e}"
         else:  # the driver's or the scenario's own exception: its type says where to look
             error = f"driver bug: {type(e).__name__}: {e}" if str(e) else f"driver bug: {e!r}"
-            if job.error == error and lease.failed_on not in ("", device_id):
+            if job.error == brief(error) and lease.failed_on not in ("", device_id):
                 # The same bug on two devices is the scenario's: one bad job must not
                 # quarantine every device it is retried on.
                 error += f" (on {lease.failed_on} and {device_id}: the job's, not a device's)"
@@ -494,6 +495,7 @@ class Scheduler:
             self.settings.retry_backoff_s * 2 ** (job.attempts - 1),
             self.settings.retry_backoff_max_s,
         )
+        error = brief(error)  # as kept and published, the same for the same error (blame)
         requeued = await outlasting(
             lambda: self.store.requeue_job(
                 job.id, token, error, delay=delay, avoid_device=device_id
@@ -508,6 +510,7 @@ class Scheduler:
         return True
 
     async def _finish(self, job: Job, token: str, state: JobState, error: str) -> bool:
+        error = brief(error)
         settled = await outlasting(  # publishes JobFinished; a database blip waits
             lambda: self.store.finish_job(job.id, token, state, error),
             "settling the job",

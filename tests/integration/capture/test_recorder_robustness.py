@@ -175,3 +175,60 @@ def test_a_video_file_plays_at_its_own_pace_with_its_own_times(tmp_path: Path) -
     result = analyze(VideoFile(spool.path, spool.timestamps))
     assert result.visually_complete_ms == pytest.approx(page.visually_complete_ms(), abs=0.5)
     assert result.speed_index == pytest.approx(page.speed_index(), rel=0.01)
+
+
+_KILLED_LABD = """
+import sys, time
+from pathlib import Path
+from labd.capture.live import Recorder, SourceSpec
+recorder = Recorder(SourceSpec("x11", sys.argv[1], fps=10), Path(sys.argv[2]), seconds=120)
+recorder.start()
+print(recorder.process.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_recording_ends_with_the_labd_that_started_it(xvfb: str, tmp_path: Path) -> None:
+    """kill -9 of labd left its recording running for load_timeout_s + 60 s: loading the host
+    under the retry, and writing into the retry's times file (read back with NUL bytes)."""
+    path = tmp_path / "iteration-1" / "capture.avi"
+    path.parent.mkdir()
+    labd = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_LABD, xvfb, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert labd.stdout is not None
+    recording = int(labd.stdout.readline())
+    time.sleep(1)
+    labd.kill()
+    labd.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(recording):
+        time.sleep(0.05)
+    assert not _running(recording), "the recording outlived labd"
+    assert "labd, which started the recording, is gone" in path.with_suffix(".json").read_text()
+
+
+def test_a_retry_records_into_fresh_files(xvfb: str, tmp_path: Path) -> None:
+    """The files of an attempt whose recorder may still be writing are unlinked, not
+    truncated: its writes go to the old file, not into the retry's."""
+    path = tmp_path / "capture.avi"
+    path.with_suffix(".times").write_text("1.000\n" * 1000)
+    old = path.with_suffix(".times").open("r+")  # the killed attempt's recorder, writing on
+    old.seek(6000)  # where its 1,000 frames had got to
+    recorder = Recorder(SourceSpec("x11", xvfb, fps=10), path, seconds=30)
+    recorder.start()
+    time.sleep(0.5)
+    old.write("9.999\n")  # past the end of a file truncated under it: a hole of NUL bytes
+    old.close()
+    spool = recorder.stop()
+    assert spool.frames == len(spool.timestamps) > 0
+    assert 9.999 not in spool.timestamps
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for whoever inherited it to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"

@@ -159,6 +159,28 @@ async def test_the_same_bug_on_two_devices_fails_the_job_and_quarantines_neither
         await stop(lab)
 
 
+async def test_an_error_of_48_kb_with_nul_bytes_is_kept_short_and_visible(
+    store: Store, tmp_path: Path
+) -> None:
+    """A library's message quoting a whole input (a times file read back with NUL bytes) went
+    whole into the job, its MQTT events and the database: 48 KB, and PostgreSQL's text takes
+    no NUL. Still told as the same bug on both devices."""
+    lab = await make_lab(store, tmp_path, ["d1", "d2"], quarantine_after=2)
+    message = "could not convert string to float: '" + "\0" * 48_000 + "1.5' in capture.times"
+    try:
+        await lab.submit("long", bug=True, bug_message=message, spec={"max_attempts": 3})
+        job = await lab.wait_state("long", JobState.FAILED, JobState.SUCCEEDED, within=20)
+        assert job.attempts == 2 and len(job.error) == 2000
+        assert job.error.startswith("driver bug: RuntimeError: could not convert string to float")
+        assert "\\x00\\x00" in job.error and "\0" not in job.error
+        assert "characters, cut to 2,000 ...]" in job.error
+        assert job.error.endswith("the job's, not a device's)")
+        requeued = [e for e in lab.events if e.kind == "job_requeued"]  # type: ignore[attr-defined]
+        assert requeued and all(len(e.reason) <= 2000 for e in requeued)
+    finally:
+        await stop(lab)
+
+
 async def test_a_retry_comes_back_to_its_device_when_no_other_is_free(
     store: Store, tmp_path: Path
 ) -> None:
