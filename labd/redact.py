@@ -12,7 +12,11 @@ MIN_MASKABLE = 4
 _SECRET_NAME = re.compile(r"(password|passwd|secret|token|credential|api_key)", re.IGNORECASE)
 # Long runs of key-like characters: base64 keys, bearer tokens, hex digests.
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-+/=]{32,}")
-_URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@\s]+)(?=@)")
+# user:password@ after a scheme; not host:port/path@..., where "@" is in the path (a URL's
+# port is digits ended by its path, query or fragment: "http://h:8000/users/@me").
+_URL_PASSWORD = re.compile(
+    r"(?P<scheme>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?!\d{1,5}[/?#])(?P<pw>[^@\s]+)(?=@)"
+)
 
 
 def is_secret_name(name: str) -> bool:

@@ -61,6 +61,7 @@ class X11Driver(Driver[X11Options]):
     def __init__(self, options: X11Options, host: str) -> None:
         super().__init__(options, host)
         self.servers: list[tuple[subprocess.Popen[bytes], str]] = []
+        self.unreachable: set[str] = set()  # configured displays not offered, already told
 
     async def discover(self) -> list[Device]:
         if self.options.xvfb and not self.servers:
@@ -74,8 +75,15 @@ class X11Driver(Driver[X11Options]):
         devices = []
         for name in [*self.options.displays, *(display for _, display in self.servers)]:
             size = await asyncio.to_thread(_screen_size, name)
-            if size is None:
-                continue  # not reachable now; discovery tries again
+            if isinstance(size, str):  # not reachable now; discovery tries again
+                if name not in self.unreachable:  # said once, not at every discovery
+                    log.warning("an X11 display of [drivers.x11] is not offered: it cannot be "
+                                "opened", display=name, error=size)  # fmt: skip
+                    self.unreachable.add(name)
+                continue
+            if name in self.unreachable:
+                log.info("an X11 display of [drivers.x11] can be opened again", display=name)
+                self.unreachable.discard(name)
             devices.append(
                 Device(
                     id=f"x11-{name.replace(':', '_')}",
@@ -91,9 +99,8 @@ class X11Driver(Driver[X11Options]):
 
     async def health(self, device: Device) -> str | None:
         name = str(device.capabilities.get("display", ""))
-        if await asyncio.to_thread(_screen_size, name) is None:
-            return f"X11 display {name!r} cannot be opened"
-        return None
+        size = await asyncio.to_thread(_screen_size, name)
+        return size if isinstance(size, str) else None
 
     async def close(self) -> None:
         for process, _ in self.servers:
@@ -112,11 +119,12 @@ class X11Driver(Driver[X11Options]):
         return X11Desktop(str(caps["display"]), size)
 
 
-def _screen_size(name: str) -> tuple[int, int] | None:
+def _screen_size(name: str) -> tuple[int, int] | str:
+    """(width, height) of the display's screen, or why it cannot be opened."""
     try:
         x11 = X11Input(name)
-    except InfrastructureError:
-        return None
+    except InfrastructureError as e:
+        return str(e)
     screen = x11.display.screen()
     size = (screen.width_in_pixels, screen.height_in_pixels)
     x11.close()

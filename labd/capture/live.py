@@ -64,7 +64,7 @@ class ScreenGrab(Paced):
         super().__init__(fps)
         import mss
 
-        what = f"X11 display {display!r}" if display is not None else "the screen"
+        what = self.what = f"X11 display {display!r}" if display is not None else "the screen"
         try:
             self.screen = mss.MSS(display=display) if display is not None else mss.MSS()
         except Exception as e:  # mss raises its own ScreenShotError and OS errors
@@ -85,12 +85,20 @@ class ScreenGrab(Paced):
 
     def read(self) -> tuple[float, Image] | None:
         self.wait_tick()
-        shot = self.screen.grab(self.region)
+        try:
+            shot = self.screen.grab(self.region)
+        except Exception as e:  # mss's own errors: the display went away (killed, restarted)
+            detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            raise CaptureError(
+                f"{self.what}: the screen could not be read: is the display still there? "
+                f"({detail})"
+            ) from e
         t = time.monotonic() * 1000.0
         return t, np.asarray(cv2.cvtColor(np.asarray(shot), cv2.COLOR_BGRA2BGR), dtype=np.uint8)
 
     def close(self) -> None:
-        self.screen.close()
+        with contextlib.suppress(Exception):  # a display that went away: nothing left to close
+            self.screen.close()
 
 
 class OpenCvDevice(FrameSource):

@@ -232,3 +232,23 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_a_display_killed_while_recorded_is_named(tmp_path: Path) -> None:
+    """Was "the capture process died (exit code 1)": closing the lost display raised too."""
+    program = need_program("Xvfb")
+    read_end, write_end = os.pipe()
+    xvfb = subprocess.Popen(
+        [program, "-displayfd", str(write_end), "-screen", "0", "320x240x24", "-nolisten", "tcp"],
+        pass_fds=(write_end,),
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(write_end)
+    display = ":" + os.fdopen(read_end).readline().strip()
+    recorder = Recorder(SourceSpec("x11", display, fps=10), tmp_path / "gone.avi", seconds=30)
+    recorder.start()
+    time.sleep(0.5)
+    xvfb.kill()
+    xvfb.wait()
+    with pytest.raises(CaptureError, match=rf"X11 display '{display}': the screen could not be"):
+        recorder.stop()

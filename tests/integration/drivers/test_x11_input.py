@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from pydantic import ValidationError
 
 from labd.errors import InfrastructureError, UsageError
@@ -111,14 +112,21 @@ def test_a_display_that_cannot_be_opened() -> None:
         X11Input(":4243")
 
 
-async def test_driver_offers_reachable_displays(xvfb: str) -> None:
+async def test_driver_offers_reachable_displays_and_says_which_it_cannot(xvfb: str) -> None:
+    """A display of the configuration that does not exist was left out without a word."""
     driver = X11Driver(X11Options(displays=[xvfb, ":4244"]), "h1")
-    devices = await driver.discover()
+    with structlog.testing.capture_logs() as logs:
+        devices = await driver.discover()
+        await driver.discover()  # said once, not at every discovery
     assert [d.capabilities["display"] for d in devices] == [xvfb]
     assert devices[0].model == "640x480"
+    said = [e for e in logs if e["log_level"] == "warning"]
+    assert [(e["display"], e["error"][:37]) for e in said] == [
+        (":4244", "X11 display ':4244': cannot open it (")
+    ]
     assert await driver.health(devices[0]) is None
     gone = Device(id="x", driver="x11", platform="x11", capabilities={"display": ":4244"})
-    assert await driver.health(gone) == "X11 display ':4244' cannot be opened"
+    assert (await driver.health(gone) or "").startswith("X11 display ':4244': cannot open it")
 
 
 async def test_an_xvfb_labd_started_that_stops_is_started_again_on_its_display() -> None:
@@ -130,7 +138,9 @@ async def test_an_xvfb_labd_started_that_stops_is_started_again_on_its_display()
         process, display = driver.servers[0]
         process.kill()
         process.wait(10)
-        assert await driver.health(device) == f"X11 display {display!r} cannot be opened"
+        assert (await driver.health(device) or "").startswith(
+            f"X11 display {display!r}: cannot open it"
+        )
         assert [d.id for d in await driver.discover()] == [device.id]  # the same display
         assert driver.servers[0][0].poll() is None
         assert await driver.health(device) is None

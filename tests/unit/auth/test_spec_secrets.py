@@ -20,3 +20,13 @@ def test_env_values_of_every_variant_and_secret_fields_are_found_short_ones_not(
 def test_a_secret_inside_a_longer_one_leaves_nothing_of_the_longer() -> None:
     text = "tokens: abcd and abcdefgh"
     assert redact_text(text, ["abcd", "abcdefgh"]) == f"tokens: {MASK} and {MASK}"
+
+
+def test_a_password_in_a_url_is_masked_a_port_and_a_path_with_an_at_sign_are_not() -> None:
+    assert redact_text("postgresql://labd:hunter22@db:5432/labd") == (
+        f"postgresql://labd:{MASK}@db:5432/labd"
+    )
+    assert redact_text("mqtt://ci:1234@broker") == f"mqtt://ci:{MASK}@broker"  # digits alone
+    # was "http://127.0.0.1:**********@me": a port read as a password
+    for url in ("http://127.0.0.1:8000/users/@me", "http://h:80?to=a@b", "http://h:80#x@y"):
+        assert redact_text(f"{url} did not load") == f"{url} did not load"
