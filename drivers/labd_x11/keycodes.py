@@ -27,6 +27,8 @@ class SpareKeycodes:
         self.atom = display.intern_atom(REGISTRY)
         self.holder: Any = None  # this process's window, made at its first claim
         self.held: list[int] = []
+        if self.root.get_full_property(self.atom, Xatom.CARDINAL) is None:
+            return  # nothing held: no grab (discovery opens displays while jobs measure)
         with self._grabbed():
             live, emptied = self._live()
             if emptied:

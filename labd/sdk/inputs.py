@@ -152,15 +152,16 @@ def check_point(x: object, y: object, screen: tuple[int, int]) -> tuple[int, int
     return x, y  # type: ignore[return-value]  # both checked to be int just above
 
 
-def check_duration(name: str, value: object, most: float) -> float:
-    """`value` if it is a number from 0 to `most` (a delay or a duration)."""
+def check_duration(name: str, value: object, most: float = math.inf) -> float:
+    """`value` if it is a finite number from 0 to `most` (a delay or a duration)."""
     if (
         not isinstance(value, int | float)
         or isinstance(value, bool)
         or not math.isfinite(value)
         or not 0 <= value <= most
     ):
-        raise UsageError(f"{name}={value!r}: expected a number from 0 to {most:g}")
+        bounds = f"from 0 to {most:g}" if math.isfinite(most) else ">= 0"
+        raise UsageError(f"{name}={value!r}: expected a finite number {bounds}")
     return float(value)
 
 

@@ -162,6 +162,8 @@ def test_keys_and_points_the_phone_cannot_take_are_refused_before_anything_is_se
         (lambda: keys.tap(True, 10), "x=True"),
         (lambda: keys.tap(10**12, 10), "x=1000000000000"),
         (lambda: keys.swipe(0, 0, 10, 10, -1), "duration_ms=-1"),
+        (lambda: keys.swipe(0, 0, 10, 10, 60_001), "duration_ms=60001: expected a finite number"),
+        (lambda: keys.text("a" * 10_001), "text of 10001 characters: at most 10000"),
         (lambda: keys.text("a\x00b"), "text: '\\x00' at position 1 cannot be typed"),
     ]
     for call, message in refused:

@@ -117,7 +117,7 @@ def test_counts_and_durations_are_checked(windows: tuple[WindowsInput, FakeWin32
     with pytest.raises(UsageError, match="count=0"):
         device.click(1, 1, count=0)
     for delay in (-1, math.nan, math.inf, 1001):
-        with pytest.raises(UsageError, match=r"delay_ms=.*: expected a number from 0 to 1000"):
+        with pytest.raises(UsageError, match=r"delay_ms=.*: expected a finite number from 0 to"):
             device.text("a", delay_ms=delay)
     # One call blocks its thread, which a job's time-out cannot stop: bounded (a million
     # characters, or 601 at 100 ms, were accepted and blocked for minutes)
