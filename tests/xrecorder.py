@@ -41,6 +41,9 @@ def main(name: str) -> None:
     d.sync()
     window.set_input_focus(X.RevertToParent, X.CurrentTime)
     d.sync()
+    numlock = d.keysym_to_keycode(XK.XK_Num_Lock)
+    modifiers = d.get_modifier_mapping()
+    numlock_mask = next((1 << i for i, codes in enumerate(modifiers) if numlock in codes), 0)
     print(json.dumps({"ready": True, "window": window.id}), flush=True)
     while True:
         event = d.next_event()
@@ -54,6 +57,9 @@ def main(name: str) -> None:
             plain = d.keycode_to_keysym(event.detail, 0)
             if event.state & X.LockMask and plain < 0x100 and chr(plain).isalpha():
                 shifted = not shifted  # Caps Lock: the other case of a letter
+            second = d.keycode_to_keysym(event.detail, 1)
+            if event.state & numlock_mask and 0xFF80 <= second <= 0xFFBD:
+                shifted = not shifted  # Num Lock: a keypad key's digit
             index = 1 if shifted else 0
             keysym = d.keycode_to_keysym(event.detail, index) or d.keycode_to_keysym(
                 event.detail, 0

@@ -42,6 +42,7 @@ from labd.sdk import (
     Scenario,
     TestFailure,
     UsageError,
+    ascii_url,
     keep_latencies,
     take_latencies,
 )
@@ -274,7 +275,8 @@ class PageLoad(Scenario[PageLoadParams]):
         try:
             await controller.show_color(GREEN, navigator=True)
             await self._until(lambda frame: _is(frame, GREEN), 15, "the green screen did not show")
-            await asyncio.to_thread(self.input.text, p.url, TYPING_DELAY_MS)  # into the green page
+            # into the green page; the same address in ASCII: no keycode remapped for it
+            await asyncio.to_thread(self.input.text, ascii_url(p.url), TYPING_DELAY_MS)
             # What the screen showed before Enter: a page drawn before the first grab after
             # it (a loaded host) must count as drawn, not as the screen it started from.
             before = await asyncio.to_thread(self._grab)

@@ -2,22 +2,27 @@
 
 A character the keyboard map lacks is typed by giving a spare keycode (one without symbols)
 the character's keysym, as xdotool does. Which keycodes each labd process holds is written on
-the display itself: a property of the root window listing (holder, keycode) pairs, the holder
-a window of that process, which the X server destroys when the process's connection ends. So
-two processes typing on one display never take the same keycode, and the keycodes a killed
-process left mapped are emptied by the next one that opens the display (a device's health
-check does).
+the display itself: a property of the root window listing (holder, token, keycode), the holder
+a window of that process carrying the token (a random number), which the X server destroys
+when the process's connection ends. A holder is alive while its window exists with its token
+(a later client given the same window id has no token). So two processes typing on one
+display never take the same keycode, and the keycodes a killed process left mapped are emptied
+by the next one that opens the display (a device's health check does).
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
 from Xlib import X, Xatom, error
 
 REGISTRY = "_LABD_KEYCODES"
+TOKEN = "_LABD_KEYCODES_HOLDER"
+
+Entry = tuple[int, int, int]  # holder window, its token, keycode
 
 
 class SpareKeycodes:
@@ -25,7 +30,11 @@ class SpareKeycodes:
         self.display = display
         self.root = display.screen().root
         self.atom = display.intern_atom(REGISTRY)
+        self.token_atom = display.intern_atom(TOKEN)
+        self.first = display.display.info.min_keycode
+        self.last = display.display.info.max_keycode
         self.holder: Any = None  # this process's window, made at its first claim
+        self.token = secrets.randbits(32)
         self.held: list[int] = []
         if self.root.get_full_property(self.atom, Xatom.CARDINAL) is None:
             return  # nothing held: no grab (discovery opens displays while jobs measure)
@@ -34,6 +43,19 @@ class SpareKeycodes:
             if emptied:
                 self._write(live)
 
+    def keyboard(self) -> dict[int, tuple[int, int]]:
+        """keysym -> (keycode, index 0 or 1: shifted) of the display's keyboard map as it is
+        now, without the keycodes labd processes hold (another's is remapped at any time)."""
+        held = {code for _, _, code in self._entries()}
+        keys: dict[int, tuple[int, int]] = {}
+        mapping = self.display.get_keyboard_mapping(self.first, self.last - self.first + 1)
+        for code, syms in enumerate(mapping, self.first):
+            if code not in held:
+                for index, keysym in enumerate(syms[:2]):
+                    if keysym and (keysym not in keys or keys[keysym][1] > index):
+                        keys[keysym] = (code, index)
+        return keys
+
     def claim(self, count: int) -> list[int]:
         """Up to `count` spare keycodes, now held by this process; none when the display has
         none left."""
@@ -41,17 +63,16 @@ class SpareKeycodes:
             self.holder = self.root.create_window(
                 0, 0, 1, 1, 0, 0, window_class=X.InputOnly, visual=X.CopyFromParent
             )
+            self.holder.change_property(self.token_atom, Xatom.CARDINAL, 32, [self.token])
         with self._grabbed():
             entries, _ = self._live()
-            taken = {code for _, code in entries}
-            first = self.display.display.info.min_keycode
-            mapping = self.display.get_keyboard_mapping(
-                first, self.display.display.info.max_keycode - first + 1
-            )
-            spare = [code for code, syms in enumerate(mapping, first) if not any(syms)]
+            taken = {code for _, _, code in entries}
+            mapping = self.display.get_keyboard_mapping(self.first, self.last - self.first + 1)
+            spare = [code for code, syms in enumerate(mapping, self.first) if not any(syms)]
             claimed = [code for code in spare if code not in taken][:count]
             if claimed:
-                self._write([*entries, *((self.holder.id, code) for code in claimed)])
+                mine = ((self.holder.id, self.token, code) for code in claimed)
+                self._write([*entries, *mine])
         self.held += claimed
         return claimed
 
@@ -59,7 +80,7 @@ class SpareKeycodes:
         """How many keycodes other live labd processes hold on this display."""
         with self._grabbed():
             live, _ = self._live()
-        return sum(holder != getattr(self.holder, "id", None) for holder, _ in live)
+        return sum(not self._mine(entry) for entry in live)
 
     def release(self) -> None:
         """Empties the keycodes this process holds and gives them back."""
@@ -69,34 +90,45 @@ class SpareKeycodes:
             for code in self.held:
                 self.display.change_keyboard_mapping(code, [(0, 0)])
             live, _ = self._live()
-            self._write([entry for entry in live if entry[0] != self.holder.id])
+            self._write([entry for entry in live if not self._mine(entry)])
         self.held.clear()
 
-    def _live(self) -> tuple[list[tuple[int, int]], int]:
-        """The registry's (holder, keycode) pairs whose holder is alive, and how many keycodes
-        of the others were emptied (their process ended without giving them back)."""
+    def _entries(self) -> list[Entry]:
+        """The registry as written; entries naming no keycode of this display left out."""
         found = self.root.get_full_property(self.atom, Xatom.CARDINAL)
         values = [int(v) for v in found.value] if found is not None else []
-        alive: dict[int, bool] = {}
+        triples = zip(values[::3], values[1::3], values[2::3], strict=False)
+        return [entry for entry in triples if self.first <= entry[2] <= self.last]
+
+    def _live(self) -> tuple[list[Entry], int]:
+        """The registry's entries whose holder is alive, and how many keycodes of the others
+        were emptied (their process ended without giving them back)."""
+        alive: dict[tuple[int, int], bool] = {}
         live, emptied = [], 0
-        for holder, code in zip(values[::2], values[1::2], strict=False):
-            if holder not in alive:
-                alive[holder] = holder == getattr(self.holder, "id", None) or self._exists(holder)
-            if alive[holder]:
-                live.append((holder, code))
+        for holder, token, code in self._entries():
+            if (holder, token) not in alive:
+                alive[holder, token] = self._mine((holder, token, code)) or self._alive(
+                    holder, token
+                )
+            if alive[holder, token]:
+                live.append((holder, token, code))
             else:
                 self.display.change_keyboard_mapping(code, [(0, 0)])
                 emptied += 1
         return live, emptied
 
-    def _exists(self, window: int) -> bool:
-        try:
-            self.display.create_resource_object("window", window).get_geometry()
-        except error.XError:
-            return False
-        return True
+    def _mine(self, entry: Entry) -> bool:
+        return self.holder is not None and entry[:2] == (self.holder.id, self.token)
 
-    def _write(self, entries: list[tuple[int, int]]) -> None:
+    def _alive(self, holder: int, token: int) -> bool:
+        try:
+            window = self.display.create_resource_object("window", holder)
+            found = window.get_full_property(self.token_atom, Xatom.CARDINAL)
+        except error.XError:
+            return False  # no such window: its process has ended
+        return found is not None and list(found.value) == [token]
+
+    def _write(self, entries: list[Entry]) -> None:
         if entries:
             values = [value for entry in entries for value in entry]
             self.root.change_property(self.atom, Xatom.CARDINAL, 32, values)

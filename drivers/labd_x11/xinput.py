@@ -40,12 +40,15 @@ BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL = {"up": 4, "down": 5, "left": 6, "right": 7}
 # A client applies a new keyboard map some time after the server has it (Chromium, on a loaded
 # host, translated remapped keys with the previous map: 24 of 600 CJK characters), and an Xlib
-# client fetches the map when it reads the MappingNotify, however late (a keycode remapped
-# again before then reads as the newer symbol). So held keycodes get their symbols a batch at a
-# time: every missing character coming that they can take at once, then this long before the
-# batch's keys; and new symbols only once all of them were used, this long after the last key.
-REMAP_SETTLE_S = 0.2
+# client (Tk) fetches the map when it reads the MappingNotify, however late (a keycode remapped
+# again before then reads as the newer symbol: a batch of 19 in 2 of 15 runs with 0.2 s, Tk on
+# a loaded host). So held keycodes get their symbols a batch at a time: every missing character
+# coming that they can take at once, MAP_SETTLE_S before the batch's keys; and new symbols, or
+# none at `close`, only once all of them were used, READ_SETTLE_S after the last key.
+MAP_SETTLE_S = 0.2
+READ_SETTLE_S = 1.0
 BATCH = 64  # distinct missing characters looked for ahead (Xvfb's map has 19 spare keycodes)
+KEYPAD = range(0xFF80, 0xFFBE)  # KP_Space .. KP_9: their second symbol needs Num Lock
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class X11Input:
         self.root = screen.root
         self.size = (screen.width_in_pixels, screen.height_in_pixels)
         self.keycodes = SpareKeycodes(self.display)
+        self.keys = self.keycodes.keyboard()  # read again by each key() and text()
         self.remapped: dict[int, int] = {}  # keysym -> held keycode mapped to it
         self.free: list[int] = []  # held keycodes that may take a new symbol
         self.last_press = 0.0  # of a held keycode (time.monotonic)
@@ -147,63 +151,75 @@ class X11Input:
         """A key or a combination: "Return", "ctrl+l", "ctrl+shift+t", "F5" (labd.sdk's key
         names, one character, or "+" for the plus key)."""
         mods, last = parse_key(combo)
-        held = [self._keycode(XK.string_to_keysym(name))[0] for name in mods]
+        self.keys = self.keycodes.keyboard()
         keysym = XK.string_to_keysym(last) if len(last) > 1 else char_keysym(last)
-        with timed(self.latencies_ms), self._caps_lock_off(len(last) == 1):
-            for code in held:
-                xtest.fake_input(self.display, X.KeyPress, code)
-            self._tap(keysym)
-            for code in reversed(held):
-                xtest.fake_input(self.display, X.KeyRelease, code)
+        # Every keycode found (or mapped) before any key goes down: an error leaves none held.
+        held = [self._keycode(XK.string_to_keysym(name))[0] for name in mods]
+        code, shifted = self._keycode(keysym)
+        keypad = shifted and keysym in KEYPAD  # KP_7, not KP_Home: Num Lock, not Shift
+        with timed(self.latencies_ms), contextlib.ExitStack() as locks:
+            if len(last) == 1:
+                locks.enter_context(self._lock(XK.XK_Caps_Lock, on=False))
+            if keypad:
+                locks.enter_context(self._lock(XK.XK_Num_Lock, on=True))
+            for held_code in held:
+                xtest.fake_input(self.display, X.KeyPress, held_code)
+            self._press(code, shifted and not keypad)
+            for held_code in reversed(held):
+                xtest.fake_input(self.display, X.KeyRelease, held_code)
             self.display.sync()
 
     def text(self, text: str, delay_ms: float = 0) -> None:
         """Types the text exactly, whatever it holds: it is keys, never a command line.
         `delay_ms` between characters: fields that react to each key (a browser's URL bar with
         its suggestions) can drop keys sent faster than they handle them. Without a delay the
-        whole text is one dispatch (one sync), with one each key is."""
+        whole text is one dispatch (one sync), with one each key is. A character that cannot
+        be typed on this display is an error before any key is sent."""
         check_typing(text, delay_ms)
+        self.keys = self.keycodes.keyboard()
         keysyms = [char_keysym(char) for char in text]
-        with self._caps_lock_off(True):
+        first = next((i for i, keysym in enumerate(keysyms) if self._missing(keysym)), None)
+        if first is not None:
+            self._map(list(islice(keysyms, first, first + BATCH)))
+        with self._lock(XK.XK_Caps_Lock, on=False):
             if not delay_ms:
                 with timed(self.latencies_ms):
                     for i, keysym in enumerate(keysyms):
-                        self._tap(keysym, islice(keysyms, i, None))
+                        self._press(*self._keycode(keysym, islice(keysyms, i, None)))
                     self.display.sync()
                 return
             for i, keysym in enumerate(keysyms):
                 with timed(self.latencies_ms):
-                    self._tap(keysym, islice(keysyms, i, None))
+                    self._press(*self._keycode(keysym, islice(keysyms, i, None)))
                     self.display.sync()
                 time.sleep(delay_ms / 1000)
 
     @contextlib.contextmanager
-    def _caps_lock_off(self, letters: bool) -> Iterator[None]:
-        """Caps Lock would invert the letters typed: off while they are, on again after (as
-        xdotool does)."""
-        caps = self.display.keysym_to_keycode(XK.XK_Caps_Lock)
-        locked = letters and caps and self.root.query_pointer().mask & X.LockMask
-        if locked:
-            xtest.fake_input(self.display, X.KeyPress, caps)
-            xtest.fake_input(self.display, X.KeyRelease, caps)
+    def _lock(self, lock: int, on: bool) -> Iterator[None]:
+        """Caps Lock or Num Lock `on` or off while the block types, as it was after (Caps Lock
+        would invert letters; a keypad digit is Num Lock's). As xdotool does."""
+        code = self.display.keysym_to_keycode(lock)
+        modifiers = self.display.get_modifier_mapping()  # the keycodes of each modifier bit
+        mask = next((1 << i for i, codes in enumerate(modifiers) if code in codes), 0)
+        toggle = bool(code and mask) and bool(self.root.query_pointer().mask & mask) != on
+        if toggle:
+            xtest.fake_input(self.display, X.KeyPress, code)
+            xtest.fake_input(self.display, X.KeyRelease, code)
         try:
             yield
         finally:
-            if locked:
-                xtest.fake_input(self.display, X.KeyPress, caps)
-                xtest.fake_input(self.display, X.KeyRelease, caps)
+            if toggle:
+                xtest.fake_input(self.display, X.KeyPress, code)
+                xtest.fake_input(self.display, X.KeyRelease, code)
                 self.display.sync()
 
-    def _tap(self, keysym: int, coming: Iterable[int] = ()) -> None:
-        """Presses the key of `keysym`, the first of the `coming` ones (whose missing symbols
-        are given keycodes with it)."""
-        code, shift = self._keycode(keysym, coming)
-        shift_code = self.display.keysym_to_keycode(XK.XK_Shift_L) if shift else 0
-        if shift:
+    def _press(self, code: int, shifted: bool) -> None:
+        shift_code = self.display.keysym_to_keycode(XK.XK_Shift_L) if shifted else 0
+        if shifted:
             xtest.fake_input(self.display, X.KeyPress, shift_code)
         xtest.fake_input(self.display, X.KeyPress, code)
         xtest.fake_input(self.display, X.KeyRelease, code)
-        if shift:
+        if shifted:
             xtest.fake_input(self.display, X.KeyRelease, shift_code)
 
     def _keycode(self, keysym: int, coming: Iterable[int] = ()) -> tuple[int, bool]:
@@ -214,13 +230,11 @@ class X11Input:
         if code is not None:
             self.last_press = time.monotonic()
             return code, False
-        code, index = next((c, i) for c, i in self.display.keysym_to_keycodes(keysym) if i < 2)
+        code, index = self.keys[keysym]
         return code, index == 1
 
     def _missing(self, keysym: int) -> bool:
-        return keysym not in self.remapped and not any(
-            index < 2 for _, index in self.display.keysym_to_keycodes(keysym)
-        )
+        return keysym not in self.remapped and keysym not in self.keys
 
     def _map(self, coming: list[int]) -> None:
         """Gives held keycodes the missing symbols of `coming`, as many as they take, from the
@@ -237,7 +251,7 @@ class X11Input:
                     + (f" ({others} held by other labd processes typing there)" if others else "")
                 )
             self.display.sync()  # the server has every key event sent with them
-            time.sleep(max(0.0, self.last_press + REMAP_SETTLE_S - time.monotonic()))
+            time.sleep(max(0.0, self.last_press + READ_SETTLE_S - time.monotonic()))
             self.free = sorted(self.keycodes.held)
             self.remapped.clear()
             wanted = self._wanted(coming)
@@ -247,7 +261,7 @@ class X11Input:
             self.display.change_keyboard_mapping(code, [(keysym, keysym)])
             self.remapped[keysym] = code
         self.display.sync()
-        time.sleep(REMAP_SETTLE_S)
+        time.sleep(MAP_SETTLE_S)
 
     def _wanted(self, coming: list[int]) -> list[int]:
         """The distinct symbols of `coming` that no key has, in order, at most BATCH."""
@@ -332,7 +346,7 @@ class X11Input:
             self.remove_overlays()
         if self.keycodes.held:  # emptied only once the clients have read the keys typed with
             self.display.sync()  # them (Chromium read the last 10 of 600 CJK characters wrong)
-            time.sleep(max(0.0, self.last_press + REMAP_SETTLE_S - time.monotonic()))
+            time.sleep(max(0.0, self.last_press + READ_SETTLE_S - time.monotonic()))
         self.keycodes.release()
         self.display.close()
 

@@ -24,7 +24,7 @@ from labd.errors import CannotStart, InfrastructureError, LabdError, TestFailure
 from labd.model import OPTIONAL_ID_PATTERN, Device, MetricSpec, Policy, ProgramNotFound, RunAs
 from labd.sdk.bindings import PluginError, Resources
 from labd.sdk.capture import CaptureSource, FrameSource, Image
-from labd.sdk.controller import FOCUS_WAIT_S, TYPING_DELAY_MS, Controller, color_page
+from labd.sdk.controller import FOCUS_WAIT_S, TYPING_DELAY_MS, Controller, ascii_url, color_page
 from labd.sdk.driver import Driver
 from labd.sdk.generic import NoOptions
 from labd.sdk.inputs import (
@@ -109,6 +109,7 @@ __all__ = [
     "TimedInput",
     "TouchInput",
     "UsageError",
+    "ascii_url",
     "check_count",
     "check_driver",
     "check_duration",

@@ -47,6 +47,9 @@ def color_page(rgb: tuple[int, int, int], navigator: bool = False) -> str:
     return head + quote(html, safe="<>=':;/()")  # no spaces: the URL bar would search
 
 
+SPECIAL_SCHEMES = {"http", "https", "ws", "wss", "ftp", "file"}  # WHATWG URL's
+
+
 def ascii_url(url: str) -> str:
     """The same address in ASCII, as a browser sends it (the WHATWG URL standard): a host in
     IDNA (UTS 46, as browsers have it), other characters beyond ASCII percent-encoded as UTF-8.
@@ -55,9 +58,12 @@ def ascii_url(url: str) -> str:
     if url.isascii():
         return url
     try:
-        netloc = urlsplit(url).netloc
+        parts = urlsplit(url)
     except ValueError:  # "http://[::1/": the browser names what is wrong with it
-        netloc = ""
+        parts = None
+    # Only a special scheme's host is a domain; "foo://bücher.de" is percent-encoded, as
+    # browsers do
+    netloc = parts.netloc if parts and parts.scheme.lower() in SPECIAL_SCHEMES else ""
     userinfo, at, host = netloc.rpartition("@")
     if not host.isascii():
         try:

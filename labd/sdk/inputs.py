@@ -8,6 +8,7 @@ device), so async code runs them on a thread; the Controller does.
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from typing import Protocol, runtime_checkable
 
@@ -95,12 +96,15 @@ def parse_key(combo: str) -> tuple[tuple[str, ...], str]:
     naming the combination and the part that is wrong otherwise."""
     if not isinstance(combo, str) or not combo:
         raise UsageError(f"key {combo!r}: expected a key name like 'Return' or 'ctrl+l'")
-    if combo.endswith("++") or combo == "+":  # the "+" key itself
-        parts = [*combo[:-2].split("+"), "+"] if combo != "+" else ["+"]
+    # "ctrl + l" and "ctrl + +" as "ctrl+l" and "ctrl++"; "ctrl+ " is ctrl and the space key
+    keys = re.sub(r"\s+(?=\+)|(?<=\+)\s+(?=\S)", "", combo)
+    if keys.endswith("++") or keys == "+":  # the "+" key itself
+        parts = [*keys[:-2].split("+"), "+"] if keys != "+" else ["+"]
     else:
-        parts = combo.split("+")
-    # "ctrl + l" as "ctrl+l"; a space alone is the space key
+        parts = keys.split("+")
     *mods, last = [part.strip() or part for part in parts]
+    if mods and last.isalpha() and len(last) == 1:
+        last = last.lower()  # "Ctrl+T" is ctrl and t, as menus write it; shift is said
     held = []
     for mod in mods:
         if mod.lower() not in MODIFIERS:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from Xlib import X, display
+from Xlib import XK, X, display
 
 from labd.errors import UsageError
 from labd_x11 import X11Input
@@ -44,23 +44,30 @@ def test_more_missing_characters_than_spare_keycodes_are_typed_right(
     assert typed(recorder) == text
 
 
-async def test_a_display_without_a_spare_keycode_is_a_usage_error(xvfb: str) -> None:
+async def test_a_display_without_a_spare_keycode_is_a_usage_error(
+    desktop: tuple[X11Input, Recorder],
+) -> None:
     """The job's value cannot be typed there: the job fails, the display is not blamed (it was
-    an InfrastructureError, and three of them quarantined it). Was a bare StopIteration once,
-    which a Future cannot take: the awaiting code hung."""
-    other = display.Display(xvfb)
-    for i, code in enumerate(spare_keycodes(xvfb)):  # give each spare keycode a symbol
+    an InfrastructureError, and three of them quarantined it). Nothing of the text is typed,
+    and no modifier is left down (ctrl stayed pressed: every later key came as ctrl+key). Was
+    a bare StopIteration once, which a Future cannot take: the awaiting code hung."""
+    x11, recorder = desktop
+    other = display.Display(x11.name)
+    for i, code in enumerate(spare_keycodes(x11.name)):  # give each spare keycode a symbol
         other.change_keyboard_mapping(code, [(0x01002600 + i, 0x01002600 + i)])
     other.sync()
-    x11 = X11Input(xvfb)
     try:
         with pytest.raises(UsageError, match="no spare keycode to type '日'"):
-            await asyncio.wait_for(asyncio.to_thread(x11.text, "a日"), 10)
+            await asyncio.wait_for(asyncio.to_thread(x11.text, "abc日"), 10)
         with pytest.raises(UsageError, match="to type 'é' with"):  # the character, not 0xe9
-            x11.text("é")
+            x11.key("ctrl+é")
+        control = other.keysym_to_keycode(XK.XK_Control_L)
+        assert not other.query_keymap()[control // 8] & (1 << control % 8)  # not held down
         x11.text("ok")  # what the map has is still typed
+        x11.key("F12")
+        keys = [e for e in recorder.until("F12") if e["type"] == "key"]
+        assert [(k["char"], k["ctrl"]) for k in keys[:2]] == [("o", False), ("k", False)]
     finally:
-        x11.close()
         other.close()
 
 
@@ -68,7 +75,9 @@ def test_keycodes_a_killed_process_held_are_emptied_by_the_next_one(
     desktop: tuple[X11Input, Recorder],
 ) -> None:
     """kill -9 while typing left every spare keycode mapped: the display had none left and the
-    retried job failed on it. The next input to open the display (a health check) frees them."""
+    retried job failed on it. The next input to open the display (a health check) frees them,
+    and types those characters again right (it used the keycodes it had read them on, now
+    empty: nothing arrived)."""
     x11, recorder = desktop
     spare = spare_keycodes(x11.name)
     script = (
@@ -78,25 +87,67 @@ def test_keycodes_a_killed_process_held_are_emptied_by_the_next_one(
     killed = subprocess.run([sys.executable, "-c", script, x11.name], timeout=60)
     assert killed.returncode == -signal.SIGKILL
     assert len(spare_keycodes(x11.name)) == len(spare) - 6  # left mapped
-    X11Input(x11.name).close()
-    assert spare_keycodes(x11.name) == spare
-    x11.text("漢字")
-    x11.key("F12")
-    assert typed(recorder).endswith("漢字")
+    fresh = X11Input(x11.name)
+    try:
+        assert spare_keycodes(x11.name) == spare
+        fresh.text("日本語の文字")
+        fresh.key("F12")
+        assert typed(recorder) == "日本語の文字" * 2  # the killed process's, then these
+    finally:
+        fresh.close()
+
+
+def test_a_dead_holder_s_window_id_given_to_another_client_does_not_keep_its_keycodes(
+    desktop: tuple[X11Input, Recorder],
+) -> None:
+    """The X server gives a killed client's ids to the next client: a window made by it had
+    the dead holder's id, and its keycodes stayed held for as long as that client lived."""
+    x11, _ = desktop
+    spare = spare_keycodes(x11.name)
+    script = (
+        "import os, sys; from labd_x11 import X11Input\n"
+        "x = X11Input(sys.argv[1]); x.text('日本'); print(x.keycodes.holder.id, flush=True)\n"
+        "os.kill(os.getpid(), 9)"
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", script, x11.name], timeout=60, capture_output=True, text=True
+    )
+    holder = int(killed.stdout)
+    squatter = (
+        "import sys; from Xlib import display\n"
+        "d = display.Display(sys.argv[1]); w = d.screen().root.create_window(0, 0, 1, 1, 0, 0)\n"
+        "d.sync(); print(w.id, flush=True); sys.stdin.read()"
+    )
+    client = subprocess.Popen(
+        [sys.executable, "-c", squatter, x11.name],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert client.stdout is not None
+        assert int(client.stdout.readline()) == holder  # the same id, another client
+        X11Input(x11.name).close()
+        assert spare_keycodes(x11.name) == spare
+    finally:
+        client.kill()
+        client.wait()
 
 
 def test_two_processes_typing_on_one_display_take_different_keycodes(
     desktop: tuple[X11Input, Recorder],
 ) -> None:
+    """One opened while the other held keycodes typed the other's characters with them; its
+    next batch turned them into its own (28 of 514 characters wrong)."""
     x11, recorder = desktop
     spare = spare_keycodes(x11.name)
+    x11.text("日本")
     other = X11Input(x11.name)
     try:
-        x11.text("日本")
-        other.text("中文")  # a keycode taken twice would turn the first "日本" into these
+        other.text("中文日本")  # 日本 on x11's keycodes is not other's to use
         x11.text("日本")
         x11.key("F12")
-        assert typed(recorder) == "日本中文日本"
+        assert typed(recorder) == "日本中文日本日本"
+        assert len(other.remapped) == 4  # its own keycodes for all four
+        assert set(other.remapped.values()).isdisjoint(x11.keycodes.held)
         assert set(x11.keycodes.held).isdisjoint(other.keycodes.held)
     finally:
         other.close()
@@ -149,10 +200,17 @@ def test_bad_values_are_usage_errors_naming_the_argument(
 
 def test_the_shared_key_names_work(desktop: tuple[X11Input, Recorder]) -> None:
     x11, recorder = desktop
-    for combo in ("pageup", "Page_Up", "ctrl+.", "Enter", "esc", "ctrl + l", "KP_Enter", "F12"):
+    combos = ("pageup", "Page_Up", "ctrl+.", "Enter", "esc", "ctrl + l", "CTRL+T", "KP_Enter",
+              "KP_7", "KP_Decimal", "F12")  # fmt: skip
+    for combo in combos:
         x11.key(combo)
-    names = [e["name"] for e in recorder.until("F12") if e["type"] == "key"]
-    assert names == [
-        "Page_Up", "Page_Up", "Control_L", "period", "Return", "Escape", "Control_L", "l",
-        "KP_Enter", "F12",
+    keys = [e for e in recorder.until("F12") if e["type"] == "key"]
+    assert [(k["name"], k["ctrl"]) for k in keys] == [
+        ("Page_Up", False), ("Page_Up", False), ("Control_L", False), ("period", True),
+        ("Return", False), ("Escape", False), ("Control_L", False), ("l", True),
+        ("Control_L", False), ("t", True),  # ctrl and t, as menus write it: not ctrl+shift+t
+        ("KP_Enter", False),
+        ("Num_Lock", False), ("KP_7", False), ("Num_Lock", False),  # the digit, not KP_Home
+        ("KP_Decimal", False), ("F12", False),
     ]  # fmt: skip
+    assert not x11.root.query_pointer().mask & X.Mod2Mask  # Num Lock off again, as it was

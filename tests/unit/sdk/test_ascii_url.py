@@ -22,6 +22,8 @@ from labd.sdk.controller import ascii_url
         ("http://例え.jp:pä@例え.jp/", "http://%E4%BE%8B%E3%81%88.jp:p%C3%A4@xn--r8jz45g.jp/"),
         ("http://[::1]:80/é", "http://[::1]:80/%C3%A9"),
         ("data:text/html,<p>é", "data:text/html,<p>%C3%A9"),
+        ("foo://bücher.de/x", "foo://b%C3%BCcher.de/x"),  # not a special scheme: no IDNA
+        ("HTTPS://bücher.de/", "HTTPS://xn--bcher-kva.de/"),
         # not a host IDNA takes, nor a URL urlsplit takes: percent-encoded, which a browser
         # decodes before it checks a host (WHATWG URL's host parser)
         ("http://a..例/", "http://a..%E4%BE%8B/"),
