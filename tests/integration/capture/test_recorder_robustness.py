@@ -18,6 +18,7 @@ from labd.capture import VideoFile, analyze
 from labd.capture.errors import CaptureError
 from labd.capture.live import Recorder, SourceSpec, Spool
 from labd.capture.synthetic import PageLoad
+from labd_x11.driver import start_xvfb
 from tests.conftest import need_program
 
 
@@ -236,15 +237,8 @@ def _running(pid: int) -> bool:
 
 def test_a_display_killed_while_recorded_is_named(tmp_path: Path) -> None:
     """Was "the capture process died (exit code 1)": closing the lost display raised too."""
-    program = need_program("Xvfb")
-    read_end, write_end = os.pipe()
-    xvfb = subprocess.Popen(
-        [program, "-displayfd", str(write_end), "-screen", "0", "320x240x24", "-nolisten", "tcp"],
-        pass_fds=(write_end,),
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_end)
-    display = ":" + os.fdopen(read_end).readline().strip()
+    need_program("Xvfb")
+    xvfb, display = start_xvfb("320x240")  # its own, to kill
     recorder = Recorder(SourceSpec("x11", display, fps=10), tmp_path / "gone.avi", seconds=30)
     recorder.start()
     time.sleep(0.5)
