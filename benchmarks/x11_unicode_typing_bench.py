@@ -1,9 +1,11 @@
-"""Characters a keyboard map lacks, typed into Chromium on Xvfb: how many arrive right.
+"""Characters a keyboard map lacks, typed on Xvfb: how many arrive right.
 
-600 CJK characters (more than Xvfb's 19 spare keycodes many times over) typed into a textarea
-through labd's X11 input, read back through Chrome's DevTools protocol; without and with a
-delay between characters, on an idle host and with a busy loop on every CPU and one more (a
-loaded lab host, where Chromium applies a new keyboard map late). Target: every character right.
+600 CJK characters (more than Xvfb's 19 spare keycodes many times over) typed through labd's X11
+input into Chromium's textarea, read back through Chrome's DevTools protocol, and into an Xlib
+client (tests/xrecorder.py: python-xlib, which fetches a new keyboard map when it reads the
+change, as Tk does); without and with a delay between characters, on an idle host and with a
+busy loop on every CPU and one more (a loaded lab host, where clients apply a new map late).
+Target: every character right.
 
 Run: python benchmarks/x11_unicode_typing_bench.py   (needs Xvfb and Chromium)
 """
@@ -11,6 +13,7 @@ Run: python benchmarks/x11_unicode_typing_bench.py   (needs Xvfb and Chromium)
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import os
 import shutil
@@ -84,6 +87,35 @@ def run(display: str, delay_ms: float) -> tuple[float, int]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def run_xlib(display: str, delay_ms: float) -> tuple[float, int]:
+    """(seconds typing, characters wrong) into the recording X client."""
+    recorder = subprocess.Popen(
+        [sys.executable, "-m", "tests.xrecorder", display], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert recorder.stdout is not None
+        recorder.stdout.readline()  # it has the focus
+        x11 = X11Input(display)
+        text = "".join(chr(0x4E00 + (i * 37) % 20000) for i in range(COUNT))
+        began = time.monotonic()
+        x11.text(text, delay_ms)
+        took = time.monotonic() - began
+        x11.key("F12")
+        x11.close()
+        got = ""
+        for line in recorder.stdout:
+            event = json.loads(line)
+            if event.get("name") == "F12":
+                break
+            if event.get("type") == "key":
+                got += event.get("char") or ""
+        wrong = sum(a != b for a, b in zip(got, text, strict=False)) + abs(len(got) - len(text))
+        return took, wrong
+    finally:
+        recorder.kill()
+        recorder.wait()
+
+
 def main() -> None:
     read_end, write_end = os.pipe()
     xvfb = subprocess.Popen(
@@ -93,18 +125,20 @@ def main() -> None:
     )
     os.close(write_end)
     display = ":" + os.fdopen(read_end).readline().strip()
-    print(f"{COUNT} CJK characters into Chromium's textarea on Xvfb")
-    print(f"{'host':<10} {'delay_ms':>8} {'typed in':>9} {'wrong':>6}")
+    print(f"{COUNT} CJK characters typed on Xvfb")
+    print(f"{'client':<10} {'host':<8} {'delay_ms':>8} {'typed in':>9} {'wrong':>6}")
     try:
         for loaded in [False, True] * int(os.environ.get("ROUNDS", "1")):
             workers = [multiprocessing.Process(target=busy, daemon=True)
                        for _ in range((os.cpu_count() or 1) + 1 if loaded else 0)]  # fmt: skip
             for worker in workers:
                 worker.start()
-            for delay_ms in (0, 5):
-                took, wrong = run(display, delay_ms)
-                host = "loaded" if loaded else "idle"
-                print(f"{host:<10} {delay_ms:>8} {took:>8.1f}s {wrong:>6}", flush=True)
+            for client, typing in (("chromium", run), ("xlib", run_xlib)):
+                for delay_ms in (0, 5):
+                    took, wrong = typing(display, delay_ms)
+                    host = "loaded" if loaded else "idle"
+                    print(f"{client:<10} {host:<8} {delay_ms:>8} {took:>8.1f}s {wrong:>6}",
+                          flush=True)  # fmt: skip
             for worker in workers:
                 worker.kill()
     finally:
