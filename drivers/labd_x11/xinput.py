@@ -86,7 +86,7 @@ class X11Input:
         self.root = screen.root
         self.size = (screen.width_in_pixels, screen.height_in_pixels)
         self.keycodes = SpareKeycodes(self.display)
-        self.keys = self.keycodes.keyboard()  # read again by each key() and text()
+        self.keys = self._read_keyboard()  # read again by each key() and text()
         self.remapped: dict[int, int] = {}  # keysym -> held keycode mapped to it
         self.free: list[int] = []  # held keycodes that may take a new symbol
         self.last_press = 0.0  # of a held keycode (time.monotonic)
@@ -151,7 +151,7 @@ class X11Input:
         """A key or a combination: "Return", "ctrl+l", "ctrl+shift+t", "F5" (labd.sdk's key
         names, one character, or "+" for the plus key)."""
         mods, last = parse_key(combo)
-        self.keys = self.keycodes.keyboard()
+        self.keys = self._read_keyboard()
         keysym = XK.string_to_keysym(last) if len(last) > 1 else char_keysym(last)
         # Every keycode found (or mapped) before any key goes down: an error leaves none held.
         held = [self._keycode(XK.string_to_keysym(name))[0] for name in mods]
@@ -176,7 +176,7 @@ class X11Input:
         whole text is one dispatch (one sync), with one each key is. A character that cannot
         be typed on this display is an error before any key is sent."""
         check_typing(text, delay_ms)
-        self.keys = self.keycodes.keyboard()
+        self.keys = self._read_keyboard()
         keysyms = [char_keysym(char) for char in text]
         first = next((i for i, keysym in enumerate(keysyms) if self._missing(keysym)), None)
         if first is not None:
@@ -198,7 +198,7 @@ class X11Input:
     def _lock(self, lock: int, on: bool) -> Iterator[None]:
         """Caps Lock or Num Lock `on` or off while the block types, as it was after (Caps Lock
         would invert letters; a keypad digit is Num Lock's). As xdotool does."""
-        code = self.display.keysym_to_keycode(lock)
+        code = self.keys.get(lock, (0, 0))[0]
         modifiers = self.display.get_modifier_mapping()  # the keycodes of each modifier bit
         mask = next((1 << i for i, codes in enumerate(modifiers) if code in codes), 0)
         toggle = bool(code and mask) and bool(self.root.query_pointer().mask & mask) != on
@@ -214,7 +214,7 @@ class X11Input:
                 self.display.sync()
 
     def _press(self, code: int, shifted: bool) -> None:
-        shift_code = self.display.keysym_to_keycode(XK.XK_Shift_L) if shifted else 0
+        shift_code = self.keys.get(XK.XK_Shift_L, (0, 0))[0] if shifted else 0
         if shifted:
             xtest.fake_input(self.display, X.KeyPress, shift_code)
         xtest.fake_input(self.display, X.KeyPress, code)
@@ -233,6 +233,18 @@ class X11Input:
         code, index = self.keys[keysym]
         return code, index == 1
 
+    def _read_keyboard(self) -> dict[int, tuple[int, int]]:
+        """The keyboard map as it is now; held keycodes whose symbol someone else changed (a
+        new layout emptied them) are typed with no more: mapped again if empty."""
+        keys = self.keycodes.keyboard()
+        lost = self.keycodes.lost
+        if lost:
+            self.remapped = {k: c for k, c in self.remapped.items() if c not in lost}
+            self.free = [c for c in self.free if c not in lost]
+            self.free += [code for code in lost if code in self.keycodes.held]  # empty again
+            lost.clear()
+        return keys
+
     def _missing(self, keysym: int) -> bool:
         return keysym not in self.remapped and keysym not in self.keys
 
@@ -240,15 +252,19 @@ class X11Input:
         """Gives held keycodes the missing symbols of `coming`, as many as they take, from the
         first; waits for the clients to apply the new map."""
         wanted = self._wanted(coming)
-        if len(self.free) < len(wanted):
-            self.free += self.keycodes.claim(len(wanted) - len(self.free))
+        if not self.keycodes.held:  # a share claimed once: others may type there too
+            self.free += self.keycodes.claim(len(wanted))
         if not self.free:
             if not self.keycodes.held:
                 others = self.keycodes.taken_by_others()
+                why = (
+                    f"its {others} spare ones are held by other labd processes typing there"
+                    if others
+                    else "every keycode of its keyboard map has a symbol"
+                )
                 raise UsageError(
-                    f"X11 display {self.name!r}: no spare keycode to type {_symbol(coming[0])!r} "
-                    "with: every keycode of its keyboard map has a symbol"
-                    + (f" ({others} held by other labd processes typing there)" if others else "")
+                    f"X11 display {self.name!r}: no spare keycode to type "
+                    f"{_symbol(coming[0])!r} with: {why}"
                 )
             self.display.sync()  # the server has every key event sent with them
             time.sleep(max(0.0, self.last_press + READ_SETTLE_S - time.monotonic()))
@@ -257,10 +273,8 @@ class X11Input:
             wanted = self._wanted(coming)
         batch = dict(zip(self.free, wanted, strict=False))
         self.free = self.free[len(batch) :]
-        for code, keysym in batch.items():
-            self.display.change_keyboard_mapping(code, [(keysym, keysym)])
-            self.remapped[keysym] = code
-        self.display.sync()
+        self.keycodes.map(batch)
+        self.remapped.update((keysym, code) for code, keysym in batch.items())
         time.sleep(MAP_SETTLE_S)
 
     def _wanted(self, coming: list[int]) -> list[int]:

@@ -154,6 +154,60 @@ def test_two_processes_typing_on_one_display_take_different_keycodes(
     assert len(spare_keycodes(x11.name)) == len(spare) - len(x11.keycodes.held)  # its own back
 
 
+def test_keycodes_a_new_layout_took_are_noticed(desktop: tuple[X11Input, Recorder]) -> None:
+    """setxkbmap emptied the keycodes labd held: later text went to empty keycodes, silently.
+    A keycode given a user's key since is neither typed with nor emptied by labd."""
+    _, recorder = desktop
+    x11 = X11Input(desktop[0].name)
+    x11.text("中文é")
+    other = display.Display(x11.name)
+    emptied, taken = sorted(x11.keycodes.held)[:2]
+    other.change_keyboard_mapping(emptied, [(0, 0)])  # as a new layout does
+    other.change_keyboard_mapping(taken, [(XK.XK_F13, XK.XK_F13)])  # a user's key now
+    other.sync()
+    x11.text("中文é")
+    x11.key("F12")
+    assert typed(recorder) == "中文é中文é"
+    x11.close()
+    assert other.get_keyboard_mapping(taken, 1)[0][0] == XK.XK_F13
+    other.close()
+
+
+def test_a_dead_process_s_keycode_given_a_user_s_key_is_left_alone(
+    desktop: tuple[X11Input, Recorder],
+) -> None:
+    x11, _ = desktop
+    script = (
+        "import os, sys; from labd_x11 import X11Input\n"
+        "x = X11Input(sys.argv[1]); x.text('日本'); print(*x.keycodes.held, flush=True)\n"
+        "os.kill(os.getpid(), 9)"
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", script, x11.name], timeout=60, capture_output=True, text=True
+    )
+    code = int(killed.stdout.split()[0])
+    other = display.Display(x11.name)
+    other.change_keyboard_mapping(code, [(XK.XK_adiaeresis, XK.XK_Adiaeresis)])  # xmodmap
+    other.sync()
+    X11Input(x11.name).close()  # the next labd process, a health check
+    assert list(other.get_keyboard_mapping(code, 1)[0][:2]) == [XK.XK_adiaeresis, XK.XK_Adiaeresis]
+    other.close()
+
+
+def test_a_second_process_typing_finds_keycodes_left(desktop: tuple[X11Input, Recorder]) -> None:
+    """The first took every spare keycode for its 40 characters: the second failed at once."""
+    x11, recorder = desktop
+    other = X11Input(x11.name)
+    try:
+        text = "".join(chr(0x4E00 + 7 * i) for i in range(40))
+        x11.text(text)
+        other.text("Цж")
+        x11.key("F12")
+        assert typed(recorder) == text + "Цж"
+    finally:
+        other.close()
+
+
 def test_caps_lock_does_not_change_the_text(desktop: tuple[X11Input, Recorder]) -> None:
     """Caps Lock left on typed later text in the other case; it is off while labd types and
     on again after."""
