@@ -29,9 +29,11 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from labd_x11 import X11Input
+from labd_x11.driver import start_xvfb
 
 COUNT = 600
 PORT = 19333
+TEXT = "".join(chr(0x4E00 + (i * 37) % 20000) for i in range(COUNT))
 PAGE = "<textarea autofocus id=t style='width:100%;height:90%'></textarea>"
 
 
@@ -47,6 +49,11 @@ async def textarea_value() -> str:
                 answer = await ws.receive_json()
                 if answer.get("id") == 1:
                     return str(answer["result"]["result"]["value"])
+
+
+def wrong(got: str) -> int:
+    """Characters of TEXT that did not arrive as typed (missing or extra ones included)."""
+    return sum(a != b for a, b in zip(got, TEXT, strict=False)) + abs(len(got) - len(TEXT))
 
 
 def busy() -> None:
@@ -68,19 +75,17 @@ def run(display: str, delay_ms: float) -> tuple[float, int]:
     try:
         time.sleep(6)  # the window up, the textarea focused
         x11 = X11Input(display)
-        text = "".join(chr(0x4E00 + (i * 37) % 20000) for i in range(COUNT))
         began = time.monotonic()
-        x11.text(text, delay_ms)
+        x11.text(TEXT, delay_ms)
         took = time.monotonic() - began
         x11.close()
         time.sleep(2)
         got = asyncio.run(textarea_value())
-        wrong = sum(a != b for a, b in zip(got, text, strict=False)) + abs(len(got) - len(text))
-        for i, (want, have) in enumerate(zip(text, got, strict=False)):
+        for i, (want, have) in enumerate(zip(TEXT, got, strict=False)):
             if want != have:  # an earlier character: the key read with the map before
-                where = "earlier" if have in text[:i] else "later" if have in text[i:] else "?"
+                where = "earlier" if have in TEXT[:i] else "later" if have in TEXT[i:] else "?"
                 print(f"  at {i}: {want} arrived as {have} ({where} in the text)", file=sys.stderr)
-        return took, wrong
+        return took, wrong(got)
     finally:
         chromium.kill()
         chromium.wait()
@@ -96,9 +101,8 @@ def run_xlib(display: str, delay_ms: float) -> tuple[float, int]:
         assert recorder.stdout is not None
         recorder.stdout.readline()  # it has the focus
         x11 = X11Input(display)
-        text = "".join(chr(0x4E00 + (i * 37) % 20000) for i in range(COUNT))
         began = time.monotonic()
-        x11.text(text, delay_ms)
+        x11.text(TEXT, delay_ms)
         took = time.monotonic() - began
         x11.key("F12")
         x11.close()
@@ -109,22 +113,14 @@ def run_xlib(display: str, delay_ms: float) -> tuple[float, int]:
                 break
             if event.get("type") == "key":
                 got += event.get("char") or ""
-        wrong = sum(a != b for a, b in zip(got, text, strict=False)) + abs(len(got) - len(text))
-        return took, wrong
+        return took, wrong(got)
     finally:
         recorder.kill()
         recorder.wait()
 
 
 def main() -> None:
-    read_end, write_end = os.pipe()
-    xvfb = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-        pass_fds=(write_end,),
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_end)
-    display = ":" + os.fdopen(read_end).readline().strip()
+    xvfb, display = start_xvfb("1280x800")
     print(f"{COUNT} CJK characters typed on Xvfb")
     print(f"{'client':<10} {'host':<8} {'delay_ms':>8} {'typed in':>9} {'wrong':>6}")
     try:

@@ -51,11 +51,11 @@ class SpareKeycodes:
         now, without the keycodes labd processes hold (another's is remapped at any time).
         Held keycodes of this process whose symbol someone else changed (a new layout) are
         put in `lost`, and given up unless they are empty."""
-        held = {entry[2] for entry in self._entries()}
+        registered = {entry[2] for entry in self._entries()}
         keys: dict[int, tuple[int, int]] = {}
         mapping = self.display.get_keyboard_mapping(self.first, self.last - self.first + 1)
         for code, syms in enumerate(mapping, self.first):
-            if code not in held:
+            if code not in registered:
                 for index, keysym in enumerate(syms[:2]):
                     if keysym and (keysym not in keys or keys[keysym][1] > index):
                         keys[keysym] = (code, index)

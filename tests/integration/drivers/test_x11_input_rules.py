@@ -31,6 +31,22 @@ def spare_keycodes(name: str) -> list[int]:
     return [code for code, syms in enumerate(mapping, first) if not any(syms)]
 
 
+def typed_then_killed(name: str, text: str) -> tuple[int, list[int]]:
+    """A labd process that types `text` on display `name` and is killed (SIGKILL) before it
+    can close: (its holder window's id, the keycodes it held)."""
+    script = (
+        "import os, sys; from labd_x11 import X11Input\n"
+        "x = X11Input(sys.argv[1]); x.text(sys.argv[2])\n"
+        "print(x.keycodes.holder.id, *x.keycodes.held, flush=True); os.kill(os.getpid(), 9)"
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", script, name, text], timeout=60, capture_output=True, text=True
+    )
+    assert killed.returncode == -signal.SIGKILL
+    holder, *held = map(int, killed.stdout.split())
+    return holder, held
+
+
 def test_more_missing_characters_than_spare_keycodes_are_typed_right(
     desktop: tuple[X11Input, Recorder],
 ) -> None:
@@ -80,12 +96,7 @@ def test_keycodes_a_killed_process_held_are_emptied_by_the_next_one(
     empty: nothing arrived)."""
     x11, recorder = desktop
     spare = spare_keycodes(x11.name)
-    script = (
-        "import os, sys; from labd_x11 import X11Input\n"
-        "x = X11Input(sys.argv[1]); x.text('日本語の文字'); os.kill(os.getpid(), 9)"
-    )
-    killed = subprocess.run([sys.executable, "-c", script, x11.name], timeout=60)
-    assert killed.returncode == -signal.SIGKILL
+    typed_then_killed(x11.name, "日本語の文字")
     assert len(spare_keycodes(x11.name)) == len(spare) - 6  # left mapped
     fresh = X11Input(x11.name)
     try:
@@ -104,15 +115,7 @@ def test_a_dead_holder_s_window_id_given_to_another_client_does_not_keep_its_key
     the dead holder's id, and its keycodes stayed held for as long as that client lived."""
     x11, _ = desktop
     spare = spare_keycodes(x11.name)
-    script = (
-        "import os, sys; from labd_x11 import X11Input\n"
-        "x = X11Input(sys.argv[1]); x.text('日本'); print(x.keycodes.holder.id, flush=True)\n"
-        "os.kill(os.getpid(), 9)"
-    )
-    killed = subprocess.run(
-        [sys.executable, "-c", script, x11.name], timeout=60, capture_output=True, text=True
-    )
-    holder = int(killed.stdout)
+    holder, _ = typed_then_killed(x11.name, "日本")
     squatter = (
         "import sys; from Xlib import display\n"
         "d = display.Display(sys.argv[1]); w = d.screen().root.create_window(0, 0, 1, 1, 0, 0)\n"
@@ -177,15 +180,7 @@ def test_a_dead_process_s_keycode_given_a_user_s_key_is_left_alone(
     desktop: tuple[X11Input, Recorder],
 ) -> None:
     x11, _ = desktop
-    script = (
-        "import os, sys; from labd_x11 import X11Input\n"
-        "x = X11Input(sys.argv[1]); x.text('日本'); print(*x.keycodes.held, flush=True)\n"
-        "os.kill(os.getpid(), 9)"
-    )
-    killed = subprocess.run(
-        [sys.executable, "-c", script, x11.name], timeout=60, capture_output=True, text=True
-    )
-    code = int(killed.stdout.split()[0])
+    _, (code, *_) = typed_then_killed(x11.name, "日本")
     other = display.Display(x11.name)
     other.change_keyboard_mapping(code, [(XK.XK_adiaeresis, XK.XK_Adiaeresis)])  # xmodmap
     other.sync()
