@@ -11,6 +11,7 @@ Windows driver's too).
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -89,6 +90,7 @@ class X11Input:
         self.keys = self._read_keyboard()  # read again by each key() and text()
         self.remapped: dict[int, int] = {}  # keysym -> held keycode mapped to it
         self.free: list[int] = []  # held keycodes that may take a new symbol
+        self.deadline = math.inf  # when a text must be typed by (MAX_INPUT_S)
         self.last_press = 0.0  # of a held keycode (time.monotonic)
         self.overlays: list[Any] = []
         # One figure per dispatch: the events sent, up to the server's answer to the sync
@@ -181,6 +183,14 @@ class X11Input:
         first = next((i for i, keysym in enumerate(keysyms) if self._missing(keysym)), None)
         if first is not None:
             self._map(list(islice(keysyms, first, first + BATCH)))
+            self._check_remaps(keysyms, len(text) * delay_ms / 1000)
+        self.deadline = time.monotonic() + MAX_INPUT_S
+        try:
+            self._type(keysyms, delay_ms)
+        finally:
+            self.deadline = math.inf
+
+    def _type(self, keysyms: list[int], delay_ms: float) -> None:
         with self._lock(XK.XK_Caps_Lock, on=False):
             if not delay_ms:
                 with timed(self.latencies_ms):
@@ -193,6 +203,22 @@ class X11Input:
                     self._press(*self._keycode(keysym, islice(keysyms, i, None)))
                     self.display.sync()
                 time.sleep(delay_ms / 1000)
+
+    def _check_remaps(self, keysyms: list[int], typing_s: float) -> None:
+        """Refuses, before any key, a text whose characters the keyboard lacks are more than
+        its spare keycodes can take within MAX_INPUT_S: each time they are all used, clients
+        are given READ_SETTLE_S and MAP_SETTLE_S before the keycodes take new symbols."""
+        lacking = len({keysym for keysym in keysyms if keysym not in self.keys})
+        spare = len(self.keycodes.held)
+        waits = (math.ceil(lacking / spare) - 1) * (READ_SETTLE_S + MAP_SETTLE_S)
+        if typing_s + waits > MAX_INPUT_S:
+            raise UsageError(
+                f"X11 display {self.name!r}: text with {lacking} distinct characters its "
+                f"keyboard lacks would take at least {typing_s + waits:.0f} s, typed with "
+                f"{spare} spare keycodes mapped again each time all are used "
+                f"({READ_SETTLE_S + MAP_SETTLE_S:g} s each): at most {MAX_INPUT_S:g} s in "
+                "one call"
+            )
 
     @contextlib.contextmanager
     def _lock(self, lock: int, on: bool) -> Iterator[None]:
@@ -265,6 +291,13 @@ class X11Input:
                 raise UsageError(
                     f"X11 display {self.name!r}: no spare keycode to type "
                     f"{_symbol(coming[0])!r} with: {why}"
+                )
+            if time.monotonic() + READ_SETTLE_S + MAP_SETTLE_S > self.deadline:
+                raise UsageError(
+                    f"X11 display {self.name!r}: text stopped at {_symbol(coming[0])!r}: "
+                    f"its characters the keyboard lacks came back too often for its "
+                    f"{len(self.keycodes.held)} spare keycodes to type them within "
+                    f"{MAX_INPUT_S:g} s"
                 )
             self.display.sync()  # the server has every key event sent with them
             time.sleep(max(0.0, self.last_press + READ_SETTLE_S - time.monotonic()))

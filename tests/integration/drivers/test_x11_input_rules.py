@@ -9,12 +9,13 @@ import math
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from Xlib import XK, X, display
 
 from labd.errors import UsageError
-from labd_x11 import X11Input
+from labd_x11 import X11Input, xinput
 from tests.integration.drivers.test_x11_input import Recorder
 
 
@@ -58,6 +59,42 @@ def test_more_missing_characters_than_spare_keycodes_are_typed_right(
     x11.text(text)
     x11.key("F12")
     assert typed(recorder) == text
+
+
+def test_a_text_needing_more_remaps_than_fit_in_a_call_is_refused_before_any_key(
+    desktop: tuple[X11Input, Recorder],
+) -> None:
+    """10,000 distinct CJK characters took every spare keycode about 500 times, 1.2 s each:
+    the thread blocked 10 minutes, which a job's time-out cannot stop. Refused at once, saying
+    why, and nothing of it typed."""
+    x11, recorder = desktop
+    text = "".join(chr(0x4E00 + i) for i in range(10_000))
+    started = time.monotonic()
+    with pytest.raises(UsageError, match=r"10000 distinct characters its keyboard lacks"):
+        x11.text(text)
+    assert time.monotonic() - started < 5
+    x11.text("ok")
+    x11.key("F12")
+    assert typed(recorder) == "ok"
+
+
+def test_missing_characters_coming_back_too_often_stop_at_the_call_s_bound(
+    desktop: tuple[X11Input, Recorder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Few distinct characters, each coming back after the spare keycodes took others: every
+    round waits for the clients, and the call stops at its bound (here 4 s) saying why; what
+    the keyboard has is still typed after it."""
+    monkeypatch.setattr(xinput, "MAX_INPUT_S", 4.0)
+    x11, recorder = desktop
+    spare = len(spare_keycodes(x11.name))
+    text = "".join(chr(0x4E00 + i) for i in range(spare + 4)) * 10
+    started = time.monotonic()
+    with pytest.raises(UsageError, match="came back too often"):
+        x11.text(text)
+    assert time.monotonic() - started < 8
+    x11.text("ok")
+    x11.key("F12")
+    assert typed(recorder).endswith("ok")
 
 
 async def test_a_display_without_a_spare_keycode_is_a_usage_error(
