@@ -163,7 +163,8 @@ class X11Input:
             if len(last) == 1:
                 locks.enter_context(self._lock(XK.XK_Caps_Lock, on=False))
             if keypad:
-                locks.enter_context(self._lock(XK.XK_Num_Lock, on=True))
+                # Without a Num Lock modifier on the display, Shift picks the digit (X's rule).
+                keypad = locks.enter_context(self._lock(XK.XK_Num_Lock, on=True))
             for held_code in held:
                 xtest.fake_input(self.display, X.KeyPress, held_code)
             self._press(code, shifted and not keypad)
@@ -221,9 +222,10 @@ class X11Input:
             )
 
     @contextlib.contextmanager
-    def _lock(self, lock: int, on: bool) -> Iterator[None]:
+    def _lock(self, lock: int, on: bool) -> Iterator[bool]:
         """Caps Lock or Num Lock `on` or off while the block types, as it was after (Caps Lock
-        would invert letters; a keypad digit is Num Lock's). As xdotool does."""
+        would invert letters; a keypad digit is Num Lock's). As xdotool does. Yields whether
+        the lock is as asked: False where the display has no such modifier."""
         code = self.keys.get(lock, (0, 0))[0]
         modifiers = self.display.get_modifier_mapping()  # the keycodes of each modifier bit
         mask = next((1 << i for i, codes in enumerate(modifiers) if code in codes), 0)
@@ -232,7 +234,7 @@ class X11Input:
             xtest.fake_input(self.display, X.KeyPress, code)
             xtest.fake_input(self.display, X.KeyRelease, code)
         try:
-            yield
+            yield bool(code and mask)
         finally:
             if toggle:
                 xtest.fake_input(self.display, X.KeyPress, code)

@@ -300,3 +300,27 @@ def test_the_shared_key_names_work(desktop: tuple[X11Input, Recorder]) -> None:
         ("KP_Decimal", False), ("F12", False),
     ]  # fmt: skip
     assert not x11.root.query_pointer().mask & X.Mod2Mask  # Num Lock off again, as it was
+
+
+def test_a_keypad_digit_without_a_num_lock_modifier_is_the_digit(
+    desktop: tuple[X11Input, Recorder],
+) -> None:
+    """A display whose modifiers have no Num Lock (a minimal or remapped X server): KP_7 came
+    as KP_Home, silently. Shift picks the digit there, as X's core rule and XKB's keypad type
+    both say."""
+    x11, recorder = desktop
+    other = display.Display(x11.name)
+    modifiers = [list(codes) for codes in other.get_modifier_mapping()]
+    numlock = other.keysym_to_keycode(XK.XK_Num_Lock)
+    without = [[code for code in codes if code != numlock] for codes in modifiers]
+    assert without != modifiers  # Xvfb has Num Lock as a modifier
+    assert other.set_modifier_mapping(without) == X.MappingSuccess
+    other.sync()
+    try:
+        x11.key("KP_7")
+        x11.key("F12")
+        keys = [e["name"] for e in recorder.until("F12") if e["type"] == "key"]
+        assert "KP_7" in keys and "KP_Home" not in keys
+    finally:
+        other.set_modifier_mapping(modifiers)
+        other.close()
