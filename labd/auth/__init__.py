@@ -2,7 +2,7 @@
 accounts and their topics, rate limits and the audit trail."""
 
 from labd.auth.acl import Rule, mosquitto_acl, permits, replies_prefix, rules_for
-from labd.auth.audit import Audit
+from labd.auth.audit import ANONYMOUS, Audit
 from labd.auth.credentials import (
     LOCAL_FILE,
     Credentials,
@@ -34,6 +34,7 @@ from labd.auth.signing import (
 from labd.model import KEY_ID_PATTERN, key_id_problem
 
 __all__ = [
+    "ANONYMOUS",
     "KEY_ID_PATTERN",
     "LOCAL_FILE",
     "NONCE_MAX",

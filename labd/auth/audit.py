@@ -24,6 +24,22 @@ class Audit:
         # MQTT's have their own limit (labd.mqtt.flood), all from one source, the broker.
         self._anonymous = OncePerMinute()
 
+    def counted(
+        self, channel: str, principal: str, action: str, target: str, reason: str, count: int = 1
+    ) -> None:
+        """Refusals counted in /metrics alone: of a flood, left unanswered and unlogged
+        (labd.mqtt.flood says how many)."""
+        self.bus.publish(
+            AccessRefused(
+                channel=channel,
+                reason=reason,
+                principal=principal,
+                action=action,
+                target=target,
+                count=count,
+            )
+        )
+
     def allowed(self, channel: str, principal: str, action: str, target: str, source: str) -> None:
         log.info(
             "request allowed",

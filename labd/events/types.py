@@ -214,6 +214,7 @@ class AccessRefused(Event):
     principal: str
     action: str
     target: str
+    count: int = 1  # refusals of one kind said together (messages a full inbox dropped)
 
 
 class ComponentDown(Event):

@@ -27,6 +27,7 @@ REFUSAL_REASONS = (
     "not_found",
     "unavailable",
     "internal",  # a request labd failed on itself (a bug)
+    "inbox_full",  # MQTT: dropped unread, arriving faster than labd reads (labd.mqtt.flood)
     "too_large",  # the console: a form over its limit
     "too_slow",  # the console: a form that did not arrive in time
     "length_required",  # the console: a form sent without its length (chunked)
@@ -79,6 +80,6 @@ class AccessMetrics:
 
     async def _on_event(self, event: Event) -> None:
         if isinstance(event, AccessRefused):
-            self.refusals.labels(event.channel, event.reason).inc()
+            self.refusals.labels(event.channel, event.reason).inc(event.count)
         elif isinstance(event, OutboxRowSetAside):
             self.set_aside.labels(event.stream).inc()

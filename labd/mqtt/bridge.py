@@ -35,6 +35,7 @@ from labd.events import (
 )
 from labd.model import DeviceState, Job
 from labd.mqtt.client import broker_client, broker_credentials, encode, json_bytes, publish
+from labd.mqtt.flood import InboxOverflow
 from labd.mqtt.inbound import Inbound
 from labd.mqtt.messages import (
     HostStatus,
@@ -106,6 +107,7 @@ class MqttBridge:
         self._down: dict[str, str] = dict(down or {})  # failed components, for the status
         self._artefact_links = artefact_links
         self._client: aiomqtt.Client | None = None
+        self._overflow = InboxOverflow(inbound.audit)  # what arrives faster than labd reads
         self._echo, self._echoed = b"", asyncio.Event()  # labd's status, seen back or not
         self._tasks = TaskSet("mqtt")
         self._wake = asyncio.Event()
@@ -173,7 +175,13 @@ class MqttBridge:
     def _client_for(self) -> aiomqtt.Client:
         will = aiomqtt.Will(self.topics.host_status(self.host), self._status("offline"), 1, True)
         return broker_client(
-            self.settings, self.address, self.client_id, self.protocol, self.credentials, will
+            self.settings,
+            self.address,
+            self.client_id,
+            self.protocol,
+            self.credentials,
+            will,
+            self._overflow.inbox(),
         )
 
     async def _connection_loop(self) -> None:
@@ -243,9 +251,11 @@ class MqttBridge:
         for device in list(self.pool.devices.values()):
             await self._publish(client, device_changed(device), device.id)
         self.bus.publish(ComponentUp(component=COMPONENT))
+        answers: asyncio.Queue[Reply] = asyncio.Queue()
         try:
             async with asyncio.TaskGroup() as group:
-                group.create_task(self._read(client), name="mqtt:read")
+                group.create_task(self._read(client, answers), name="mqtt:read")
+                group.create_task(self._answer(client, answers), name="mqtt:answer")
                 group.create_task(self._drain(client), name="mqtt:drain")
                 group.create_task(self._follow_devices(client), name="mqtt:devices")
         except* Exception as failed:
@@ -264,7 +274,7 @@ class MqttBridge:
 
     # In ---------------------------------------------------------------------------------------
 
-    async def _read(self, client: aiomqtt.Client) -> None:
+    async def _read(self, client: aiomqtt.Client, answers: asyncio.Queue[Reply]) -> None:
         status = self.topics.host_status(self.host)
         async for message in client.messages:
             props = message.properties
@@ -286,12 +296,7 @@ class MqttBridge:
                 log.exception("handling an mqtt message failed", topic=message.topic.value)
                 continue
             for reply in replies:
-                try:
-                    await self._reply(client, reply)
-                except aiomqtt.MqttError:
-                    raise  # the connection is gone: reconnect
-                except Exception:  # one bad answer must not cut the lab off the broker
-                    log.exception("an mqtt answer could not be published", topic=reply.topic)
+                answers.put_nowait(reply)
             log.debug(
                 "mqtt message handled",
                 topic=message.topic.value,
@@ -300,6 +305,19 @@ class MqttBridge:
             # Messages already queued come without a pause: a flood held the event loop (and
             # every lease heartbeat) for over a second.
             await asyncio.sleep(0)
+
+    async def _answer(self, client: aiomqtt.Client, answers: asyncio.Queue[Reply]) -> None:
+        """Publishes the answers `_read` leaves, in order. Apart from reading: each waits for
+        the broker's acknowledgement, which during a flood comes behind thousands of messages
+        (read one at a time, the answers held reading to 22 messages a second)."""
+        while True:
+            reply = await answers.get()
+            try:
+                await self._reply(client, reply)
+            except aiomqtt.MqttError:
+                raise  # the connection is gone: reconnect
+            except Exception:  # one bad answer must not cut the lab off the broker
+                log.exception("an mqtt answer could not be published", topic=reply.topic)
 
     async def _reply(self, client: aiomqtt.Client, reply: Reply) -> None:
         properties = None

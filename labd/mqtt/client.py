@@ -3,6 +3,7 @@ session, a last will), the broker credentials, the client id, and the bytes of a
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import socket
@@ -27,6 +28,7 @@ def broker_client(
     protocol: aiomqtt.ProtocolVersion,
     credentials: tuple[str, str],
     will: aiomqtt.Will,
+    inbox: type[asyncio.Queue[aiomqtt.Message]] | None = None,
 ) -> aiomqtt.Client:
     """A client of the broker at `address` that keeps its session across reconnects."""
     tls = None
@@ -56,6 +58,7 @@ def broker_client(
         keepalive=s.keepalive_s,
         tls_params=tls,
         timeout=10,
+        queue_type=inbox,  # incoming messages: bounded (labd.mqtt.flood)
         # Small messages go out at once: with Nagle's algorithm an answer queued behind
         # unacknowledged events waits for the peer's delayed ACK (40 ms on Linux).
         socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],

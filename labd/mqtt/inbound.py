@@ -156,7 +156,11 @@ class Inbound:
             return self._refusal(topic, route, claimed, correlation_claimed, refused, incoming)
         except Refused as refused:
             if signed is None and not self.unsigned.admit():
-                return []  # a flood of unsigned messages: counted, not answered one by one
+                # A flood of unsigned messages: counted, not answered one by one.
+                action = route.action.value if route else "unknown"
+                target = target_of(topic, self.topics)
+                self.audit.counted("mqtt", claimed, action, target, refused.reason)
+                return []
             if signed is not None and refused.reason not in ("replayed", "unavailable"):
                 refused = await self._spend(topic, signed, refused)
             if incoming is None and signed is not None and refused.reason != "replayed":
