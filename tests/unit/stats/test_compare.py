@@ -67,6 +67,35 @@ def test_heavy_tails_choose_the_robust_method() -> None:
     assert interval(rng.normal(100, 1, 40), rng.normal(100, 1, 40)).method == "welch"
 
 
+def test_spreads_far_apart_keep_false_verdicts_at_their_rate() -> None:
+    """Same median, a new sample of 10 values 100 times as spread as the baseline's 50 (two
+    of them outliers): the Hodges-Lehmann interval assumes one shape and called 36% of such
+    pairs a regression or an improvement (the automatic choice 10%), against 5% asked."""
+    rng = np.random.default_rng(11)
+    verdicts = []
+    for _ in range(200):
+        base = np.r_[rng.normal(100, 0.1, 48), [100.9, 99.1]]
+        result = one(base, rng.normal(100, 10, 10))
+        verdicts.append(result.verdict)  # type: ignore[attr-defined]
+    assert result.method == "bootstrap"  # type: ignore[attr-defined]
+    assert sum(v in ("regression", "improvement") for v in verdicts) <= 12  # 6%
+
+
+def test_an_interval_past_the_effect_without_significance_says_so() -> None:
+    """m1's interval lay wholly above +0.5% and reached past +1%, its p-value adjusted for
+    three metrics 0.067: it was "wider than +-1%", as if more iterations would narrow it into
+    the band."""
+    rng = np.random.default_rng(13)
+    samples = {f"m{i}": (rng.normal(100, 1, 20), rng.normal(100, 1, 20), False) for i in range(2)}
+    samples["m2"] = (rng.normal(100, 3, 20), rng.normal(103.5, 6, 20), False)
+    (r,) = [r for r in compare(samples) if r.metric == "m2"]
+    assert r.verdict == "inconclusive" and r.ratio_ci_low > 1 and r.ratio_ci_high > 1.01
+    assert r.reason.startswith("the change is not significant (p = 0.0664 adjusted for 3 metrics")
+    tiny = one([10.0, 10.1], [11.0, 11.2], method="bootstrap")
+    assert tiny.verdict == "inconclusive"  # type: ignore[attr-defined]
+    assert tiny.reason.startswith("the change is not significant (p = 0.333")  # type: ignore[attr-defined]
+
+
 def test_bootstrap_on_request() -> None:
     rng = np.random.default_rng(7)
     r = one(rng.normal(100, 1, 30), rng.normal(105, 1, 30), method="bootstrap")
