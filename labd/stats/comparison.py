@@ -29,6 +29,7 @@ from labd.stats.summary import Summary, summarize
 from labd.stats.welch import welch_t
 
 Method = Literal["auto", "welch", "hodges-lehmann", "bootstrap"]
+LEVELS = 10  # distinct values at most in a sample of levels (tied): compared by means
 Verdict = Literal["regression", "improvement", "no change", "inconclusive"]
 
 
@@ -88,7 +89,12 @@ def choose_method(
     Hodges-Lehmann shift, or the bootstrap where the two spreads differ (the shift's
     Mann-Whitney interval assumes one shape: 10 values of a spread 100 times the baseline's
     and the same median came out a regression in 36% of trials).
-    `multimodal`: whether each sample has several modes, when the diagnostics already know."""
+    `multimodal`: whether each sample has several modes, when the diagnostics already know.
+    Values on a few levels (pages of memory, frames, a timer's milliseconds) are compared by
+    their means where there are enough of them: their medians and shifts jump from level to
+    level (+9.09% [+9.09%, +9.09%] from 300 values on three levels, the means +6.4%)."""
+    if tied(base, new):
+        return "welch"
     for i, a in enumerate((base, new)):
         if a.size < 8:
             continue  # too few values to judge: normal theory is the sensible default
@@ -96,6 +102,16 @@ def choose_method(
         if shapiro(a)[1] < 0.01 or tukey_outliers(a, k=3.0) or several:
             return "bootstrap" if spreads_differ(base, new) else "hodges-lehmann"
     return "welch"
+
+
+def tied(base: NDArray[np.float64], new: NDArray[np.float64]) -> bool:
+    """Whether both samples have 20 values or more, one of them on at most LEVELS levels, and
+    neither has far outliers (a mean would follow them)."""
+    if base.size < 20 or new.size < 20:
+        return False
+    if min(np.unique(base).size, np.unique(new).size) > LEVELS:
+        return False
+    return not (tukey_outliers(base, k=3.0) or tukey_outliers(new, k=3.0))
 
 
 def spreads_differ(base: NDArray[np.float64], new: NDArray[np.float64]) -> bool:

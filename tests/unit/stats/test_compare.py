@@ -96,6 +96,25 @@ def test_an_interval_past_the_effect_without_significance_says_so() -> None:
     assert tiny.reason.startswith("the change is not significant (p = 0.333")  # type: ignore[attr-defined]
 
 
+def test_values_on_a_few_levels_are_compared_by_their_means() -> None:
+    """Memory in pages, frame counts: 30 values on two or three levels gave the shift
+    +9.09% [+0.00%, +10.00%], inconclusive beside a p-value of 0.0003, and 300 of them a
+    zero-width interval at +9.09%: neither the means' change (+6.35%) nor the medians'."""
+    base = [10.0] * 15 + [11.0] * 15
+    new = [10.0] * 5 + [11.0] * 15 + [12.0] * 10
+    for scale in (1, 10):
+        r = one(base * scale, new * scale)
+        assert r.method == "welch" and r.verdict == "regression"  # type: ignore[attr-defined]
+        assert r.ratio == pytest.approx(11.1667 / 10.5, rel=1e-4)  # type: ignore[attr-defined]
+        assert r.ratio_ci_low < r.ratio < r.ratio_ci_high  # type: ignore[attr-defined]
+    rng = np.random.default_rng(12)
+    verdicts = [
+        one(np.round(rng.normal(10.5, 0.7, 30)), np.round(rng.normal(10.5, 0.7, 30))).verdict  # type: ignore[attr-defined]
+        for _ in range(200)
+    ]
+    assert sum(v in ("regression", "improvement") for v in verdicts) <= 16  # 5% asked
+
+
 def test_bootstrap_on_request() -> None:
     rng = np.random.default_rng(7)
     r = one(rng.normal(100, 1, 30), rng.normal(105, 1, 30), method="bootstrap")
@@ -132,11 +151,16 @@ def test_a_baseline_mean_of_zero_is_inconclusive_not_a_crash() -> None:
     (welch_result,) = compare({"m": (base, new, False)}, method="welch")
     assert welch_result.reason == "the baseline's mean is 0: a relative change is undefined"
     # Its median is 0 too: Hodges-Lehmann once read a shift of 0.5 as +50%, and with enough
-    # iterations called it a regression.
+    # iterations called it a regression (these values on a few levels go to Welch's means).
     for n in (20, 200):
-        (robust,) = compare({"m": ([-1.0, 0.0, 1.0] * n, [-0.5, 0.5, 1.5] * n, False)})
-        assert robust.method == "hodges-lehmann" and robust.verdict == "inconclusive", robust
-        assert robust.reason == "the baseline's median is 0: a relative change is undefined"
+        values = ([-1.0, 0.0, 1.0] * n, [-0.5, 0.5, 1.5] * n, False)
+        for method in ("hodges-lehmann", "auto"):
+            (around,) = compare({"m": values}, method=method)  # type: ignore[arg-type]
+            assert around.verdict == "inconclusive", around
+            location = "median" if method == "hodges-lehmann" else "mean"
+            assert (
+                around.reason == f"the baseline's {location} is 0: a relative change is undefined"
+            )
 
 
 def test_a_count_that_leaves_zero_is_a_change() -> None:
@@ -155,9 +179,12 @@ def test_a_count_that_leaves_zero_is_a_change() -> None:
         assert spread.reason == "the baseline is a constant 0: any change from it is unbounded"
     (unsure,) = compare({"m": ([0.0] * 10, [0.0] * 9 + [1.0], False)})
     assert unsure.verdict == "inconclusive"
-    # Ties: Hodges-Lehmann's interval [0, 1] touches 0 though the change is clear (p 1e-5).
-    (tied,) = compare({"m": ([0.0] * 30, [0.0, 1.0] * 15, False)})
+    # Ties: Hodges-Lehmann's interval [0, 1] touches 0 though the change is clear (p 1e-5);
+    # values on two levels go to the means' interval, clear of 0.
+    (tied,) = compare({"m": ([0.0] * 30, [0.0, 1.0] * 15, False)}, method="hodges-lehmann")
     assert tied.verdict == "regression" and tied.ci_low == 0
+    (tied,) = compare({"m": ([0.0] * 30, [0.0, 1.0] * 15, False)})
+    assert tied.verdict == "regression" and tied.method == "welch" and tied.ci_low > 0
     (fewer,) = compare({"m": ([0.0] * 30, [0.0, -2.0] * 15, True)})  # higher is better
     assert fewer.verdict == "regression"
 
