@@ -196,6 +196,15 @@ async def _run(
             JobState.FAILED,
             f"every measured iteration ({len(aside)}) was set aside; first: {aside[0]}",
         )
+    if len(aside) > len(measured):
+        # The few kept would stand for the test: a program that hangs 5 runs in 8 showed as
+        # its 3 quick ones, in the summary, the history and Perfherder.
+        return Outcome(
+            JobState.FAILED,
+            f"{len(aside)} of {len(aside) + len(measured)} measured iterations were set aside, "
+            f"more than were kept: the {len(measured)} kept cannot stand for the test; first: "
+            f"{aside[0]}",
+        )
     if perfherder is not None:
         await _job_log(store, job, workdir, perfherder)
     return Outcome(JobState.SUCCEEDED)

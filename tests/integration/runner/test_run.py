@@ -158,6 +158,22 @@ async def test_a_job_whose_every_value_was_set_aside_fails_saying_why(
     )
 
 
+async def test_a_job_with_more_values_set_aside_than_kept_fails_saying_why(
+    store: Store, tmp_path: Path
+) -> None:
+    """A program that hangs 4 runs in 6 (an independent tester's 5 in 8): the job succeeded on
+    its quick ones, whose median went to the history and Perfherder with no mark of the rest.
+    Half set aside still stands."""
+    _, outcome, _ = await run(store, tmp_path, RigDriver(), params={"timeouts": [0, 2, 3, 5]})
+    assert outcome.state is JobState.FAILED
+    assert outcome.error == (
+        "4 of 6 measured iterations were set aside, more than were kept: the 2 kept cannot "
+        "stand for the test; first: timed out after 1 s (the run was killed)"
+    )
+    _, half, _ = await run(store, tmp_path, RigDriver(), "j2", params={"timeouts": [0, 2, 4]})
+    assert half.state is JobState.SUCCEEDED
+
+
 async def test_an_ab_job_interleaves_its_variants_and_its_comparison_is_the_result(
     store: Store, tmp_path: Path
 ) -> None:

@@ -32,6 +32,23 @@ def test_one_value_has_no_spread_and_no_interval() -> None:
     assert two is not None and two.stddev == pytest.approx(np.sqrt(2)) and two.mad == 1.0
 
 
+@pytest.mark.parametrize("n", [6, 8, 12])
+def test_the_median_s_interval_covers_at_least_95_percent(n: int) -> None:
+    """The bootstrap's percentile interval covered the median 92% of the time at 8 values and
+    75% at 3 ([min, max], shown as a 95% interval); with fewer than 6 values no interval of
+    two order statistics covers 95%: undefined."""
+    rng = np.random.default_rng(n)
+    covered = 0
+    for _ in range(1_000):
+        s = summarize(rng.lognormal(0, 1, n))  # the median is 1, whatever the skew
+        assert s is not None
+        covered += s.median_ci[0] < 1 < s.median_ci[1]
+    assert covered >= 940  # 95% less two standard errors of 1,000 draws
+    for few in (2, 3, 5):
+        s = summarize(rng.normal(0, 1, few))
+        assert s is not None and tuple(s.as_dict()["median_ci"]) == (None, None)
+
+
 def test_a_stored_summary_reads_back_as_it_was_made() -> None:
     """What the database's retention keeps of a job is its summary as JSON; the console
     draws its table from that, undefined figures included."""
