@@ -37,6 +37,7 @@ from labd.runner import archive_path
 from labd.sdk import Driver
 from labd.store import NonceSeen, RawValuesRemoved, Store, results_view
 from labd.validation import describe_errors, did_you_mean, numbers_of_the_wrong_kind
+from labd.visible import brief
 
 log = structlog.get_logger("labd.scheduler")
 
@@ -255,7 +256,9 @@ class JobService:
                 f"{spec.device.describe()} and runs scenario {spec.scenario!r}"
             )
         if problems:
-            raise InvalidSpec(sorted(set(problems), key=problems.index))
+            # Each kept short: one can quote a request's whole value (5,000 tags: 44 KB, sent
+            # back, published and logged twice).
+            raise InvalidSpec([brief(p) for p in sorted(set(problems), key=problems.index)])
 
     async def _fitting_devices(
         self, spec: TestSpec, offering: list[Driver], max_age: float = 0.0

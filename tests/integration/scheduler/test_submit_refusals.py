@@ -52,6 +52,20 @@ async def test_a_refusal_names_the_device_beside_the_spec_s_other_problems(
     ]
 
 
+async def test_a_refusal_quoting_a_huge_value_is_kept_short(jobs: JobService) -> None:
+    """5,000 tags no device has: the refusal quoted them all (44 KB, answered, published on
+    the errors topic and logged twice). Each problem is at most 2,000 characters, its start
+    and end kept."""
+    spec = {"suite": "s", "test": "t", "scenario": "command", "params": {"command": ["true"]}}
+    tags = [f"t{i}" for i in range(5_000)]
+    with pytest.raises(InvalidSpec) as caught:
+        await jobs.submit({**spec, "device": {"platform": "host", "tags": tags}}, "m.toml")
+    (problem,) = caught.value.problems
+    assert len(problem) <= 2_000
+    assert problem.startswith("m.toml: device: no device in the lab matches platform=host")
+    assert problem.endswith("t4999'] and runs scenario 'command'")
+
+
 async def test_a_nul_byte_in_an_argument_is_refused(jobs: JobService) -> None:
     assert await refused(jobs, command=["true", "a\0b"]) == [
         "m.toml: params.command.1: contains a NUL byte, which no program can get"
