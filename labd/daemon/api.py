@@ -142,30 +142,39 @@ class Api:
 
     async def submit(self, request: web.Request) -> web.Response:
         caller = request[CALLER]
+
+        def refuse(status: int, problems: list[str], reason: str) -> web.Response:
+            # Audited and counted as MQTT's refusals are (a flood of bad bodies was unseen).
+            self._refused(caller, Action.SUBMIT, "new job", reason, "; ".join(problems))
+            return _error(status, problems)
+
         if (request.content_length or 0) > MAX_BODY:
-            return _error(413, [f"request body over {MAX_BODY} bytes"])
+            return refuse(413, [f"request body over {MAX_BODY} bytes"], "too_large")
         try:
             body = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError) as e:
-            return _error(400, [f"request body is not JSON: {e}"])
+            return refuse(400, [f"request body is not JSON: {e}"], "malformed")
         except RecursionError:
-            return _error(400, ["request body is nested too deeply"])
+            return refuse(400, ["request body is nested too deeply"], "malformed")
         if too_deep(body):  # the same limit as MQTT's, before anything recursive meets it
-            return _error(400, ["request body is nested too deeply"])
+            return refuse(400, ["request body is nested too deeply"], "malformed")
         if not isinstance(body, dict):
-            return _error(400, ['request body must be {"spec": {...}, "id": ..., "source": ...}'])
+            shape = 'request body must be {"spec": {...}, "id": ..., "source": ...}'
+            return refuse(400, [shape], "malformed")
         try:  # the rules of MQTT's SubmitRequest: no unknown key, each field of its type
             submission = ApiSubmission.model_validate(body)
         except ValidationError as e:
-            return _error(400, [_cut(p) for p in describe_errors(e, ApiSubmission, "request")])
+            problems = [_cut(p) for p in describe_errors(e, ApiSubmission, "request")]
+            return refuse(400, problems, "invalid")
         name = caller.principal.name
         if submission.submitter not in (None, "", name):
-            return _error(
+            return refuse(
                 400,
                 [
                     f"submitter: the API's submitter is the authenticated principal ({name!r}), "
                     "not a body field; leave it out"
                 ],
+                "invalid",
             )
         job_id = submission.id
         self._allowed(caller, Action.SUBMIT, job_id or "new job")
@@ -183,9 +192,9 @@ class Api:
                 return _error(400, [str(e)], reason=e.reason)
             return _error(403, [str(e)], reason=e.reason)
         except InvalidSpec as e:
-            return _error(400, e.problems)
+            return refuse(400, e.problems, "invalid_spec")
         except JobConflict as e:
-            return _error(409, [str(e)])
+            return refuse(409, [str(e)], "conflict")
         return web.json_response(
             {"job": job_view(job), "created": created}, status=201 if created else 200
         )

@@ -433,6 +433,31 @@ def test_a_body_nested_too_deeply_is_a_clear_400(lab: Lab) -> None:
     assert lab.request("GET", "/api/v1/jobs", token=TOKENS["viewer"]).status == 200
 
 
+def test_refused_submissions_are_audited_and_counted(lab: Lab) -> None:
+    """A body too large, not JSON, of the wrong shape, a spec no device takes, an id taken by
+    another spec: each refused, none counted in /metrics nor audited (an endurance tester's
+    flood of 300 KB bodies was invisible), where the same over MQTT was."""
+    post = {"headers": {"Content-Type": "application/json"}, "token": TOKENS["ci"]}
+    assert lab.request("POST", "/api/v1/jobs", raw=b"x" * 300_000, **post).status == 413
+    assert lab.request("POST", "/api/v1/jobs", raw=b"{not json", **post).status == 400
+    assert lab.request("POST", "/api/v1/jobs", raw=b'{"spek": 1}', **post).status == 400
+    bad = {**lab.touch_spec("nowhere"), "device": {"platform": "android"}}
+    assert (
+        lab.request("POST", "/api/v1/jobs", {"id": "x1", "spec": bad}, token=TOKENS["ci"]).status
+        == 400
+    )
+    first = {"id": "taken", "spec": lab.touch_spec("taken")}
+    assert lab.request("POST", "/api/v1/jobs", first, token=TOKENS["ci"]).status == 201
+    other = {"id": "taken", "spec": lab.touch_spec("other")}
+    assert lab.request("POST", "/api/v1/jobs", other, token=TOKENS["ci"]).status == 409
+    expected = {"too_large": 1, "malformed": 1, "invalid": 1, "invalid_spec": 1, "conflict": 1}
+    deadline = time.monotonic() + 10
+    while (counted := _http_refusals(lab)) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert counted == expected
+    assert sorted(line["reason"] for line in _refusals(lab)) == sorted(expected)
+
+
 def test_a_body_deep_enough_to_break_a_serialiser_is_the_same_clear_400(lab: Lab) -> None:
     # 300 deep parsed, validated, then broke pydantic's serialiser when the job was stored.
     env: Any = "x"
