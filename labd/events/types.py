@@ -128,6 +128,7 @@ class IterationDone(Event):
     values: dict[str, float]
     error: str
     duration_s: float = 0.0
+    set_aside: bool = False  # kept out of the summaries (a time-out, a hot device ...)
 
 
 class JobRequeued(Event):

@@ -159,7 +159,10 @@ class LabMetrics:
             registry=r,
         )
         self.iterations = Counter(
-            "labd_iterations", "Iterations run, by result (ok, failed).", ["result"], registry=r
+            "labd_iterations",
+            "Iterations run, by result (ok, set_aside, failed).",
+            ["result"],
+            registry=r,
         )
         self.iteration_duration = Histogram(
             "labd_iteration_duration_seconds",
@@ -220,7 +223,7 @@ class LabMetrics:
             self.job_duration.labels(state)
         for cls in PRIORITY_CLASSES:
             self.job_wait.labels(cls)
-        for result in ("ok", "failed"):
+        for result in ("ok", "set_aside", "failed"):
             self.iterations.labels(result)
         for platform in self.platforms():
             self.health_failures.labels(platform)
@@ -288,7 +291,8 @@ class LabMetrics:
             if event.state == "succeeded" and self._exported(event.suite, event.test):
                 await self._latest(event)
         elif isinstance(event, IterationDone):
-            self.iterations.labels("failed" if event.error else "ok").inc()
+            result = "failed" if event.error else "set_aside" if event.set_aside else "ok"
+            self.iterations.labels(result).inc()
             self.iteration_duration.observe(event.duration_s)
         elif isinstance(event, HealthCheckFailed):
             self.health_failures.labels(event.platform).inc()

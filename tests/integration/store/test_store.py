@@ -292,6 +292,8 @@ async def test_every_job_change_queues_one_numbered_event_in_its_transaction(
             started_at=now,
             finished_at=now,
             device_id="d1",
+            flags=["timed out after 1 s (the run was killed)"],
+            set_aside=True,
         ),
         lease.token,
     )
@@ -309,6 +311,7 @@ async def test_every_job_change_queues_one_numbered_event_in_its_transaction(
     assert isinstance(events[4], JobFinished) and events[4].state == "succeeded"
     assert len({e.event_id for e in events}) == 5
     assert isinstance(events[3], IterationDone) and events[3].values == {"v": 1.0}
+    assert events[3].set_aside  # counted apart in labd_iterations_total (it was "ok")
     store.host = "host-b"
     assert await store.outbox_pending() == []  # each host delivers its own rows
     store.host = "host-a"

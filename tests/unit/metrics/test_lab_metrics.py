@@ -77,9 +77,14 @@ async def test_iterations_count_by_result_and_quarantines_by_platform() -> None:
             IterationDone(job_id="j", device_id="d", attempt=1, index=0, warmup=False,
                           values={}, error=error, duration_s=2.0)
         )  # fmt: skip
+    await lab.on_event(
+        IterationDone(job_id="j", device_id="d", attempt=1, index=1, warmup=False,
+                      values={"v": 9.0}, error="", duration_s=1.0, set_aside=True)
+    )  # fmt: skip
     assert value(registry, "labd_iterations_total", result="ok") == 2
+    assert value(registry, "labd_iterations_total", result="set_aside") == 1
     assert value(registry, "labd_iterations_total", result="failed") == 1
-    assert value(registry, "labd_iteration_duration_seconds_sum") == 6.0
+    assert value(registry, "labd_iteration_duration_seconds_sum") == 7.0
     await lab.on_event(
         DeviceChanged(device_id="p", host="h", platform="android", state="quarantined",
                       admin="enabled", reason="3 failures")
