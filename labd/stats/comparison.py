@@ -105,13 +105,18 @@ def choose_method(
 
 
 def tied(base: NDArray[np.float64], new: NDArray[np.float64]) -> bool:
-    """Whether both samples have 20 values or more, one of them on at most LEVELS levels, and
-    neither has far outliers (a mean would follow them)."""
+    """Whether both samples have 20 values or more and lie on a few levels: at most LEVELS
+    distinct values in one of them, and all values within LEVELS steps of the smallest gap
+    between two levels (no far outlier, which a mean would follow). Not Tukey's fences: with
+    most values on one level the quartiles are equal and every other level is "far"."""
     if base.size < 20 or new.size < 20:
         return False
     if min(np.unique(base).size, np.unique(new).size) > LEVELS:
         return False
-    return not (tukey_outliers(base, k=3.0) or tukey_outliers(new, k=3.0))
+    levels = np.unique(np.concatenate([base, new]))
+    if levels.size < 2:
+        return False
+    return bool(levels[-1] - levels[0] <= LEVELS * np.diff(levels).min())
 
 
 def spreads_differ(base: NDArray[np.float64], new: NDArray[np.float64]) -> bool:
@@ -160,7 +165,7 @@ def _fieller(mb: float, mn: float, vb: float, vn: float, t: float) -> tuple[floa
 def hodges_lehmann(base: NDArray[np.float64], new: NDArray[np.float64], alpha: float) -> Interval:
     m, n = new.size, base.size
     k = _rank_bound(m, n, alpha)
-    p = float(stats.mannwhitneyu(new, base, alternative="two-sided").pvalue)
+    p = rank_p_value(base, new)  # the interval assumes one shape; the test need not
     # Order statistics of the m x n pairwise differences, found without forming them all.
     low, high = pairwise_quantiles(new, base, [k, m * n - 1 - k])
     estimate = pairwise_median(new, base)

@@ -107,6 +107,14 @@ def test_values_on_a_few_levels_are_compared_by_their_means() -> None:
         assert r.method == "welch" and r.verdict == "regression"  # type: ignore[attr-defined]
         assert r.ratio == pytest.approx(11.1667 / 10.5, rel=1e-4)  # type: ignore[attr-defined]
         assert r.ratio_ci_low < r.ratio < r.ratio_ci_high  # type: ignore[attr-defined]
+    # Most values on one level: the quartiles are equal, every other level was a "far
+    # outlier", and the medians' [+0.00%, +0.00%] called a rise of the means by 3% "no change".
+    mostly = one([10.0] * 190 + [11.0] * 10, [10.0] * 130 + [11.0] * 70)
+    assert mostly.method == "welch" and mostly.verdict == "regression"  # type: ignore[attr-defined]
+    constant = one([10.0] * 50, [10.0] * 38 + [11.0] * 12)
+    assert constant.verdict == "regression"  # type: ignore[attr-defined]
+    far = one([10.0] * 40 + [11.0] * 10, [10.0] * 38 + [11.0] * 11 + [500.0])  # a mean follows it
+    assert far.method != "welch"  # type: ignore[attr-defined]
     rng = np.random.default_rng(12)
     verdicts = [
         one(np.round(rng.normal(10.5, 0.7, 30)), np.round(rng.normal(10.5, 0.7, 30))).verdict  # type: ignore[attr-defined]
