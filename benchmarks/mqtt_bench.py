@@ -83,6 +83,36 @@ def wait_port(port: int) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
+def start_broker(work: Path) -> tuple[int, subprocess.Popen[bytes]]:
+    """A private Mosquitto on a free port: (its port, its process)."""
+    port = free_port()
+    # set_tcp_nodelay: docs/mqtt.md; without it small messages wait for delayed ACKs.
+    (work / "m.conf").write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
+    )
+    broker = subprocess.Popen(["mosquitto", "-c", str(work / "m.conf")], stderr=subprocess.DEVNULL)
+    wait_port(port)
+    return port, broker
+
+
+def write_config(work: Path, port: int, http: int = 0) -> Path:
+    """labd's configuration for the benchmarks: SQLite in `work`, the broker at `port`, an
+    admin principal (BENCH) that may submit without limits, the metrics on `http`."""
+    config = work / "labd.toml"
+    config.write_text(
+        f'[daemon]\nlab = "bench"\nhost = "bench"\nstate_dir = "{work}"\n'
+        f"[http]\nport = {http}\napi_port = 0\n"
+        f'[log]\nformat = "json"\nlevel = "info"\n'
+        f'[policy]\nprograms = ["true"]\n'
+        f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\n'
+        f'[auth.principals.bench]\nrole = "admin"\nsubmits_per_minute = 100000\n'
+        f"max_active_jobs = 1000000\n"
+        f'secret_keys = {{ "{BENCH.key_id}" = "{BENCH.secret_key}" }}\n'
+        f'broker_password_hash = "{hash_password(BENCH.broker_password)}"\n'
+    )
+    return config
+
+
 def start_daemon(config: Path, log: Path) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         [sys.executable, "-m", "labd", "--config", str(config), "run"],
@@ -235,28 +265,9 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        port = free_port()
-        # set_tcp_nodelay: docs/mqtt.md; without it small messages wait for delayed ACKs.
-        (work / "m.conf").write_text(
-            f"listener {port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
-        )
-        broker = subprocess.Popen(
-            ["mosquitto", "-c", str(work / "m.conf")], stderr=subprocess.DEVNULL
-        )
+        port, broker = start_broker(work)
         try:
-            wait_port(port)
-            config = work / "labd.toml"
-            config.write_text(
-                f'[daemon]\nlab = "bench"\nhost = "bench"\nstate_dir = "{work}"\n'
-                "[http]\nport = 0\napi_port = 0\n"
-                f'[log]\nformat = "json"\nlevel = "info"\n'
-                f'[policy]\nprograms = ["true"]\n'
-                f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\n'
-                f'[auth.principals.bench]\nrole = "admin"\nsubmits_per_minute = 100000\n'
-                f"max_active_jobs = 1000000\n"
-                f'secret_keys = {{ "{BENCH.key_id}" = "{BENCH.secret_key}" }}\n'
-                f'broker_password_hash = "{hash_password(BENCH.broker_password)}"\n'
-            )
+            config = write_config(work, port)
             log = work / "labd.log"
             daemon = start_daemon(config, log)
             try:

@@ -17,7 +17,6 @@ import asyncio
 import json
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,9 +26,16 @@ from pathlib import Path
 import aiomqtt
 
 sys.path.insert(0, str(Path(__file__).parent))
-from mqtt_bench import BENCH, NODELAY, PREFIX, SPEC, free_port, signed, start_daemon, wait_port
-
-from labd.auth import hash_password
+from mqtt_bench import (
+    NODELAY,
+    PREFIX,
+    SPEC,
+    free_port,
+    signed,
+    start_broker,
+    start_daemon,
+    write_config,
+)
 
 SUBMIT = f"{PREFIX}/jobs/submit"
 ANSWERS = f"{PREFIX}/replies/bench/flood"
@@ -88,27 +94,10 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        port, http = free_port(), free_port()
-        (work / "m.conf").write_text(
-            f"listener {port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
-        )
-        broker = subprocess.Popen(
-            ["mosquitto", "-c", str(work / "m.conf")], stderr=subprocess.DEVNULL
-        )
+        port, broker = start_broker(work)
+        http = free_port()
         try:
-            wait_port(port)
-            config = work / "labd.toml"
-            config.write_text(
-                f'[daemon]\nlab = "bench"\nhost = "bench"\nstate_dir = "{work}"\n'
-                f"[http]\nport = {http}\napi_port = 0\n"
-                f'[policy]\nprograms = ["true"]\n'
-                f'[mqtt]\nurl = "mqtt://127.0.0.1:{port}"\n'
-                f'[auth.principals.bench]\nrole = "admin"\nsubmits_per_minute = 100000\n'
-                f"max_active_jobs = 1000000\n"
-                f'secret_keys = {{ "{BENCH.key_id}" = "{BENCH.secret_key}" }}\n'
-                f'broker_password_hash = "{hash_password(BENCH.broker_password)}"\n'
-            )
-            daemon = start_daemon(config, work / "labd.log")
+            daemon = start_daemon(write_config(work, port, http), work / "labd.log")
             try:
                 before = memory_kib(daemon.pid, "VmRSS")
                 stop = asyncio.Event()
