@@ -62,11 +62,7 @@ class Audit:
         reason: str,
         detail: str,
     ) -> None:
-        self.bus.publish(
-            AccessRefused(
-                channel=channel, reason=reason, principal=principal, action=action, target=target
-            )
-        )
+        self.counted(channel, principal, action, target, reason)
         left_out = 0
         if principal == ANONYMOUS and channel != "mqtt":
             # A local account on the Unix socket is one source whatever process it runs

@@ -308,9 +308,10 @@ def compare(
         )
         result.p_value, result.p_adjusted = iv.p_value, float(p_adj)
         significant = p_adj < alpha
-        p = f"p = {p_adj:.3g}" + (f" adjusted for {len(p_values)} metrics" if adjusting else "")
+        adjusted_for = f" adjusted for {len(p_values)} metrics" if adjusting else ""
+        p = f"p = {p_adj:.3g}{adjusted_for}, over {alpha:g}"
         result.verdict, result.reason = _from_constant_zero(result, significant) or judge(
-            iv, significant, effect, result.higher_is_better, f"{p}, over {alpha:g}"
+            iv, significant, effect, result.higher_is_better, p
         )
     return results
 

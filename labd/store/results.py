@@ -84,8 +84,8 @@ async def summary_of(store: Store, job: Job) -> dict[str, dict[str, Any]]:
 async def digest_of(store: Store, job: Job) -> dict[str, Any]:
     """The last attempt's `summary` and what was `set_aside`.
 
-    A summary costs about 0.3 s of CPU and 128 MB per metric of 4,000 values (the median's
-    bootstrap), so callers asking at once share one computation, and a finished job's is kept
+    It reads every iteration of the job and summarises each metric, so callers asking at
+    once share one computation, and a finished job's is kept
     (it cannot change). Reading, decoding and summarising all run off the event loop.
     """
     loop = asyncio.get_running_loop()
