@@ -25,7 +25,7 @@ from labd.stats.diagnostics import as_array, diagnose, shapiro, tukey_outliers
 from labd.stats.modality import mode_count
 from labd.stats.pairwise import pairwise_median, pairwise_quantiles
 from labd.stats.plain import finite
-from labd.stats.summary import Summary, summarize
+from labd.stats.summary import Summary, median_ci, summarize
 from labd.stats.welch import welch_t
 
 Method = Literal["auto", "welch", "hodges-lehmann", "bootstrap"]
@@ -146,6 +146,8 @@ def welch(base: NDArray[np.float64], new: NDArray[np.float64], alpha: float) -> 
     if mb == 0:  # a ratio to zero (values around 0, a count that stayed 0): none to give
         return Interval("welch", w.diff, w.low, w.high, math.nan, math.nan, math.nan, w.p_value)
     ratio_low, ratio_high = _fieller(mb, mn, w.var_base, w.var_new, w.quantile)
+    if not math.isfinite(ratio_low):  # a mean within its own uncertainty of 0: as one of 0
+        return Interval("welch", w.diff, w.low, w.high, math.nan, math.nan, math.nan, w.p_value)
     ratio = mn / mb
     if mb < 0:  # new / base runs against the values below 0: -12 / -10 is 1.2 for a fall
         ratio, ratio_low, ratio_high = 2 - ratio, 2 - ratio_high, 2 - ratio_low
@@ -175,11 +177,22 @@ def hodges_lehmann(base: NDArray[np.float64], new: NDArray[np.float64], alpha: f
         log_low, log_high = pairwise_quantiles(log_new, log_base, [k, m * n - 1 - k])
         ratio = math.exp(pairwise_median(log_new, log_base))
         ratio_low, ratio_high = math.exp(log_low), math.exp(log_high)
-    elif scale := abs(float(np.median(base))):
+    elif not _near_zero(base, alpha):
+        scale = abs(float(np.median(base)))
         ratio, ratio_low, ratio_high = 1 + estimate / scale, 1 + low / scale, 1 + high / scale
-    else:  # a median of 0: a relative change is undefined, as for Welch's mean of 0
+    else:  # a median near 0: a relative change is undefined, as for Welch's mean near 0
         ratio = ratio_low = ratio_high = math.nan
     return Interval("hodges-lehmann", estimate, low, high, ratio, ratio_low, ratio_high, p)
+
+
+def _near_zero(base: NDArray[np.float64], alpha: float) -> bool:
+    """Whether the baseline's median is 0 or not surely away from it (its interval, or with
+    too few values for one their range, holds 0): a change relative to it is undefined, as
+    for a mean whose interval holds 0 (Fieller's is then unbounded)."""
+    low, high = median_ci(base, alpha)
+    if math.isnan(low):
+        low, high = float(base.min()), float(base.max())
+    return low <= 0 <= high
 
 
 def _rank_bound(m: int, n: int, alpha: float) -> int:
@@ -204,8 +217,8 @@ def bootstrap(
     diff = float(np.median(new) - np.median(base))
     scale = abs(float(np.median(base)))
     ratio = 1 + diff / scale if scale else math.nan
-    if not scale:  # a median of 0: no relative change, nor an interval for one
-        ratio_low = ratio_high = math.nan
+    if _near_zero(base, alpha) or not (np.isfinite(ratio_low) and np.isfinite(ratio_high)):
+        ratio = ratio_low = ratio_high = math.nan  # no relative change, nor an interval for one
     return Interval("bootstrap", diff, low, high, ratio, ratio_low, ratio_high, p)
 
 
@@ -234,9 +247,10 @@ def judge(
     low, high = iv.ratio_low, iv.ratio_high
     if math.isnan(iv.ratio):
         location = "mean" if iv.method == "welch" else "median"
-        return "inconclusive", f"the baseline's {location} is 0: a relative change is undefined"
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return "inconclusive", "the interval is unbounded: the baseline is too noisy"
+        return "inconclusive", (
+            f"the baseline's {location} is 0 or not surely away from it: a relative change is "
+            "undefined"
+        )
     # A significant change is reported when it may reach the effect of interest (its
     # interval goes past it) or its estimate is at least half of it; a smaller one whose
     # interval stays inside the band is "no change".

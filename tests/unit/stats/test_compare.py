@@ -157,7 +157,7 @@ def test_a_baseline_mean_of_zero_is_inconclusive_not_a_crash() -> None:
         (result,) = compare({"m": (base, new, False)}, method=method)  # type: ignore[arg-type]
         assert result.verdict in ("inconclusive", "no change"), (method, result)
     (welch_result,) = compare({"m": (base, new, False)}, method="welch")
-    assert welch_result.reason == "the baseline's mean is 0: a relative change is undefined"
+    assert welch_result.reason == ZERO_BASELINE.format("mean")
     # Its median is 0 too: Hodges-Lehmann once read a shift of 0.5 as +50%, and with enough
     # iterations called it a regression (these values on a few levels go to Welch's means).
     for n in (20, 200):
@@ -166,9 +166,26 @@ def test_a_baseline_mean_of_zero_is_inconclusive_not_a_crash() -> None:
             (around,) = compare({"m": values}, method=method)  # type: ignore[arg-type]
             assert around.verdict == "inconclusive", around
             location = "median" if method == "hodges-lehmann" else "mean"
-            assert (
-                around.reason == f"the baseline's {location} is 0: a relative change is undefined"
-            )
+            assert around.reason == ZERO_BASELINE.format(location)
+
+
+ZERO_BASELINE = "the baseline's {} is 0 or not surely away from it: a relative change is undefined"
+
+
+def test_a_baseline_near_zero_gives_the_absolute_change_not_an_unbounded_percentage() -> None:
+    """A tester's baseline of mean 1e-5 with noise of 1e-3 against 0.01: the change read
+    "+79900.00% [-inf%, +inf%]" (Welch's), or +3317%, a regression (the bootstrap's). Within
+    its own uncertainty of 0 the baseline has no relative change: the ratio is undefined (null
+    in JSON) and the absolute change stands."""
+    base = [0.001, -0.002, 0.0005, 0.001, -0.001, 0.0001, 0.002, -0.0015]
+    new = [0.011, 0.008, 0.0105, 0.011, 0.009, 0.010, 0.012, 0.0085]
+    for method in ("welch", "bootstrap", "hodges-lehmann", "auto"):
+        (result,) = compare({"m": (base, new, False)}, method=method)  # type: ignore[arg-type]
+        assert math.isnan(result.ratio) and math.isnan(result.ratio_ci_low), (method, result)
+        assert result.verdict == "inconclusive"
+        assert result.reason == ZERO_BASELINE.format(result.location)
+        assert result.ci_low > 0.005 and result.ci_high < 0.015  # the absolute change, bounded
+        assert result.as_dict()["ratio_ci_high"] is None
 
 
 def test_a_count_that_leaves_zero_is_a_change() -> None:
