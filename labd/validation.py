@@ -18,6 +18,7 @@ from labd.visible import quoted
 # (RFC 8785 canonicalisation of a signature, pydantic's serialiser, which gives up near 255)
 # could meet the input and raise instead of refusing it.
 MAX_DEPTH = 64
+TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"  # what the refusals say
 
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:

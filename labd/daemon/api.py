@@ -42,7 +42,7 @@ from labd.store import (
     results_page,
     storage_problem,
 )
-from labd.validation import describe_errors, too_deep
+from labd.validation import TOO_DEEP, describe_errors, too_deep
 
 log = structlog.get_logger("labd.api")
 
@@ -155,9 +155,9 @@ class Api:
         except (ValueError, UnicodeDecodeError) as e:
             return refuse(400, [f"request body is not JSON: {e}"], "malformed")
         except RecursionError:
-            return refuse(400, ["request body is nested too deeply"], "malformed")
+            return refuse(400, [f"request body is {TOO_DEEP}"], "malformed")
         if too_deep(body):  # the same limit as MQTT's, before anything recursive meets it
-            return refuse(400, ["request body is nested too deeply"], "malformed")
+            return refuse(400, [f"request body is {TOO_DEEP}"], "malformed")
         if not isinstance(body, dict):
             shape = 'request body must be {"spec": {...}, "id": ..., "source": ...}'
             return refuse(400, [shape], "malformed")

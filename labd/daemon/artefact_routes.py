@@ -39,7 +39,7 @@ from labd.daemon.query import int_query, job_named
 from labd.daemon.ranges import range_to_honour
 from labd.model import Job, id_problem
 from labd.store import Store
-from labd.validation import did_you_mean
+from labd.validation import TOO_DEEP, did_you_mean
 from labd.visible import quoted
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -181,7 +181,7 @@ def gc_request(raw: bytes) -> bool:
     except (ValueError, UnicodeDecodeError) as e:
         raise ValueError(f"request body is not JSON: {e}") from None
     except RecursionError:
-        raise ValueError("request body is nested too deeply") from None
+        raise ValueError(f"request body is {TOO_DEEP}") from None
     if not isinstance(body, dict):
         raise ValueError(f"request body must be {GC_BODY}")
     if unknown := [key for key in body if key != "dry_run"]:

@@ -62,7 +62,7 @@ from labd.mqtt.topics import Topics, topic_problem
 from labd.pool import Pool
 from labd.scheduler import JobService, Scheduler
 from labd.store import JobConflict, NonceSeen, StoreError, results_page, storage_problem
-from labd.validation import describe_errors, too_deep
+from labd.validation import TOO_DEEP, describe_errors, too_deep
 
 log = structlog.get_logger("labd.mqtt")
 
@@ -192,13 +192,13 @@ class Inbound:
         except UnicodeDecodeError as e:
             raise Refused([f"{topic}: payload is not UTF-8 ({e.reason} at byte {e.start})"]) from e
         except RecursionError as e:
-            raise Refused([f"{topic}: payload is nested too deeply"]) from e
+            raise Refused([f"{topic}: payload is {TOO_DEEP}"]) from e
         except ValueError as e:
             raise Refused([f"{topic}: payload is not JSON ({e})"]) from e
         # One limit, checked before the signature's canonical form or validation (recursive
         # both) meets the payload: deeper than the parser's own limit or not, it is refused.
         if too_deep(data):
-            raise Refused([f"{topic}: payload is nested too deeply"])
+            raise Refused([f"{topic}: payload is {TOO_DEEP}"])
         if not isinstance(data, dict):
             raise Refused([f"{topic}: payload must be a JSON object"])
         return data

@@ -169,7 +169,7 @@ async def test_malformed_payloads_are_answered_and_other_jobs_unaffected(
         expected = [
             "payload is not JSON",
             "payload is not UTF-8",
-            "payload is nested too deeply",
+            "payload is nested more than 64 levels deep",
             "spec.iterations: input should be a valid integer",
             "spec: field required",
             "colour: unknown key",

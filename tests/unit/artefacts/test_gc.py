@@ -110,7 +110,7 @@ async def test_a_gc_request_removes_only_when_asked_exactly(tmp_path: Path) -> N
         b'{"dry_run": "false"}': "dry_run must be true or false, got 'false'",
         b'{"dry_run": 0}': "dry_run must be true or false, got 0",
         b"[]": 'request body must be {"dry_run": true|false}',
-        b"[" * 100_000: "nested too deeply",
+        b"[" * 100_000: "nested more than 64 levels deep",
     }
     for raw, words in refused.items():
         status, answer = await _post_gc(routes, raw)

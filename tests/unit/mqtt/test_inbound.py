@@ -494,7 +494,7 @@ async def test_a_payload_nested_too_deeply_is_refused_before_anything_recursive(
     replies = await harness.raw(TOPICS.submit, data)
     refused = error(replies)
     assert refused.reason == "invalid"
-    assert refused.problems == [f"{TOPICS.submit}: payload is nested too deeply"]
+    assert refused.problems == [f"{TOPICS.submit}: payload is nested more than 64 levels deep"]
     assert [r.topic for r in replies] == [TOPICS.errors]
     assert await harness.lab.store.get_job(f"deep-{depth}") is None
     # Just within the limit, the same message is not refused for its depth.
