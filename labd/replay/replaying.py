@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from aiohttp import web
+from aiohttp import hdrs, web
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from labd.replay.encoding import accepted, encoded, layers, producible
@@ -170,9 +170,8 @@ class ReplayHandler:
         """The body in slices of the shared copy, paced by the downlink when one is shaped;
         each write waits until the client has drained the one before (aiohttp's drain)."""
         link = self.shaper.down
-        response = web.StreamResponse(
-            status=found.status, reason=found.reason or None, headers=found.headers
-        )
+        kind = web.StreamResponse if hdrs.CONTENT_TYPE in found.headers else _UntypedStream
+        response = kind(status=found.status, reason=found.reason or None, headers=found.headers)
         response.content_length = len(found.body)
         try:
             if link is not None:
@@ -203,8 +202,24 @@ def request_url(request: web.BaseRequest) -> str:
     return str(url)
 
 
+class _UntypedStream(web.StreamResponse):
+    """A response sent without a Content-Type, as its origin sent it (RFC 9110 lets a sender
+    leave it out, and the browser then looks at the body). aiohttp would add
+    application/octet-stream to any body: a browser downloads a page served so instead of
+    showing it. Its default is set in _prepare_headers, the one place to take it back."""
+
+    async def _prepare_headers(self) -> None:
+        await super()._prepare_headers()
+        self.headers.popall(hdrs.CONTENT_TYPE, None)
+
+
+class _Untyped(_UntypedStream, web.Response):
+    """A whole body without a Content-Type (see _UntypedStream)."""
+
+
 def _whole(prepared: _Prepared) -> web.Response:
-    return web.Response(
+    kind = web.Response if hdrs.CONTENT_TYPE in prepared.headers else _Untyped
+    return kind(
         status=prepared.status,
         reason=prepared.reason or None,
         headers=prepared.headers,

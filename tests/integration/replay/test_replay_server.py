@@ -67,6 +67,11 @@ async def test_serves_as_proxy_and_origin_over_http_and_https(
             assert (r.status, await r.text()) == (200, "<h1>page</h1>")
         async with http.get("http://site.test/big.bin", proxy=proxy) as r:
             assert await r.read() == BIG
+            # Recorded without a Content-Type, sent without one (aiohttp's default would say
+            # application/octet-stream: a page so typed is downloaded, not shown).
+            assert "Content-Type" not in r.headers
+        async with http.get("http://site.test/", proxy=proxy) as r:
+            assert r.headers["Content-Type"] == "text/html"
         # HTTPS through the proxy: CONNECT, then TLS as secure.test, signed by the replay CA.
         async with http.get("https://secure.test/app.js", proxy=proxy, ssl=trust) as r:
             assert await r.text() == "js();"
@@ -78,7 +83,7 @@ async def test_serves_as_proxy_and_origin_over_http_and_https(
         ) as r:
             assert r.status == 404 and r.headers[MISS_HEADER] == "miss"
     summary = await plain.stop()
-    assert summary["served"] == 4
+    assert summary["served"] == 5
     assert summary["misses"] == [{"url": "GET http://site.test/nope", "count": 1}]
 
 
@@ -112,11 +117,13 @@ async def test_bandwidth_paces_the_body(archive: Path) -> None:
                 f"http://127.0.0.1:{server.port}/big.bin", headers={"Host": "site.test"}
             ) as r:
                 body = await r.read()
+                typed = r.headers.get("Content-Type")
             elapsed = time.perf_counter() - began
     finally:
         await server.stop()
     ideal = len(BIG) * 8 / 1_600_000  # 1.02 s
     assert body == BIG
+    assert typed is None  # sent in slices, still as recorded: without a type
     assert ideal * 0.9 <= elapsed <= ideal * 1.25
 
 
