@@ -355,6 +355,11 @@ class MqttBridge:
         # at-least-once allows (consumers drop duplicates by event_id).
         delivered: set[int] = set()
         full, retry_at = Failures("forgetting delivered events", log), 0.0
+        # The newest event of each job already queued: a backlog (a broker away, or a
+        # restart after a crash, which sends again what it had sent and not yet forgotten)
+        # updates a job's retained state once, to that event's, not through every state it
+        # passed, which after a crash took the broker's "succeeded" back to "queued".
+        newest = await self.store.outbox_newest()
 
         async def forget() -> None:
             nonlocal retry_at
@@ -379,7 +384,8 @@ class MqttBridge:
             try:
                 for row in rows:
                     try:
-                        await self._deliver(client, row)
+                        latest = row.stream != "job" or row.seq >= newest.get(row.key, 0)
+                        await self._deliver(client, row, latest)
                     except UNPUBLISHABLE as e:
                         await self._set_aside(row, e)
                         continue
@@ -413,12 +419,13 @@ class MqttBridge:
         await self.store.outbox_set_aside(row, reason)
         self.bus.publish(OutboxRowSetAside(stream=row.stream, key=ascii(row.key), error=reason))
 
-    async def _deliver(self, client: aiomqtt.Client, row: OutboxRow) -> None:
+    async def _deliver(self, client: aiomqtt.Client, row: OutboxRow, newest: bool) -> None:
+        """Publish a row's messages; a job's retained state only from its `newest` row."""
         if "event" not in row.body:
             await self._deliver_written_as_message(client, row)
             return
         event = deserialise(row.body)
-        await self._publish(client, event, row.key, row.seq)
+        await self._publish(client, event, row.key, row.seq, newest)
         if isinstance(event, JobFinished):
             await self._publish_result(client, row.key)
 
@@ -491,10 +498,15 @@ class MqttBridge:
                 except Exception as e:  # the connection loop deals with a lost broker
                     log.debug("host status not updated", error=str(e))
 
-    async def _publish(self, client: aiomqtt.Client, event: Event, key: str, seq: int = 0) -> None:
-        """Publish what the outbound table makes of `event` (queued under `key`)."""
+    async def _publish(
+        self, client: aiomqtt.Client, event: Event, key: str, seq: int = 0, state: bool = True
+    ) -> None:
+        """Publish what the outbound table makes of `event` (queued under `key`); with
+        `state` false, not a job's retained state."""
         expiry = expiry_s(self.settings.ended_state_expiry_h)
         for out in publications(event, key, seq, self.host, self.topics, expiry):
+            if out.retain and not state:
+                continue
             properties = None
             if out.expiry_s and self.protocol == aiomqtt.ProtocolVersion.V5:
                 properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]

@@ -92,6 +92,16 @@ def pending(
     return [OutboxRow(r.id, r.stream, r.key, r.seq, r.body) for r in rows]
 
 
+def newest_job_seqs(conn: sa.Connection, host: str) -> dict[str, int]:
+    """The newest queued event's number of each job with events in `host`'s outbox."""
+    query = (
+        sa.select(outbox.c.key, sa.func.max(outbox.c.seq))
+        .where(outbox.c.host == host, outbox.c.stream == "job")
+        .group_by(outbox.c.key)
+    )
+    return {key: seq for key, seq in conn.execute(query)}
+
+
 def discard(conn: sa.Connection, host: str) -> int:
     """Delete every row `host` queued; returns how many (for a host with no MQTT bridge:
     no other host delivers them, since each delivers only its own)."""

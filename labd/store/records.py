@@ -40,6 +40,10 @@ class Records(StoreBase):
         """This host's undelivered messages, oldest first, but for the ids in `skip`."""
         return await self.read(lambda conn: outbox_mod.pending(conn, self.host, limit, skip))
 
+    async def outbox_newest(self) -> dict[str, int]:
+        """The newest undelivered event's number of each job with events in the outbox."""
+        return await self.read(lambda conn: outbox_mod.newest_job_seqs(conn, self.host))
+
     async def outbox_done(self, ids: Sequence[int]) -> None:
         """Forget delivered messages."""
         if ids:

@@ -66,6 +66,36 @@ async def test_sigkilled_daemon_restarts_and_its_outbox_drains(
     assert daemon.stop() == 0
 
 
+async def test_a_backlog_sets_a_jobs_retained_state_once_not_through_every_state(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """Events waiting in the outbox (the broker away; after a crash, also those sent and not
+    yet forgotten, which go out again) each published the job's retained state as well: after
+    a SIGKILL the broker's "succeeded" went back to "queued" and up through every state, and a
+    CI client that looked then read "queued". A backlog now sets it once, from its newest
+    event; every event still goes out, in order."""
+    broker = mosquitto_factory()
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"\nreconnect_max_s = 1')
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+    async with Follower(broker.port, topics=[f"{PREFIX}/jobs/backlog/#"]) as ci:
+        broker.stop()
+        assert daemon.post("/api/v1/jobs", {"id": "backlog", "spec": spec(iterations=3)})[0] == 201
+        for _ in range(300):
+            if daemon.get("/api/v1/jobs/backlog")[1].get("state") == "succeeded":
+                break
+            await asyncio.sleep(0.1)
+        broker.start()  # the follower's session was kept: it is sent all labd publishes
+        await ci.wait_for(lambda: finished(ci, "backlog"), within=30)
+        await asyncio.sleep(1)  # anything published after the last event arrives too
+    events = events_of(ci, "backlog")
+    assert_complete(events)
+    assert [e["kind"] for e in events][:3] == ["queued", "leased", "running"]
+    # (The follower may get the retained state twice: again when it subscribes again.)
+    assert {body["state"] for body in ci.on("jobs/backlog/state")} == {"succeeded"}
+    assert daemon.stop() == 0
+
+
 async def test_requests_sent_while_labd_is_away_are_handled_when_it_returns(
     mosquitto_factory: Any, start_labd: Any, tmp_path: Path
 ) -> None:

@@ -312,8 +312,10 @@ async def test_every_job_change_queues_one_numbered_event_in_its_transaction(
     assert len({e.event_id for e in events}) == 5
     assert isinstance(events[3], IterationDone) and events[3].values == {"v": 1.0}
     assert events[3].set_aside  # counted apart in labd_iterations_total (it was "ok")
+    assert await store.outbox_newest() == {"j": 5}  # a backlog's retained state comes from it
     store.host = "host-b"
     assert await store.outbox_pending() == []  # each host delivers its own rows
+    assert await store.outbox_newest() == {}
     store.host = "host-a"
     await store.outbox_done([r.id for r in rows[:2]])
     assert [r.seq for r in await store.outbox_pending()] == [3, 4, 5]
