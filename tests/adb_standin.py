@@ -10,6 +10,7 @@ exact argument vector a phone would have received.
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 import socket
 import socketserver
@@ -40,7 +41,7 @@ class FakeDevice:
         """One shell command line (possibly `a; b`); its output."""
         out = []
         status = 0
-        for part in line.split("; echo "):  # the driver's sentinel follows its command
+        for part in re.split(r"; echo (?=__labd_)", line):  # the driver's sentinel follows
             if part.startswith("__labd_"):
                 out.append(part.replace("$?", str(status)) + "\n")
                 continue

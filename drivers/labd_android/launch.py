@@ -9,6 +9,7 @@ import re
 import time
 from typing import Any, ClassVar
 
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.markers import Iteration, LaunchCollector
@@ -17,11 +18,27 @@ from labd_android.health import parse
 from labd_android.names import Activity, Package
 from labd_android.shell import PersistentShell
 
+log = structlog.get_logger("labd.android")
+
 # Rooted devices only: the vendor's thermal daemon off, every core at its top frequency.
 LOCK_CLOCKS = (
     "stop thermal-engine; "
     "for g in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do echo performance > $g; done"
 )
+GOVERNORS = (  # each core's governor file and its governor, one per line, before the lock
+    'for g in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do echo "$g $(cat $g)"; done'
+)
+GOVERNOR_LINE = re.compile(
+    r"(/sys/devices/system/cpu/cpu\d+/cpufreq/scaling_governor) ([a-z0-9_]+)"
+)
+ANIMATION_SCALES = (
+    "window_animation_scale",
+    "transition_animation_scale",
+    "animator_duration_scale",
+)
+# The battery the lab runs its phones at: a job may ask for a cooler one, and a phone that
+# does not cool to a job's own stricter limit has not failed (the job's limit was not met).
+LAB_BATTERY_LIMIT_C = 40
 # After a native app's "Displayed" line, how long its "Fully drawn" line may take to come
 # (apps that call reportFullyDrawn do so once their content is in).
 FULLY_DRAWN_WAIT_S = 5.0
@@ -39,9 +56,14 @@ class LaunchParams(BaseModel):
     iteration_timeout_s: float = Field(60, gt=0, le=3600)
     settle_s: float = Field(1.0, ge=0, le=60, description="Wait after fullyLoaded before memory.")
     airplane_mode: bool = Field(False, description="Airplane mode during the job.")
-    max_battery_temp_c: float = Field(40, description="Wait until the battery is cooler than this.")
+    max_battery_temp_c: float = Field(
+        LAB_BATTERY_LIMIT_C,
+        ge=20,
+        le=60,
+        description="Wait until the battery is cooler than this (a phone at rest: 25-35).",
+    )
     cool_wait_s: float = Field(
-        300, ge=0, description="Longest wait for cooling; then the job fails."
+        300, ge=0, le=3600, description="Longest wait for cooling; then the job fails."
     )
 
 
@@ -66,49 +88,68 @@ class AppLaunch(Scenario[LaunchParams]):
         return output
 
     async def setup(self) -> None:
+        self.undo: list[list[str]] = []  # commands that put the phone back, in reverse order
         self.ctx.fingerprint["stabilisation"] = await asyncio.to_thread(self._stabilise)
         await self.markers.open()
 
     def _stabilise(self) -> dict[str, Any]:
-        """Each step applied, in the order applied: what the numbers were measured under."""
+        """Each step applied, in the order applied: what the numbers were measured under.
+        Each is undone at teardown: the phone's next job (and a phone attached over adb TCP,
+        which airplane mode cuts off) finds it as it was."""
         p = self.params
         steps: dict[str, Any] = {}
+        self.undo.append(self._put_back("stay_on_while_plugged_in"))
         self._run("svc", "power", "stayon", "true")
         steps["stay_awake"] = True
-        for scale in (
-            "window_animation_scale",
-            "transition_animation_scale",
-            "animator_duration_scale",
-        ):
+        for scale in ANIMATION_SCALES:
+            self.undo.append(self._put_back(scale))
             self._run("settings", "put", "global", scale, "0")
         steps["animations"] = "off"
         if p.airplane_mode:
+            if self._setting("airplane_mode_on") != "1":
+                self.undo.append(["cmd", "connectivity", "airplane-mode", "disable"])
             self._run("cmd", "connectivity", "airplane-mode", "enable")
             steps["airplane_mode"] = True
         self._run("am", "kill-all")
         steps["background_apps"] = "stopped"
         rooted = self.shell.run(["su", "-c", "id"])[1] == 0
         if rooted:
-            self._run(
-                "su",
-                "-c",
-                LOCK_CLOCKS,
-            )
+            governors = GOVERNOR_LINE.findall(self._run("su", "-c", GOVERNORS))
+            restore = "".join(f"echo {governor} > {path}; " for path, governor in governors)
+            self.undo.append(["su", "-c", restore + "start thermal-engine"])
+            self._run("su", "-c", LOCK_CLOCKS)
         steps["cpu_clocks"] = "locked (performance governor)" if rooted else "not locked (no root)"
         steps["battery_temp_c"] = self._wait_cool()
         return steps
 
+    def _setting(self, name: str) -> str | None:
+        """A global setting's value; None where it is not set (Android says null)."""
+        output, status = self.shell.run(["settings", "get", "global", name])
+        value = output.strip()
+        return None if status != 0 or value in ("", "null") else value
+
+    def _put_back(self, name: str) -> list[str]:
+        """The command that sets global setting `name` back to what it is now."""
+        value = self._setting(name)
+        if value is None:
+            return ["settings", "delete", "global", name]
+        return ["settings", "put", "global", name, value]
+
     def _wait_cool(self) -> float | None:
+        limit = self.params.max_battery_temp_c
         deadline = time.monotonic() + self.params.cool_wait_s
         while True:
             temperature = parse(self._run("dumpsys", "battery"), "", "", "").battery_temp_c
-            if temperature is None or temperature < self.params.max_battery_temp_c:
+            if temperature is None or temperature < limit:
                 return temperature
             if time.monotonic() > deadline:
-                raise InfrastructureError(
-                    f"battery still at {temperature:.1f} °C after {self.params.cool_wait_s:g} s "
-                    f"(limit {self.params.max_battery_temp_c:g} °C)"
-                )
+                said = f"battery still at {temperature:.1f} °C after {self.params.cool_wait_s:g} s"
+                if limit < LAB_BATTERY_LIMIT_C:  # the job's own limit: not the phone's fault
+                    raise TestFailure(
+                        f"{said}, above this job's max_battery_temp_c of {limit:g} °C (the lab "
+                        f"runs phones under {LAB_BATTERY_LIMIT_C} °C): raise it or cool_wait_s"
+                    )
+                raise InfrastructureError(f"{said} (limit {limit:g} °C)")
             time.sleep(5)
 
     async def run_iteration(self, index: int) -> dict[str, float]:
@@ -172,4 +213,17 @@ class AppLaunch(Scenario[LaunchParams]):
 
     async def teardown(self) -> None:
         await self.markers.close()
+        await asyncio.to_thread(self._put_phone_back)
         await asyncio.to_thread(self.shell.close)
+
+    def _put_phone_back(self) -> None:
+        """Undo the stabilisation, last step first; a phone gone meanwhile is left as it is
+        (the job's own outcome says what happened to it)."""
+        for argv in reversed(getattr(self, "undo", [])):
+            try:
+                output, status = self.shell.run(argv)
+            except InfrastructureError as e:
+                log.warning("phone settings not restored", step=argv[:4], error=str(e))
+                return
+            if status != 0:
+                log.warning("phone setting not restored", step=argv[:4], output=output[:200])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labd.errors import InfrastructureError, UsageError
+from labd.errors import InfrastructureError, TestFailure, UsageError
 from labd.sdk import RunContext
 from labd_android import AndroidDriver, AndroidOptions, PersistentShell, Touch
 from labd_android.input import AndroidInput
@@ -310,3 +310,107 @@ async def test_a_native_app_launch_completes_at_displayed_or_fully_drawn(
         await scenario.teardown()
     assert drawn["coldlaunch.displayed"] == 1234 and drawn["coldlaunch.fullyDrawn"] == 1900
     assert shown["coldlaunch.displayed"] == 1234 and "coldlaunch.fullyDrawn" not in shown
+
+
+class SettledPhone(FakeDevice):
+    """A rooted phone that keeps its global settings, airplane mode and CPU governors."""
+
+    def __init__(self) -> None:
+        base = phone()
+        super().__init__(base.serial, props=base.props, outputs=base.outputs)
+        self.statuses = {}  # rooted: `su` answers
+        self.settings = {"stay_on_while_plugged_in": "0", "window_animation_scale": "1.0"}
+        self.governors = {0: "schedutil", 1: "powersave"}
+        self.thermal_engine = True
+
+    def answer(self, argv: list[str]) -> tuple[str, int] | None:
+        if argv[:3] == ["settings", "get", "global"]:
+            return self.settings.get(argv[3], "null") + "\n", 0
+        if argv[:3] == ["settings", "put", "global"]:
+            self.settings[argv[3]] = argv[4]
+            return "", 0
+        if argv[:3] == ["settings", "delete", "global"]:
+            self.settings.pop(argv[3], None)
+            return "", 0
+        if argv[:3] == ["svc", "power", "stayon"]:
+            self.settings["stay_on_while_plugged_in"] = "7" if argv[3] == "true" else "0"
+            return "", 0
+        if argv[:3] == ["cmd", "connectivity", "airplane-mode"]:
+            self.settings["airplane_mode_on"] = "1" if argv[3] == "enable" else "0"
+            return "", 0
+        if argv[:2] == ["su", "-c"]:
+            return self._root(argv[2]), 0
+        return None
+
+    def _root(self, script: str) -> str:
+        path = "/sys/devices/system/cpu/cpu{}/cpufreq/scaling_governor"
+        if script.startswith("for g in") and "cat $g" in script:
+            return "".join(f"{path.format(n)} {g}\n" for n, g in self.governors.items())
+        if script.startswith("stop thermal-engine"):
+            self.thermal_engine = False
+            self.governors = dict.fromkeys(self.governors, "performance")
+        for governor, cpu in re.findall(r"echo (\w+) > /sys/devices/system/cpu/cpu(\d+)/", script):
+            self.governors[int(cpu)] = governor
+        if "start thermal-engine" in script:
+            self.thermal_engine = True
+        return "uid=0(root)\n"
+
+
+async def test_app_launch_puts_the_phone_back_as_it_found_it(
+    adb: AdbStandIn, tmp_path: Path
+) -> None:
+    """A tester's phone stayed in airplane mode after a job (one attached over adb TCP drops
+    out of the lab), awake, without animations, its clocks locked and its thermal daemon
+    stopped: every step of the stabilisation is now undone at teardown."""
+    device = adb.add(SettledPhone())
+    before = (dict(device.settings), dict(device.governors))
+    driver = driver_for(adb)
+    (found,) = await driver.discover()
+    scenario_cls = driver.scenarios()["app-launch"]
+    params = scenario_cls.Params.model_validate(
+        {"package": "org.mozilla.clock", "airplane_mode": True, "cool_wait_s": 0}
+    )
+    ctx = RunContext("job", 1, found, tmp_path, resources=driver.resources(found))
+    scenario = scenario_cls(params, ctx)
+    await scenario.setup()
+    during = (dict(device.settings), dict(device.governors), device.thermal_engine)
+    await scenario.teardown()
+    assert during == (
+        {
+            "stay_on_while_plugged_in": "7",
+            "window_animation_scale": "0",
+            "transition_animation_scale": "0",
+            "animator_duration_scale": "0",
+            "airplane_mode_on": "1",
+        },
+        {0: "performance", 1: "performance"},
+        False,
+    )
+    settings, governors = before
+    assert (device.settings, device.governors) == ({**settings, "airplane_mode_on": "0"}, governors)
+    assert device.thermal_engine
+
+
+async def test_a_phone_that_does_not_cool_to_a_jobs_own_limit_is_not_blamed(
+    adb: AdbStandIn, tmp_path: Path
+) -> None:
+    """A tester's max_battery_temp_c = -1000 quarantined every phone of the lab: each attempt
+    was an infrastructure failure. A limit out of the physical range is refused at submit; a
+    phone that does not cool under a job's own limit, stricter than the lab's 40 °C, fails
+    the job, not the phone; one that stays over 40 °C is still the phone's failure."""
+    scenario_cls = driver_for(adb).scenarios()["app-launch"]
+    with pytest.raises(ValueError, match="max_battery_temp_c"):
+        scenario_cls.Params.model_validate({"package": "a.b", "max_battery_temp_c": -1000})
+    for limit, temperature, error in ((25, 312, TestFailure), (40, 452, InfrastructureError)):
+        adb.devices.clear()
+        adb.add(phone(**{"dumpsys battery": BATTERY.replace("312", str(temperature))}))
+        driver = driver_for(adb)
+        (found,) = await driver.discover()
+        params = scenario_cls.Params.model_validate(
+            {"package": "a.b", "max_battery_temp_c": limit, "cool_wait_s": 0}
+        )
+        ctx = RunContext("job", 1, found, tmp_path, resources=driver.resources(found))
+        scenario = scenario_cls(params, ctx)
+        with pytest.raises(error, match=f"battery still at {temperature / 10:.1f} °C"):
+            await scenario.setup()
+        await scenario.teardown()
