@@ -166,6 +166,7 @@ class AppLaunch(Scenario[LaunchParams]):
                 f"no complete launch of {p.package} within {p.iteration_timeout_s:g} s"
             ) from None
         await asyncio.sleep(p.settle_s)
+        self.ctx.notes += done.problems  # marks left out, each with why
         return {**done.metrics, **await asyncio.to_thread(self._memory)}
 
     async def _launched(self, collector: LaunchCollector) -> Iteration:
@@ -209,6 +210,11 @@ class AppLaunch(Scenario[LaunchParams]):
         # USS: the private dirty and clean columns of the TOTAL row.
         if match := re.search(r"^\s*TOTAL\s+\d+\s+(\d+)\s+(\d+)", text, re.MULTILINE):
             values["coldlaunch.uss"] = (int(match.group(1)) + int(match.group(2))) / 1024
+        if missing := [m for m in ("rss", "pss", "uss") if f"coldlaunch.{m}" not in values]:
+            self.ctx.notes.append(
+                f"dumpsys meminfo {self.params.package} gave no {', '.join(missing)}: left out "
+                f"(it said {text.strip()[:120]!r})"
+            )
         return values
 
     async def teardown(self) -> None:

@@ -30,6 +30,7 @@ from labd.markers.raptor import (
     parse_launch,
     split_entry,
 )
+from labd.model import METRIC_NAME_RULE, is_metric_name
 
 LIFECYCLE = (
     "navigationLoaded",
@@ -148,6 +149,9 @@ class LaunchCollector:
         """A mark's value; one logged again in the same launch with another value keeps the
         first and is named (it was replaced in silence)."""
         key = PREFIX + name
+        if not is_metric_name(key):  # "hero image loaded" failed every iteration of its job
+            it.problems.append(f"{key[:140]!r}: not a metric name ({METRIC_NAME_RULE}); left out")
+            return
         first = it.metrics.setdefault(key, ms)
         if first != ms:
             it.problems.append(

@@ -25,6 +25,7 @@ from labd.model.policy import Policy, ProgramNotFound, RunAs
 from labd.model.spec import (
     METRIC_NAME,
     METRIC_NAME_MAX,
+    METRIC_NAME_RULE,
     PERFHERDER_MAX_UNIT,
     STORED,
     ABSpec,
@@ -34,6 +35,7 @@ from labd.model.spec import (
     NetworkSpec,
     TestSpec,
     Variant,
+    is_metric_name,
     no_control,
 )
 
@@ -42,6 +44,7 @@ __all__ = [
     "KEY_ID_PATTERN",
     "METRIC_NAME",
     "METRIC_NAME_MAX",
+    "METRIC_NAME_RULE",
     "OPTIONAL_ID_PATTERN",
     "PERFHERDER_MAX_UNIT",
     "STORED",
@@ -67,6 +70,7 @@ __all__ = [
     "can_move",
     "check_id",
     "id_problem",
+    "is_metric_name",
     "job_running_on",
     "key_id_problem",
     "load_manifest",

@@ -69,6 +69,17 @@ class BuildInfo(BaseModel):
 
 METRIC_NAME = r"^[A-Za-z0-9_.:/-]+$"  # a metric's name, in a manifest or from a scenario
 METRIC_NAME_MAX = 128
+METRIC_NAME_RULE = f"letters, digits and _ . : / -, at most {METRIC_NAME_MAX} characters"
+
+
+def is_metric_name(name: object) -> bool:
+    """Whether `name` is named as a manifest's metric must be (a name with `#` or `/` at odd
+    places, or of 5,000 characters, reached topics, tables and Perfherder)."""
+    return (
+        isinstance(name, str)
+        and len(name) <= METRIC_NAME_MAX
+        and re.fullmatch(METRIC_NAME, name) is not None
+    )
 
 
 class MetricSpec(BaseModel):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +21,7 @@ from labd.capture import CaptureError
 from labd.config import MeasurementSettings, PerfherderSettings, ReplaySettings
 from labd.errors import CannotStart, InfrastructureError, TestFailure, UsageError
 from labd.events import EventBus, JobStarted
-from labd.model import METRIC_NAME, METRIC_NAME_MAX, Device, Iteration, Job, JobState, Policy
+from labd.model import METRIC_NAME_RULE, Device, Iteration, Job, JobState, Policy, is_metric_name
 from labd.redact import redact_text
 from labd.runner.conditions import judge
 from labd.runner.fingerprint import base_fingerprint, conditions_hash
@@ -34,6 +33,7 @@ from labd.store import Store, outlasting
 from labd.visible import brief, quoted
 
 log = structlog.get_logger("labd.runner")
+NOTES_KEPT = 20  # an iteration's notes kept (a log of a thousand bad marks names 20)
 
 CONDITIONS_TIMEOUT_S = 30.0
 
@@ -254,7 +254,7 @@ async def _iteration(
     """Run one iteration between two readings of the device's conditions; its error and
     flags with the job's secrets masked."""
     ctx = scenario.ctx
-    ctx.flags = []
+    ctx.flags, ctx.notes = [], []
     before = await _conditions(driver, device)
     started = datetime.now(UTC)
     values: dict[str, float] = {}
@@ -282,6 +282,12 @@ async def _iteration(
         "conditions_hash": conditions_hash(ctx.fingerprint),
         "metrics": {name: _metric(scenario, name) for name in values},
     }
+    if ctx.notes:
+        notes = [brief(redact_text(n, secrets)) for n in ctx.notes[:NOTES_KEPT]]
+        if len(ctx.notes) > NOTES_KEPT:
+            notes.append(f"and {len(ctx.notes) - NOTES_KEPT} more")
+        fingerprint["notes"] = notes
+        log.warning("iteration values left out", iteration=index, notes=notes)
     return Iteration(
         job_id=ctx.job_id,
         attempt=ctx.attempt,
@@ -305,11 +311,8 @@ def _taken(values: dict[str, float], index: int) -> tuple[dict[str, float], str]
     stored it would break the store's JSON, the statistics and the Perfherder export."""
     taken, refused = {}, []
     for name, value in values.items():
-        if not _metric_name(name):
-            refused.append(
-                f"metric name {quoted(name)[:140]} is not one: letters, digits and _ . : / -, "
-                f"at most {METRIC_NAME_MAX} characters"
-            )
+        if not is_metric_name(name):
+            refused.append(f"metric name {quoted(name)[:140]} is not one: {METRIC_NAME_RULE}")
         elif (reason := refusal(value)) is None:
             taken[name] = value
         else:
@@ -317,16 +320,6 @@ def _taken(values: dict[str, float], index: int) -> tuple[dict[str, float], str]
     if not refused:
         return values, ""
     return taken, f"{'; '.join(refused)} (iteration {index})"
-
-
-def _metric_name(name: object) -> bool:
-    """Whether a scenario's metric is named as a manifest's must be (a name with `#` or `/`
-    at odd places, or of 5,000 characters, reached topics, tables and Perfherder)."""
-    return (
-        isinstance(name, str)
-        and len(name) <= METRIC_NAME_MAX
-        and re.fullmatch(METRIC_NAME, name) is not None
-    )
 
 
 def _metric(scenario: Scenario, name: str) -> dict[str, Any]:

@@ -37,6 +37,10 @@ class RunContext:
     # Why the current iteration's values cannot be trusted: a scenario adds a reason (a
     # time-out, a poor sync), the runner flags the iteration with it; reset per iteration.
     flags: list[str] = field(default_factory=list)
+    # What the current iteration left out without doubting the rest (a mark whose name cannot
+    # name a metric, memory the device did not report): kept as its fingerprint's `notes`,
+    # not a flag (its other values stand); reset per iteration.
+    notes: list[str] = field(default_factory=list)
     # What the device's driver provides (`driver.resources(device)`): a scenario's bindings
     # are resolved here.
     resources: Resources | None = None

@@ -244,8 +244,18 @@ async def test_app_cold_launch_collects_the_marks_and_memory(
     await scenario.setup()
     try:
         values = [await scenario.run_iteration(i) for i in range(3)]
+        assert ctx.notes == []
+        device.outputs["dumpsys meminfo"] = "No process found for: org.mozilla.clock\n"
+        without_memory = await scenario.run_iteration(3)
     finally:
         await scenario.teardown()
+    # Memory the phone did not report is noted, not silently missing (a tester's find).
+    assert not any(k.startswith("coldlaunch.") and k[11:] in ("rss", "pss", "uss")
+                   for k in without_memory)  # fmt: skip
+    assert ctx.notes == [
+        "dumpsys meminfo org.mozilla.clock gave no rss, pss, uss: left out (it said 'No process "
+        "found for: org.mozilla.clock')"
+    ]
     for v in values:
         marks = {k: x for k, x in v.items() if k.removeprefix("coldlaunch.") in OFFSETS}
         assert marks == {f"coldlaunch.{k}": float(o) for k, o in OFFSETS.items()}

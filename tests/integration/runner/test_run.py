@@ -35,6 +35,7 @@ class Params(BaseModel):
     value: float = 100.0
     drift: float = 0.0  # added per iteration, whatever the variant
     timeouts: list[int] = []  # iterations that flag themselves as a time-out would
+    notes: int = 0  # notes each even iteration leaves (what it left out)
     reports: list[dict[str, Any]] = []  # when given: what each iteration reports, as it is
     huge_integer_at: int = -1  # that iteration reports 10**5000 (no JSON spec can hold it)
     returns: str = ""  # "none" or "list": what every iteration returns instead of a dict
@@ -51,6 +52,8 @@ class Steady(Scenario):
     async def run_iteration(self, index: int) -> dict[str, float]:
         p = self.params
         assert isinstance(p, Params)
+        if index % 2 == 0:
+            self.ctx.notes += [f"mark {n} left out" for n in range(p.notes)]
         if index in p.timeouts:
             self.ctx.flags.append("timed out after 1 s (the run was killed)")
         if index == p.huge_integer_at:
@@ -125,6 +128,20 @@ async def test_a_throttled_iteration_is_flagged_set_aside_and_counted(
         "count": 1, "by_variant": {"job": 1},
         "reasons": {"the CPUs were thermally throttled 3 times during it": 1},
     }  # fmt: skip
+
+
+async def test_what_an_iteration_left_out_is_noted_in_it_not_flagged(
+    store: Store, tmp_path: Path
+) -> None:
+    """A launch whose marks were left out (a name no metric can have, a clock jump) reported
+    nothing of them in its job: its notes are kept in its fingerprint, its values stand."""
+    _, outcome, results = await run(store, tmp_path, RigDriver(), params={"notes": 25})
+    assert outcome.state is JobState.SUCCEEDED
+    notes = [it["fingerprint"].get("notes") for it in results["iterations"]]
+    kept = [f"mark {n} left out" for n in range(20)] + ["and 5 more"]
+    assert notes == [kept, None] * 3  # each iteration's own, not the one's before it
+    assert not any(it["flags"] for it in results["iterations"])
+    assert results["summary"]["time_ms"]["n"] == 6
 
 
 async def test_a_set_aside_iteration_is_retried_when_configured(

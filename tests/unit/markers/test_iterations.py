@@ -154,3 +154,16 @@ def test_the_marks_remembered_against_replays_are_bounded(monkeypatch: pytest.Mo
         for line in brief_iteration(T + i * 10_000):
             collector.feed(line)
     assert len(collector.seen) <= 8 and collector.count == 5
+
+
+def test_a_mark_whose_name_cannot_name_a_metric_is_left_out_and_named() -> None:
+    """A tester's "hero image loaded" failed every iteration of its job (the runner refuses
+    the metric name), where `labd markers` read it: the launch keeps its other marks."""
+    lines = brief_iteration(T, noise=False)
+    lines.insert(2, lines[1].replace("navigationLoaded", "hero image loaded"))
+    done, _ = collect(lines)
+    assert done[0].metrics == RAPTOR_METRICS
+    assert done[0].problems == [
+        "'coldlaunch.hero image loaded': not a metric name (letters, digits and _ . : / -, at "
+        "most 128 characters); left out"
+    ]
