@@ -215,6 +215,17 @@ def _mqtt_failure(e: aiomqtt.MqttError) -> LabdError:
 ENDED = {state.value for state in TERMINAL}
 
 
+def _within_limit(payload: bytes, limit: int) -> None:
+    """UsageError for a request labd would refuse unread: over its payload limit nothing says
+    whom to answer, and the CLI said labd was not running."""
+    if len(payload) > limit:
+        raise UsageError(
+            f"the request is {len(payload):,} bytes, over the {limit:,} labd takes over MQTT "
+            "([mqtt] max_payload_bytes): it would be refused unread, without an answer; make "
+            "the manifest's params smaller"
+        )
+
+
 async def submit_and_follow(
     settings: Settings,
     spec: dict[str, Any],
@@ -246,6 +257,7 @@ async def submit_and_follow(
             await session.listen(events_topic, results_topic)
             request = {"id": job_id, "source": source, "spec": spec}
             topic, payload, correlation = session.signed(f"{prefix}/jobs/submit", request)
+            _within_limit(payload, settings.mqtt.max_payload_bytes)
             await session.client.publish(topic, payload, qos=1)
             async with asyncio.timeout(answer_within) as timer:
                 async for found, body in session.messages():

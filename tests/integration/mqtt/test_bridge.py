@@ -248,6 +248,12 @@ async def test_cli_show_and_cancel_over_mqtt(
         '[params]\ncommand = ["sleep", "0.2"]\n'
     )
     assert (await labd("submit", str(manifest), "--id", "slow-1"))[:2] == (0, "queued slow-1\n")
+    # Over the payload limit labd refuses a request unread, with no answer: the CLI says so at
+    # once, where it waited 15 s and said labd was not running (a tester's find).
+    big = tmp_path / "big.toml"
+    big.write_text(manifest.read_text() + f'[params.env]\nPAD = "{"x" * 300_000}"\n')
+    code, out, err = await labd("submit", str(big), "--id", "big-1")
+    assert code == 2 and "over the 262,144 labd takes over MQTT" in err, (code, out, err)
     # The same id again: harmless (a CI step retried), said at once, not after a time-out.
     began = time.monotonic()
     code, out, err = await labd("submit", str(manifest), "--id", "slow-1")
