@@ -425,6 +425,8 @@ class Pool:
         """The state (and its reason) of a device nothing is wrong with but what is known."""
         if broken := self.broken_power.get(device.id):
             return {"state": DeviceState.QUARANTINED, "reason": broken}
+        if job_id := self.busy.get(device.id):  # back from a blip while its job runs on
+            return {"state": DeviceState.BUSY, "reason": running_reason(job_id)}
         return {"state": self._settled_state(device), "reason": ""}
 
     def _settled_state(self, device: Device) -> DeviceState:

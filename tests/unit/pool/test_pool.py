@@ -128,6 +128,22 @@ async def test_a_device_that_vanishes_goes_offline_and_comes_back_when_seen() ->
     assert pool.devices["p2"].state is DeviceState.AVAILABLE
 
 
+async def test_a_busy_device_back_from_a_blip_is_busy_not_available() -> None:
+    """A phone offline for 5 s mid-job came back 'available' while its job ran on: the list
+    and the queue's explanation offered it to the next job (a tester's find)."""
+    pool, driver, _, _ = await pool_of("p1")
+    await pool.acquire("p1", "j1")
+    driver.ids.remove("p1")
+    await pool.discover()
+    assert pool.devices["p1"].state is DeviceState.OFFLINE
+    driver.ids.append("p1")
+    await pool.discover()
+    assert pool.devices["p1"].state is DeviceState.BUSY and pool.available() == []
+    assert "j1" in pool.devices["p1"].reason
+    await pool.release("p1")
+    assert pool.devices["p1"].state is DeviceState.AVAILABLE
+
+
 async def test_a_change_the_store_did_not_take_is_saved_on_the_next_pass() -> None:
     pool, _, store, _ = await pool_of("p1")
     store.failing = True
