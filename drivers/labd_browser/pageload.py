@@ -297,6 +297,7 @@ class PageLoad(Scenario[PageLoadParams]):
             red_at = time.monotonic() * 1000
             await asyncio.to_thread(self.desktop.overlay, RED)
             await self._until(lambda frame: _is(frame, RED), 15, "the red screen did not show")
+            self._browser_alive()  # its window gone before the red screen: what was captured?
             await asyncio.sleep(0.3)
         finally:
             spool = await asyncio.to_thread(recorder.stop)
@@ -309,7 +310,7 @@ class PageLoad(Scenario[PageLoadParams]):
         loop = asyncio.get_running_loop()
         try:
             result = await loop.run_in_executor(
-                self.pool, _analyze, spool.path, spool.timestamps, artifacts, navigated
+                self.pool, _analyze, spool.path, spool.timestamps, artifacts, navigated, p.fps
             )
         except CaptureError as e:
             if spool.ended_early:  # the display or capture source went away mid-run
@@ -327,7 +328,8 @@ class PageLoad(Scenario[PageLoadParams]):
         latency = keep_latencies(take_latencies(self.input), folder, self.ctx.fingerprint)
         values = {name: float(result[name]) for name in VISUAL if result[name] is not None}
         values["sync_confidence"] = result["sync_confidence"]
-        values["dropped_frames"] = float(result["dropped_frames"] + spool.dropped)
+        # The gaps in the analysed span hold every frame lost there (late grabs, a full queue).
+        values["dropped_frames"] = float(result["dropped_frames"])
         self.ctx.flags += untrustworthy(values, p.min_sync_confidence, p.max_dropped_frames)
         return values | timing | latency
 
@@ -357,6 +359,7 @@ class PageLoad(Scenario[PageLoadParams]):
         loaded_at: float | None = None
         while True:
             await asyncio.sleep(0.05)
+            self._browser_alive()
             frame = (await asyncio.to_thread(self._grab))[area]
             now = time.monotonic()
             if not np.array_equal(frame, previous):
@@ -408,6 +411,15 @@ class PageLoad(Scenario[PageLoadParams]):
                     f"the page did not finish loading within {p.load_timeout_s:g} s ({why})"
                 )
 
+    def _browser_alive(self) -> None:
+        """TestFailure when the browser exited: a killed browser left the display's empty root
+        window, which the pixels alone took for the page, finished (a tester's find)."""
+        if self.browser is not None and (status := self.browser.poll()) is not None:
+            raise TestFailure(
+                f"{self.params.browser} exited during the page load (status {status}): the "
+                "screen no longer showed the page"
+            )
+
     async def _loaded(self) -> bool:
         """Whether the browser says the page's load event has fired; False where it cannot."""
         try:
@@ -455,10 +467,11 @@ def _content_area(frame: np.ndarray) -> tuple[slice, slice]:
 
 
 def _analyze(
-    path: Path, timestamps: list[float], artifacts: Artifacts, zero: float
+    path: Path, timestamps: list[float], artifacts: Artifacts, zero: float, fps: float
 ) -> dict[str, Any]:
-    """In the analysis process; times from the navigation (capture times share its clock)."""
-    options = AnalysisOptions(time_zero_ms=zero)
+    """In the analysis process; times from the navigation (capture times share its clock),
+    frames missing counted against the rate the screen was polled at."""
+    options = AnalysisOptions(time_zero_ms=zero, paced_fps=fps)
     return analyze(VideoFile(path, timestamps), options, artifacts).model_dump()
 
 

@@ -60,6 +60,14 @@ class AnalysisOptions(BaseModel):
         description="Measure times from this capture timestamp (e.g. when Enter was pressed) "
         "instead of from the first frame after the green screen.",
     )
+    paced_fps: float | None = Field(
+        None,
+        gt=0,
+        le=1000,
+        description="The rate a live capture polled the screen at: frames missing from the "
+        "analysed span are counted from the gaps between its frames' times against it, however "
+        "uneven a loaded host made them. None: read the rate from the frames (a recording).",
+    )
 
     @model_validator(mode="after")
     def _colors_told_apart(self) -> AnalysisOptions:

@@ -36,6 +36,8 @@ PAGES = {
     "/crash": "<h1>about to crash</h1><script>onload = () => fetch('/beacon')</script>",
     # Drawn at once; the image's server never finishes, so the tab's spinner keeps turning.
     "/endless-image": "<h1 style='font-size:60px'>drawn</h1><img src='/never' width=50 height=50>",
+    "/endless-beacon": "<h1 style='font-size:60px'>drawn</h1><img src='/never' width=50 height=50>"
+    "<script>fetch('/beacon')</script>",
     # Text at once, a large image LATE_S later: still between the two for longer than quiet_ms.
     "/late-image": "<h1>text first</h1><img src='/late.png' width=300 height=200>",
     "/all-green": "<style>body { background: #00ff00 }</style>",  # labd's start colour
@@ -210,6 +212,26 @@ async def test_a_crashed_tab_fails_the_iteration_naming_the_crash(
     why = await failed_within(scenario, LOAD_TIMEOUT_S + 15)
     assert (
         killed and why == "the page's tab crashed (the browser shows its error page, not the page)"
+    )
+
+
+async def test_a_browser_killed_mid_load_fails_the_iteration_naming_it(
+    xvfb: str, tmp_path: Path, site: Site
+) -> None:
+    """A tester's kill -9 of Chromium mid-load: the display's empty root window stayed, the
+    pixels alone took it for the page, finished, and the iteration was measured (visually
+    complete at 5.7 s, no error)."""
+    need("chromium")
+    scenario = page_load(xvfb, tmp_path, url=f"{site.url}/endless-beacon")
+
+    def kill() -> None:  # a second after the page asked for its beacon: drawn, not loaded
+        assert scenario.browser is not None
+        os.kill(scenario.browser.pid, signal.SIGKILL)
+
+    site.on_beacon = lambda: threading.Timer(1.0, kill).start()
+    why = await failed_within(scenario, LOAD_TIMEOUT_S + 15)
+    assert why == (
+        "chromium exited during the page load (status -9): the screen no longer showed the page"
     )
 
 

@@ -190,3 +190,21 @@ def test_sync_screens_dimmer_than_white_do_not_make_the_blank_page_a_paint() -> 
     result = analyze(FrameList(page.timed_frames()))
     assert result.first_visual_change_ms == pytest.approx(page.first_visual_change_ms())
     assert result.speed_index == pytest.approx(page.speed_index(), abs=0.01)
+
+
+def test_a_paced_capture_counts_the_frames_a_loaded_host_left_out() -> None:
+    """A tester's loaded host: every grab a few ms late read the rate as variable, which
+    counts no gap, and a 101 ms hole that cost a step 67 ms passed as one dropped frame. A
+    capture polled at a known rate counts its gaps against that rate; before the green screen
+    ends and after the red one begins, nothing counts."""
+    page = PageLoad.staircase()  # 60 fps: 16.7 ms a frame
+    rng = np.random.default_rng(3)
+    frames = []
+    for i, (t, image) in enumerate(page.timed_frames()):
+        if i in (2, 3, 4, 30, 31, 32, 33, 50, 72):  # a 5-tick hole in the span at 30-33
+            continue
+        frames.append((t + float(rng.uniform(0, 8)), image))  # late by up to half a tick
+    recorded = analyze(FrameList(frames))
+    assert recorded.variable_frame_rate and recorded.dropped_frames == 0  # as it was
+    paced = analyze(FrameList(frames), AnalysisOptions(paced_fps=60))
+    assert paced.dropped_frames == 5  # 30-33 and 50; not 2-4 (green), not 72 (red)
