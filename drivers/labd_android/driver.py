@@ -77,6 +77,7 @@ class AndroidDriver(Driver[AndroidOptions]):
         self.refused: set[str] = set()  # listed serials labd cannot use: warned about once
         self.not_ready: set[tuple[str, str]] = set()  # (serial, adb state) already said
         self.warned = False
+        self.absent_why = ""  # why every phone is gone: the adb server is
 
     def adb_device(self, serial: str) -> adbutils.AdbDevice:
         return self.client.device(serial=serial)
@@ -100,10 +101,14 @@ class AndroidDriver(Driver[AndroidOptions]):
             if not self.warned:
                 address = f"{self.options.adb_host}:{self.options.adb_port}"
                 hint = "adb start-server, or [drivers.android] start_adb_server = true"
-                log.info("no adb server", address=address, hint=hint)
+                # A lab with no phones yet has none (info); one that had phones lost them all.
+                said = log.warning if self.known else log.info
+                said("no adb server", address=address, hint=hint)
                 self.warned = True
+            self.absent_why = f"no adb server at {self.options.adb_host}:{self.options.adb_port}"
             return []
         self.warned = False
+        self.absent_why = ""
         for address in self.options.connect:
             with contextlib.suppress(*ADB_ERRORS):  # the next round tries again
                 self.client.connect(address, timeout=3)
@@ -132,6 +137,12 @@ class AndroidDriver(Driver[AndroidOptions]):
                 )
             devices.append(self.known[serial])
         return devices
+
+    def why_absent(self, device_id: str) -> str | None:
+        for serial, state in self.not_ready:
+            if serial == device_id:
+                return f"adb state {state}: {NOT_READY_HINTS.get(state, 'see `adb devices`')}"
+        return self.absent_why or None
 
     def _ready(self, listed: list[tuple[str, str]]) -> list[str]:
         """The serials adb can use now (state "device"); one in another state (a phone that

@@ -22,7 +22,8 @@ from labd.tasks import Failures, TaskSet
 log = structlog.get_logger("labd.pool")
 
 MAX_SAID = 10_000  # invalid device records remembered as said
-UNSEEN = ("vanished", "not discovered yet")  # offline until its driver finds it
+VANISHED = "vanished"  # with what its driver knows of why, where it does
+UNSEEN = (VANISHED, "not discovered yet")  # offline until its driver finds it
 # An idle device whose driver cannot list devices now (an adb server hung): offline, not
 # unhealthy. Its health checks would fail through the same fault, and blame each device.
 UNLISTED = "its driver's discovery fails: "
@@ -146,7 +147,10 @@ class Pool:
                 await self._discovered(device)
         for device_id, device in list(self.devices.items()):
             if device_id not in seen and device.state is not DeviceState.OFFLINE:
-                await self._update(device_id, state=DeviceState.OFFLINE, reason="vanished")
+                owner = self.drivers.get(device.driver)
+                known = owner.why_absent(device_id) if owner is not None else None
+                reason = f"{VANISHED}: {known}" if known else VANISHED
+                await self._update(device_id, state=DeviceState.OFFLINE, reason=reason)
         self._say_unmatched_power()
 
     def _say_unmatched_power(self) -> None:
@@ -505,4 +509,4 @@ def _first_line(e: Exception) -> str:
 
 def _unseen(reason: str) -> bool:
     """Whether a device offline for this reason waits for its driver to list it again."""
-    return reason in UNSEEN or reason.startswith(UNLISTED)
+    return reason in UNSEEN or reason.startswith((UNLISTED, f"{VANISHED}: "))

@@ -58,6 +58,11 @@ class Driver(ABC, Generic[OptionsT]):
         """None when the device is healthy, else the reason it is not."""
         return None
 
+    def why_absent(self, device_id: str) -> str | None:
+        """Why a device the last discover() left out is not there, when the driver knows (a
+        phone that has not accepted this computer's key, its server down); None: vanished."""
+        return None
+
     def scenarios(self) -> Mapping[str, type[Scenario]]:
         """The scenarios this driver can run, by name (by default `scenario_types`)."""
         return {scenario.name: scenario for scenario in self.scenario_types}

@@ -130,6 +130,12 @@ async def test_a_phone_adb_lists_but_cannot_use_yet_is_said_once_with_what_to_do
     with structlog.testing.capture_logs() as logs:
         for _ in range(3):
             assert [d.id for d in await driver.discover()] == ["emulator-5554"]
+        # What `labd devices list` says of it, where it said "vanished" (a tester's find).
+        assert driver.why_absent("R58M123ABC") == (
+            "adb state unauthorized: accept this computer's key on the phone (the USB "
+            "debugging prompt)"
+        )
+        assert driver.why_absent("emulator-5554") is None
         waiting.state = "device"
         assert [d.id for d in await driver.discover()] == ["emulator-5554", "R58M123ABC"]
     (said,) = [e for e in logs if e["event"] == "device not ready"]

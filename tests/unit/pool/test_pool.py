@@ -128,6 +128,20 @@ async def test_a_device_that_vanishes_goes_offline_and_comes_back_when_seen() ->
     assert pool.devices["p2"].state is DeviceState.AVAILABLE
 
 
+async def test_a_device_gone_is_said_gone_with_what_its_driver_knows_of_why() -> None:
+    pool, driver, _, _ = await pool_of("p1", "p2")
+    driver.why_absent = lambda device_id: "adb state unauthorized: accept the key"
+    driver.ids.remove("p2")
+    await pool.discover()
+    gone = pool.devices["p2"]
+    assert gone.reason == "vanished: adb state unauthorized: accept the key"
+    await pool.check_health()  # a health check alone does not bring it back
+    assert pool.devices["p2"].state is DeviceState.OFFLINE
+    driver.ids.append("p2")
+    await pool.discover()
+    assert pool.devices["p2"].state is DeviceState.AVAILABLE
+
+
 async def test_a_busy_device_back_from_a_blip_is_busy_not_available() -> None:
     """A phone offline for 5 s mid-job came back 'available' while its job ran on: the list
     and the queue's explanation offered it to the next job (a tester's find)."""
