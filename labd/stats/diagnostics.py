@@ -173,8 +173,11 @@ def diagnose(values: ArrayLike, cov_limit: float = COV_LIMIT) -> list[Finding]:
             found.append(
                 Finding(
                     "first_run",
-                    f"the first run is unlike the rest ({z:+.1f} IQR from their median)",
-                    "treat the first run as warm-up (drop-first aggregation, or warmup = 1)",
+                    f"the first measured run is unlike the rest ({z:+.1f} IQR from their median)",
+                    # A job may have warm-up runs already (a tester's was told "warmup = 1"
+                    # with warmup = 1): this one came after them.
+                    "treat it as warm-up too: one more warm-up run (raise warmup by 1), or "
+                    "drop-first aggregation",
                     statistic=float(z),
                     indices=[0],
                 )
