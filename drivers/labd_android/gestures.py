@@ -30,6 +30,7 @@ from labd.sdk import (
 )
 from labd_android.gesture_steps import GestureStep, refused_steps
 from labd_android.names import Component, Package
+from labd_android.pageload import DEVTOOLS
 from labd_android.screen import AndroidScreen
 from labd_android.sync import (
     BROWSERS,
@@ -42,6 +43,7 @@ from labd_android.sync import (
     start_recording,
     stop_recording,
 )
+from labd_browser.devtools import PageSilent, cdp_page
 from labd_browser.pageload import http_url
 
 MOTION = ("unique_fps", "frame_time_p50_ms", "frame_time_p90_ms", "frame_time_p99_ms",
@@ -131,6 +133,8 @@ class Gestures(Scenario[GestureParams]):
             green = await self.sync.show(GREEN)
             await self._open_target()
             await self.sync.until_quiet(p.settle_ms, p.open_timeout_s, unlike=green)
+            if p.url:
+                await self._page_shown()
             inputs = await asyncio.to_thread(self._play)
             await self.sync.until_quiet(p.settle_ms, p.open_timeout_s)
             await self.sync.show(RED)
@@ -154,6 +158,20 @@ class Gestures(Scenario[GestureParams]):
             await asyncio.to_thread(self.screen.start_activity, self.params.activity)
         else:
             await asyncio.to_thread(self.screen.view, self.params.url, self.params.browser_package)
+
+    async def _page_shown(self) -> None:
+        """TestFailure when the browser shows its error page, not the page: its flings were
+        measured as the page's (a tester's page that did not load 'succeeded'). A phone whose
+        Chrome exposes no DevTools, or a page still busy, is left to the pixels."""
+        port = await asyncio.to_thread(self.screen.forward, DEVTOOLS)
+        try:
+            state = await cdp_page(port)
+        except PageSilent:
+            return
+        finally:
+            await asyncio.to_thread(self.screen.remove_forward, port)
+        if state is not None and state.failure:
+            raise TestFailure(f"{self.params.url} did not load: {state.failure}")
 
     def _play(self) -> list[float]:
         """The script, timed: each input's dispatch time (ms, the capture's clock)."""

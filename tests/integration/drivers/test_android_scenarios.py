@@ -13,6 +13,7 @@ import cv2
 import pytest
 
 from labd.config import ReplaySettings
+from labd.errors import TestFailure
 from labd.model import NetworkSpec
 from labd.runner import network as replay_network
 from labd.sdk import RunContext
@@ -151,6 +152,20 @@ async def test_gestures_on_a_page_in_the_browser(tmp_path: Path) -> None:
     assert [n["status"] for n in phone.navigations if "labd.test" in n["url"]] == [200]
     assert values["unique_fps"] > 15 and values["sync_confidence"] > 0.95
     assert phone.proxy == ""  # set for the job, taken off after it
+
+
+async def test_gestures_on_a_page_that_did_not_load_fail_naming_it(tmp_path: Path) -> None:
+    """Nothing listens at the URL: Chrome shows its error page, whose flings a tester's job
+    measured and called a success."""
+    phone = Phone()
+    adb, driver, device = await lab(phone)
+    ctx = RunContext("j", 1, device, tmp_path, resources=driver.resources(device))
+    params = GestureParams(url="http://127.0.0.1:1/", steps=SCRIPT[:1])
+    try:
+        with pytest.raises(TestFailure, match=r"^http://127.0.0.1:1/ did not load: "):
+            await one_iteration(Gestures(params, ctx))
+    finally:
+        adb.close()
 
 
 async def test_a_url_reaches_am_as_one_word_whatever_it_holds(tmp_path: Path) -> None:
