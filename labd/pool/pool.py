@@ -18,6 +18,7 @@ from labd.model import AdminState, Device, DeviceState, running_reason
 from labd.sdk import Driver, PowerControl
 from labd.store import DeviceTaken, Store, running_hosts
 from labd.tasks import Failures, TaskSet
+from labd.visible import brief
 
 log = structlog.get_logger("labd.pool")
 
@@ -147,11 +148,21 @@ class Pool:
                 await self._discovered(device)
         for device_id, device in list(self.devices.items()):
             if device_id not in seen and device.state is not DeviceState.OFFLINE:
-                owner = self.drivers.get(device.driver)
-                known = owner.why_absent(device_id) if owner is not None else None
+                known = self._why_absent(device)
                 reason = f"{VANISHED}: {known}" if known else VANISHED
                 await self._update(device_id, state=DeviceState.OFFLINE, reason=reason)
         self._say_unmatched_power()
+
+    def _why_absent(self, device: Device) -> str | None:
+        """What its driver knows of why `device` is gone: a plugin's hook failing or giving
+        no text is no reason (it is not let stop discovery)."""
+        owner = self.drivers.get(device.driver)
+        try:
+            known = owner.why_absent(device.id) if owner is not None else None
+        except Exception as e:
+            log.debug("why_absent failed", driver=device.driver, error=repr(e))
+            return None
+        return brief(known, 300) if isinstance(known, str) and known else None
 
     def _say_unmatched_power(self) -> None:
         """A power control whose device no driver has found, said once: a typo in its id
