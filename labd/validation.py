@@ -97,6 +97,11 @@ def _wrong_kind(annotation: Any, value: Any, path: str) -> list[str]:
     return problems
 
 
+# What a name pattern means, in words: the models above register theirs (labd.model.ids), and
+# a value that does not match is told the rule, not a regular expression.
+PATTERN_RULES: dict[str, str] = {}
+
+
 def describe_errors(
     error: ValidationError,
     model: type[BaseModel],
@@ -119,6 +124,12 @@ def _describe(
         return f"{source}: {key}: unknown key{did_you_mean(loc[-1], fields_at(model, loc[:-1]))}"
     reason = err["msg"][:1].lower() + err["msg"][1:]
     value = err.get("input")
+    if err["type"] == "string_pattern_mismatch" and (
+        rule := PATTERN_RULES.get(err.get("ctx", {}).get("pattern", ""))
+    ):
+        reason = f"not a name: {rule}"
+    if isinstance(value, float) and value != value:
+        reason = "not a number (NaN)"
     if isinstance(value, str | int | float | bool) and not _may_hold_secrets(loc):
         shown = quoted(redact_text(value) if isinstance(value, str) else value, SHOWN_MAX)
         if not (isinstance(value, str) and shown in reason):  # quoted in it already: once

@@ -15,6 +15,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from labd.validation import PATTERN_RULES
+
 MAX_LENGTH = 128
 _CORE = r"[A-Za-z0-9_][A-Za-z0-9_.@:-]{0,127}"
 ID_PATTERN = rf"^{_CORE}$"
@@ -25,6 +27,7 @@ RULE = (
     "letters, digits and _ . @ : - only, starting with a letter, digit or _, "
     f"at most {MAX_LENGTH} characters"
 )
+PATTERN_RULES[ID_PATTERN] = RULE
 
 
 # A signing key's id (a principal's secret_keys entry, a signed message's key_id).

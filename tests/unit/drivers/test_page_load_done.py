@@ -22,6 +22,7 @@ def scenario(frames_after_enter: list[np.ndarray]) -> PageLoad:
     s = PageLoad.__new__(PageLoad)
     s.params = PageLoadParams(url="http://www.labd.test/", quiet_ms=100, load_timeout_s=1)
     s.profile = None  # no browser to ask: the pixels alone decide
+    s.browser = None  # nor one to watch
     shown = iter(frames_after_enter)
     s._grab = lambda: next(shown, frames_after_enter[-1])  # type: ignore[method-assign]
     return s

@@ -6,7 +6,7 @@ import pytest
 
 from labd.errors import InvalidSpec
 from labd.model import JobState, can_move
-from labd.model.manifest import load_manifest
+from labd.model.manifest import load_manifest, parse_spec
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 
@@ -60,3 +60,16 @@ def test_a_manifest_over_the_size_limit_is_refused_in_one_line(tmp_path: Path) -
     with pytest.raises(InvalidSpec) as caught:
         load_manifest(path)
     assert caught.value.problems == [f"{path}: larger than 1 MiB, the limit for a manifest"]
+
+
+def test_a_bad_name_is_told_the_rule_and_nan_is_called_not_a_number() -> None:
+    """A tester was shown the regular expression for a bad test name (an --id got the rule in
+    words), and "less than or equal to 604800, got nan" for a timeout of nan."""
+    spec = {"suite": "s", "test": "bad name!", "scenario": "command", "timeout_s": float("nan")}
+    with pytest.raises(InvalidSpec) as refused:
+        parse_spec({**spec, "params": {"command": ["true"]}}, "m.toml")
+    assert refused.value.problems == [
+        "m.toml: test: not a name: letters, digits and _ . @ : - only, starting with a letter, "
+        "digit or _, at most 128 characters, got 'bad name!'",
+        "m.toml: timeout_s: not a number (NaN), got nan",
+    ]
