@@ -13,7 +13,14 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.markers import Iteration, LaunchCollector
-from labd.sdk import InfrastructureError, MarkerStream, MetricSpec, Scenario, TestFailure
+from labd.sdk import (
+    CannotStart,
+    InfrastructureError,
+    MarkerStream,
+    MetricSpec,
+    Scenario,
+    TestFailure,
+)
 from labd_android.health import parse
 from labd_android.names import Activity, Package
 from labd_android.shell import PersistentShell
@@ -89,6 +96,11 @@ class AppLaunch(Scenario[LaunchParams]):
 
     async def setup(self) -> None:
         self.undo: list[list[str]] = []  # commands that put the phone back, in reverse order
+        if self.params.airplane_mode and self.ctx.device.capabilities.get("transport") == "tcp":
+            raise CannotStart(
+                f"airplane_mode would cut {self.ctx.device.id} off: it is attached over adb "
+                "TCP (its Wi-Fi), and could not be put back; run it on a phone on USB"
+            )
         self.ctx.fingerprint["stabilisation"] = await asyncio.to_thread(self._stabilise)
         await self.markers.open()
 
@@ -115,8 +127,11 @@ class AppLaunch(Scenario[LaunchParams]):
         rooted = self.shell.run(["su", "-c", "id"])[1] == 0
         if rooted:
             governors = GOVERNOR_LINE.findall(self._run("su", "-c", GOVERNORS))
-            restore = "".join(f"echo {governor} > {path}; " for path, governor in governors)
-            self.undo.append(["su", "-c", restore + "start thermal-engine"])
+            restore = [f"echo {governor} > {path}" for path, governor in governors]
+            if self.shell.run(["getprop", "init.svc.thermal-engine"])[0].strip() == "running":
+                restore.append("start thermal-engine")  # not one the phone did not run
+            if restore:
+                self.undo.append(["su", "-c", "; ".join(restore)])
             self._run("su", "-c", LOCK_CLOCKS)
         steps["cpu_clocks"] = "locked (performance governor)" if rooted else "not locked (no root)"
         steps["battery_temp_c"] = self._wait_cool()
@@ -223,13 +238,14 @@ class AppLaunch(Scenario[LaunchParams]):
         await asyncio.to_thread(self.shell.close)
 
     def _put_phone_back(self) -> None:
-        """Undo the stabilisation, last step first; a phone gone meanwhile is left as it is
-        (the job's own outcome says what happened to it)."""
+        """Undo the stabilisation, last step first, each tried whatever the one before did (a
+        blip would leave the rest undone); a phone gone meanwhile is left as it is (the job's
+        own outcome says what happened to it)."""
         for argv in reversed(getattr(self, "undo", [])):
             try:
                 output, status = self.shell.run(argv)
             except InfrastructureError as e:
-                log.warning("phone settings not restored", step=argv[:4], error=str(e))
-                return
+                log.warning("phone setting not restored", step=argv[:4], error=str(e))
+                continue
             if status != 0:
                 log.warning("phone setting not restored", step=argv[:4], output=output[:200])

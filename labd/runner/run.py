@@ -82,18 +82,23 @@ async def run_job(
         # the device's condition, retried like any other (the analysis's own verdicts on a
         # recording are the scenario's TestFailure).
         raise InfrastructureError(f"capture failed: {redact_text(str(e), secrets)}") from None
+    except TestFailure as e:
+        # Outside an iteration (its setup): the test's own failure, the same on any device
+        # (a phone that does not cool under the job's own limit): the job fails, nothing is
+        # held against the device, where it counted as a driver bug and quarantined phones.
+        error = brief(redact_text(str(e), secrets))
+        log.warning("the job's set-up failed", error=error)
+        return Outcome(JobState.FAILED, f"set-up failed on {device.id}: {error}")
     except UsageError as e:
         # A value the job gave that this device's input cannot take (a key it has no name
         # for): the job's mistake, the same on every device, so no retry and no blame.
         error = redact_text(str(e), secrets)
         log.warning("the job gave input the device cannot take", error=error)
         return Outcome(JobState.FAILED, f"invalid input for {device.id}: {error}")
-    except (InfrastructureError, TestFailure) as e:
-        # The scheduler records these as the job's error: masked, without the original.
-        if type(e) in (InfrastructureError, TestFailure) and (
-            masked := redact_text(str(e), secrets)
-        ) != str(e):
-            raise type(e)(masked) from None
+    except InfrastructureError as e:
+        # The scheduler records it as the job's error: masked, without the original.
+        if type(e) is InfrastructureError and (masked := redact_text(str(e), secrets)) != str(e):
+            raise InfrastructureError(masked) from None
         raise
     return Outcome(outcome.state, redact_text(outcome.error, secrets))
 
@@ -142,8 +147,10 @@ async def _run(
                 scenario.ctx.network = first.network
                 scenario.ctx.fingerprint["network"] = first.fingerprint["network"]
         for scenario in runs.values():
-            await scenario.setup()
+            # Torn down also when its setup fails part-way: what it applied is undone (a
+            # phone's airplane mode, its governors), as the SDK promises.
             stack.push_async_callback(_teardown, scenario, spec.scenario)
+            await scenario.setup()
         bus.publish(
             JobStarted(
                 job_id=job.id,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labd.errors import InfrastructureError, TestFailure, UsageError
+from labd.errors import CannotStart, InfrastructureError, TestFailure, UsageError
 from labd.sdk import RunContext
 from labd_android import AndroidDriver, AndroidOptions, PersistentShell, Touch
 from labd_android.input import AndroidInput
@@ -325,9 +325,10 @@ async def test_a_native_app_launch_completes_at_displayed_or_fully_drawn(
 class SettledPhone(FakeDevice):
     """A rooted phone that keeps its global settings, airplane mode and CPU governors."""
 
-    def __init__(self) -> None:
-        base = phone()
-        super().__init__(base.serial, props=base.props, outputs=base.outputs)
+    def __init__(self, serial: str = "emulator-5554") -> None:
+        base = phone(serial)
+        props = {**base.props, "init.svc.thermal-engine": "running"}
+        super().__init__(base.serial, props=props, outputs=base.outputs)
         self.statuses = {}  # rooted: `su` answers
         self.settings = {"stay_on_while_plugged_in": "0", "window_animation_scale": "1.0"}
         self.governors = {0: "schedutil", 1: "powersave"}
@@ -399,6 +400,22 @@ async def test_app_launch_puts_the_phone_back_as_it_found_it(
     settings, governors = before
     assert (device.settings, device.governors) == ({**settings, "airplane_mode_on": "0"}, governors)
     assert device.thermal_engine
+
+
+async def test_airplane_mode_is_refused_for_a_phone_on_adb_tcp(
+    adb: AdbStandIn, tmp_path: Path
+) -> None:
+    """Airplane mode cuts a phone attached over adb TCP (its Wi-Fi) out of the lab, and
+    teardown cannot reach it to turn it off: such a job cannot start there (no blame)."""
+    device = adb.add(SettledPhone("192.168.1.20:5555"))
+    driver = driver_for(adb)
+    (found,) = await driver.discover()
+    scenario_cls = driver.scenarios()["app-launch"]
+    params = scenario_cls.Params.model_validate({"package": "a.b", "airplane_mode": True})
+    ctx = RunContext("job", 1, found, tmp_path, resources=driver.resources(found))
+    with pytest.raises(CannotStart, match=r"airplane_mode would cut 192\.168\.1\.20:5555 off"):
+        await scenario_cls(params, ctx).setup()
+    assert "airplane_mode_on" not in device.settings
 
 
 async def test_a_phone_that_does_not_cool_to_a_jobs_own_limit_is_not_blamed(

@@ -9,13 +9,14 @@ import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import jsonschema
 import pytest
 from pydantic import BaseModel, ConfigDict
 
 from labd.config import MeasurementSettings, PerfherderSettings
+from labd.errors import TestFailure
 from labd.events import EventBus
 from labd.model import Device, Job, JobState, MetricSpec, TestSpec
 from labd.runner import run_job
@@ -36,6 +37,7 @@ class Params(BaseModel):
     drift: float = 0.0  # added per iteration, whatever the variant
     timeouts: list[int] = []  # iterations that flag themselves as a time-out would
     notes: int = 0  # notes each even iteration leaves (what it left out)
+    setup_fails: bool = False  # its setup applies a setting, then fails as the test's own
     reports: list[dict[str, Any]] = []  # when given: what each iteration reports, as it is
     huge_integer_at: int = -1  # that iteration reports 10**5000 (no JSON spec can hold it)
     returns: str = ""  # "none" or "list": what every iteration returns instead of a dict
@@ -46,8 +48,16 @@ class Steady(Scenario):
     Params = Params
     default_metrics = (MetricSpec(name="time_ms", unit="ms"),)
 
+    applied: ClassVar[list[str]] = []  # what setups applied and teardowns have not undone
+
     async def setup(self) -> None:
         self.ctx.fingerprint["stabilisation"] = {"governor": "performance"}
+        self.applied.append(self.ctx.job_id)
+        if self.params.setup_fails:
+            raise TestFailure("battery still at 35.2 °C, above this job's limit of 25 °C")
+
+    async def teardown(self) -> None:
+        self.applied.remove(self.ctx.job_id)
 
     async def run_iteration(self, index: int) -> dict[str, float]:
         p = self.params
@@ -142,6 +152,21 @@ async def test_what_an_iteration_left_out_is_noted_in_it_not_flagged(
     assert notes == [kept, None] * 3  # each iteration's own, not the one's before it
     assert not any(it["flags"] for it in results["iterations"])
     assert results["summary"]["time_ms"]["n"] == 6
+
+
+async def test_a_set_up_that_fails_as_the_tests_own_fails_the_job_torn_down(
+    store: Store, tmp_path: Path
+) -> None:
+    """A phone that did not cool under the job's own limit: its TestFailure in setup reached
+    the scheduler as a driver bug, was retried, counted against the phone and quarantined it,
+    and the setup's airplane mode and governors were never undone (no teardown after a
+    failed setup). It fails the job, nothing held against the device, and is torn down."""
+    _, outcome, _ = await run(store, tmp_path, RigDriver(), params={"setup_fails": True})
+    assert outcome.state is JobState.FAILED
+    assert outcome.error == (
+        "set-up failed on d1: battery still at 35.2 °C, above this job's limit of 25 °C"
+    )
+    assert Steady.applied == []  # torn down
 
 
 async def test_a_set_aside_iteration_is_retried_when_configured(
