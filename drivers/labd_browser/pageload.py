@@ -336,6 +336,7 @@ class PageLoad(Scenario[PageLoadParams]):
     async def _until(self, test: Any, seconds: float, error: str) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
+            self._browser_alive()  # else "the green screen did not show" named no browser
             if test(await asyncio.to_thread(self._grab)):
                 return
             await asyncio.sleep(0.05)

@@ -289,9 +289,10 @@ async def submit_and_follow(
         # takes the request when it returns. The id makes a second try harmless.
         raise LabdError(
             f"no answer from labd on {_prefix(settings)} within {answer_within:g} s (is `labd "
-            f"run` running?); the request may still be carried out as job {job_id} when labd "
-            f"returns: see `labd jobs show {job_id}`, or submit again with `--id {job_id}`, "
-            "which cannot make a second job"
+            "run` running? a request over the lab's own [mqtt] max_payload_bytes is refused "
+            f"unread, without an answer); the request may still be carried out as job {job_id} "
+            f"when labd returns: see `labd jobs show {job_id}`, or submit again with "
+            f"`--id {job_id}`, which cannot make a second job"
         ) from None
     except aiomqtt.MqttError as e:
         raise _mqtt_failure(e) from e

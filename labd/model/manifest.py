@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from labd.errors import InvalidSpec
 from labd.model.spec import TestSpec
 from labd.textfile import FileTooLarge, MiB, read_limited
-from labd.validation import describe_errors
+from labd.validation import TOO_DEEP, describe_errors, too_deep
 
 MANIFEST_LIMIT = 1 * MiB  # a manifest is a few hundred bytes; anything near this is a mistake
 
@@ -36,4 +36,8 @@ def load_manifest(path: Path) -> TestSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InvalidSpec([f"{path.name}: not valid TOML: {e}"]) from e
+    except RecursionError:  # tomllib recurses into nested arrays and tables
+        raise InvalidSpec([f"{path.name}: arrays or tables {TOO_DEEP}"]) from None
+    if too_deep(data):  # what labd would refuse over MQTT and the API, said here
+        raise InvalidSpec([f"{path.name}: arrays or tables {TOO_DEEP}"])
     return parse_spec(data, path.name)

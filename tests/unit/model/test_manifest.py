@@ -73,3 +73,19 @@ def test_a_bad_name_is_told_the_rule_and_nan_is_called_not_a_number() -> None:
         "digit or _, at most 128 characters, got 'bad name!'",
         "m.toml: timeout_s: not a number (NaN), got nan",
     ]
+
+
+@pytest.mark.parametrize("depth", [70, 5000])
+def test_a_manifest_nested_too_deep_is_refused_here_naming_the_limit(
+    tmp_path: Path, depth: int
+) -> None:
+    """Over MQTT labd refuses it unread (no answer; the CLI said labd was not running), and
+    5,000 levels crashed the CLI in tomllib with a RecursionError (a re-tester's finds)."""
+    path = tmp_path / "deep.toml"
+    path.write_text(
+        'suite = "s"\ntest = "t"\nscenario = "command"\n[params]\ncommand = ["true"]\n'
+        f"x = {'[' * depth}{']' * depth}\n"
+    )
+    with pytest.raises(InvalidSpec) as refused:
+        load_manifest(path)
+    assert refused.value.problems == ["deep.toml: arrays or tables nested more than 64 levels deep"]
