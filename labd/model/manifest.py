@@ -37,7 +37,7 @@ def load_manifest(path: Path) -> TestSpec:
     except tomllib.TOMLDecodeError as e:
         raise InvalidSpec([f"{path.name}: not valid TOML: {e}"]) from e
     except RecursionError:  # tomllib recurses into nested arrays and tables
-        raise InvalidSpec([f"{path.name}: arrays or tables {TOO_DEEP}"]) from None
-    if too_deep(data):  # what labd would refuse over MQTT and the API, said here
+        data = None
+    if data is None or too_deep(data):  # what labd would refuse over MQTT and the API
         raise InvalidSpec([f"{path.name}: arrays or tables {TOO_DEEP}"])
     return parse_spec(data, path.name)

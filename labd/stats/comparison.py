@@ -215,10 +215,10 @@ def bootstrap(
         ratio_low, ratio_high = np.percentile(1 + (mn - mb) / np.abs(mb), q)
     p = rank_p_value(base, new)
     diff = float(np.median(new) - np.median(base))
-    scale = abs(float(np.median(base)))
-    ratio = 1 + diff / scale if scale else math.nan
     if _near_zero(base, alpha) or not (np.isfinite(ratio_low) and np.isfinite(ratio_high)):
         ratio = ratio_low = ratio_high = math.nan  # no relative change, nor an interval for one
+    else:  # a median surely away from 0 (one of 0 is near it)
+        ratio = 1 + diff / abs(float(np.median(base)))
     return Interval("bootstrap", diff, low, high, ratio, ratio_low, ratio_high, p)
 
 

@@ -19,6 +19,7 @@ from labd.errors import UsageError
 from labd.metric_specs import directions_of, metric_specs
 from labd.model import Iteration, Job
 from labd.store.store import Store
+from labd.tasks import TaskSet
 
 
 class RawValuesRemoved(UsageError):
@@ -85,10 +86,9 @@ async def digest_of(store: Store, job: Job) -> dict[str, Any]:
     """The last attempt's `summary` and what was `set_aside`.
 
     It reads every iteration of the job and summarises each metric, so callers asking at
-    once share one computation, and a finished job's is kept
-    (it cannot change). Reading, decoding and summarising all run off the event loop.
+    once share one computation, and a finished job's is kept (it cannot change). Reading,
+    decoding and summarising all run off the event loop.
     """
-    loop = asyncio.get_running_loop()
     # Per store (a number never reused: an id() of a closed store or loop can come back for the
     # next one and serve another database's summary).
     key = (
@@ -103,7 +103,7 @@ async def digest_of(store: Store, job: Job) -> dict[str, Any]:
         return kept
     running = _RUNNING.get(key)
     if running is None:
-        running = _RUNNING[key] = loop.create_task(_digest(store, job), name=f"digest {job.id}")
+        running = _RUNNING[key] = _DIGESTS.spawn(f"digest {job.id}", _digest(store, job))
         running.add_done_callback(lambda _: _RUNNING.pop(key, None))
     digest = await asyncio.shield(running)
     if job.state.terminal:
@@ -117,6 +117,7 @@ FINISHED_KEPT = 256  # digests of finished jobs kept (a few hundred bytes per me
 _DigestKey = tuple[int, str, int, str, object]
 _FINISHED: OrderedDict[_DigestKey, dict[str, Any]] = OrderedDict()
 _RUNNING: dict[_DigestKey, asyncio.Task[dict[str, Any]]] = {}
+_DIGESTS = TaskSet("results")  # the digests being computed, however many callers wait
 _STORES: weakref.WeakKeyDictionary[Store, int] = weakref.WeakKeyDictionary()
 _STORE_SERIAL = itertools.count()
 
