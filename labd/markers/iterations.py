@@ -148,7 +148,7 @@ class LaunchCollector:
     def _take(it: Iteration, name: str, ms: float) -> None:
         """A mark's value; one logged again in the same launch with another value keeps the
         first and is named (it was replaced in silence)."""
-        key = PREFIX + name
+        key = name if name.startswith(PREFIX) else PREFIX + name  # not coldlaunch.coldlaunch.x
         if not is_metric_name(key):  # "hero image loaded" failed every iteration of its job
             it.problems.append(f"{key[:140]!r}: not a metric name ({METRIC_NAME_RULE}); left out")
             return

@@ -167,3 +167,15 @@ def test_a_mark_whose_name_cannot_name_a_metric_is_left_out_and_named() -> None:
         "'coldlaunch.hero image loaded': not a metric name (letters, digits and _ . : / -, at "
         "most 128 characters); left out"
     ]
+
+
+def test_a_mark_already_named_coldlaunch_is_not_prefixed_twice() -> None:
+    """An app that logs `coldlaunch.heroLoaded` gave `coldlaunch.coldlaunch.heroLoaded`."""
+    lines = brief_iteration(T, noise=False)
+    lines.insert(2, lines[1].replace("navigationLoaded", "coldlaunch.heroLoaded"))
+    done, _ = collect(lines)
+    assert done[0].metrics == {
+        **RAPTOR_METRICS,
+        "coldlaunch.heroLoaded": RAPTOR_METRICS["coldlaunch.navigationLoaded"],
+    }
+    assert done[0].problems == []
