@@ -86,6 +86,8 @@ def _notes(results: dict[str, Any]) -> list[str]:
         notes.append(f"[dim]{markup(removal_note(removed))}[/]")
     if aside := set_aside_note(results.get("set_aside")):
         notes.append(f"[yellow]{markup(aside)}[/]")
+    if left_out := left_out_note(results.get("iterations") or []):
+        notes.append(f"[yellow]{markup(left_out)}[/]")
     if _is_ab(results):
         for metric, s in results["summary"].items():
             if s.get("reason") and s.get("verdict") == "inconclusive":
@@ -167,6 +169,28 @@ def set_aside_note(aside: dict[str, Any] | None) -> str:
     return f"{text} ({reasons})" if reasons else text
 
 
+def left_out_note(iterations: list[dict[str, Any]]) -> str:
+    """The values iterations left out (their fingerprint's notes: a mark that names no
+    metric, memory the device did not give), most frequent first; "" for none. The values
+    they kept stand, so nothing of this is set aside: said, or it would be seen only in the
+    JSON and the log."""
+    counts: dict[str, int] = {}
+    with_notes = 0
+    for it in iterations:
+        notes = (it.get("fingerprint") or {}).get("notes") or []
+        with_notes += bool(notes)
+        for note in notes:
+            counts[note] = counts.get(note, 0) + 1
+    if not counts:
+        return ""
+    shown = sorted(counts.items(), key=lambda kv: -kv[1])[:_NOTES_SHOWN]
+    more = len(counts) - len(shown)
+    text = "; ".join(f"{n}x {note}" for note, n in shown) + (f"; {more} more" if more else "")
+    plural = "" if with_notes == 1 else "s"
+    return f"values left out in {with_notes} iteration{plural}: {text} (each one's in --json)"
+
+
+_NOTES_SHOWN = 3
 _SUMMARY_COLUMNS = ("n", "mean", "median", "stddev", "CoV", "min", "max", "p95")
 _VERDICT_COLOURS = {"regression": "red", "improvement": "green", "no change": "cyan"}
 

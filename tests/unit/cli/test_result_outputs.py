@@ -257,3 +257,24 @@ def test_jobs_results_shows_a_regression_and_exits_0(serve: Any) -> None:
     `submit --wait` and `labd compare` are the commands that judge."""
     serve(regressed_ab_job())
     assert jobs_cmd.results(results_args("table")) == 0
+
+
+def test_the_table_says_what_values_iterations_left_out(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mark that names no metric and memory the phone did not give were left out of their
+    iterations and said only in the JSON and the log (a tester's find)."""
+    bad_mark = "'coldlaunch.hero image loaded': not a metric name; left out"
+    memory = "memory: dumpsys meminfo gave no figures for org.mozilla.fenix"
+    iterations = [
+        iteration(
+            i, {"time_ms": 100.0 + i}, fingerprint={"notes": [bad_mark] + [memory] * (i == 2)}
+        )
+        for i in range(3)
+    ] + [iteration(3, {"time_ms": 101.0})]
+    serve(view(make_job(), iterations))
+    jobs_cmd.results(results_args("table"))
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"values left out in 3 iterations: 3x {bad_mark}; 1x {memory} (each one's in --json)" in out
+    )
