@@ -180,9 +180,10 @@ async def _connected(settings: Settings, within: float) -> AsyncIterator[Session
             await session.client.__aexit__(None, None, None)
 
 
-async def _wait_for_a_host(session: Session, within: float) -> None:
+async def _wait_for_a_host(session: Session, within: float) -> int | None:
     """Return once some labd host is online (retained status): a request published with no
-    daemon subscribed would be dropped by the broker."""
+    daemon subscribed would be dropped by the broker. Its payload limit, when it says it (an
+    older labd does not)."""
     topic = f"{session.prefix}/hosts/+/status"
     await session.client.subscribe(topic, qos=1)
     try:
@@ -192,7 +193,8 @@ async def _wait_for_a_host(session: Session, within: float) -> None:
                     "online",
                     "degraded",
                 ):
-                    break
+                    limit = body.get("max_payload_bytes")
+                    return limit if type(limit) is int and limit > 0 else None
     except TimeoutError:
         raise LabdError(
             f"no labd host is online on {session.prefix} within {within:g} s "
@@ -200,6 +202,7 @@ async def _wait_for_a_host(session: Session, within: float) -> None:
         ) from None
     finally:
         await session.client.unsubscribe(topic)
+    return None  # the broker closed the connection
 
 
 def _mqtt_failure(e: aiomqtt.MqttError) -> LabdError:
@@ -251,13 +254,15 @@ async def submit_and_follow(
     try:
         async with _connected(settings, answer_within) as session:
             prefix = session.prefix
-            await _wait_for_a_host(session, answer_within)
+            limit = await _wait_for_a_host(session, answer_within)
             events_topic = f"{prefix}/jobs/{job_id}/events"
             results_topic = f"{prefix}/results/{spec['suite']}/{spec['test']}"
             await session.listen(events_topic, results_topic)
             request = {"id": job_id, "source": source, "spec": spec}
             topic, payload, correlation = session.signed(f"{prefix}/jobs/submit", request)
-            _within_limit(payload, settings.mqtt.max_payload_bytes)
+            # The lab's own limit where it says it: this machine's configuration may not be
+            # the lab's (a CI runner's has the default).
+            _within_limit(payload, limit or settings.mqtt.max_payload_bytes)
             await session.client.publish(topic, payload, qos=1)
             async with asyncio.timeout(answer_within) as timer:
                 async for found, body in session.messages():

@@ -169,7 +169,13 @@ class MqttBridge:
         state: Literal["online", "degraded", "offline"] = status
         if status == "online" and self._down:
             state = "degraded"
-        message = HostStatus(host=self.host, status=state, version=__version__, down=self._down)
+        message = HostStatus(
+            host=self.host,
+            status=state,
+            version=__version__,
+            down=self._down,
+            max_payload_bytes=self.settings.max_payload_bytes,
+        )
         return encode(message)
 
     def _client_for(self) -> aiomqtt.Client:

@@ -201,6 +201,9 @@ class HostStatus(Message):
     status: Literal["online", "degraded", "offline"]
     version: str = ""
     down: dict[str, str] = Field(default_factory=dict)
+    # The largest request this host reads ([mqtt] max_payload_bytes): a larger one is refused
+    # unread, with no answer, so a client checks against it before it publishes.
+    max_payload_bytes: int | None = None
 
 
 class ArtefactLink(BaseModel):

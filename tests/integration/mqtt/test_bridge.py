@@ -231,6 +231,36 @@ async def test_the_ci_client_example_follows_a_job_to_its_verdict(
     assert daemon.stop() == 0
 
 
+async def test_the_cli_checks_a_request_against_the_labs_own_payload_limit(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """A CI machine's configuration is not the lab's: the CLI refused a request under the
+    lab's larger limit and sent one over its smaller one, which got no answer. The host's
+    retained status says its limit, and the CLI checks against that."""
+    broker = mosquitto_factory()
+    url = f'url = "mqtt://127.0.0.1:{broker.port}"'
+    daemon_cfg = daemon_config(tmp_path, f"{url}\nmax_payload_bytes = 600000")
+    daemon: LabdProcess = start_labd(daemon_cfg)
+    daemon.wait_for_log("mqtt connected")
+    ci_cfg = tmp_path / "ci.toml"  # the lab's but its limit: the default, 262,144
+    ci_cfg.write_text(daemon_cfg.read_text().replace("max_payload_bytes = 600000", ""))
+
+    # A command's arguments are capped at 128 KiB a variant: an A/B job carries three sets.
+    def manifest(arg_bytes: int) -> str:
+        command = f'command = ["true", "{"x" * arg_bytes}"]\n'
+        head = 'suite = "cli"\ntest = "big"\nscenario = "command"\niterations = 1\n'
+        return f"{head}[params]\n{command}[ab.base.params]\n{command}[ab.new.params]\n{command}"
+
+    large, too_large = tmp_path / "large.toml", tmp_path / "too-large.toml"
+    large.write_text(manifest(100_000))
+    too_large.write_text(manifest(250_000))
+    code, out, err = await run_labd(ci_cfg, "submit", str(large), "--id", "large-1")
+    assert (code, out) == (0, "queued large-1\n"), err
+    code, out, err = await run_labd(ci_cfg, "submit", str(too_large), "--id", "large-2")
+    assert code == 2 and "over the 600,000 labd takes over MQTT" in err, (code, out, err)
+    assert daemon.stop() == 0
+
+
 async def test_cli_show_and_cancel_over_mqtt(
     mosquitto_factory: Any, start_labd: Any, tmp_path: Path
 ) -> None:
