@@ -36,8 +36,8 @@ FALSE_LIMIT = 1.0  # per 1,000 builds of noise
 
 # The settings the selection may choose among: the first round's default (ETS and the CUSUM,
 # with the rank confirmer, the long-run noise scale, the interquartile floor, ETS confirming by
-# 3 builds and a CUSUM clip of 3; see docs/statistics.md), the second round's (ETS with the rank
-# scan starting afresh after its alarm), and ETS with the rank scan starting afresh at the
+# 3 builds and a CUSUM clip of 3; docs/detection-rounds.md), the second round's (ETS and a
+# rank scan starting afresh after its alarm), and ETS with the rank scan starting afresh at the
 # change's date (third round): as it stands, with a threshold of 3.25 or 3.75, a calibration of
 # 1.75 or 2.25, its calibration against the quiet builds of the last 80, the rank confirmer, or
 # windows of 40 builds.

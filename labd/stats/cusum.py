@@ -22,8 +22,8 @@ from labd.stats.segments import (
     widen,
 )
 
-MEMORY_RHO = 0.5  # chosen by the detection benchmark with NOISE_SPAN (see docs/statistics.md)
-HINDSIGHT = 10  # builds after a CUSUM alarm that help date its change (see docs/statistics.md)
+MEMORY_RHO = 0.5  # chosen by the detection benchmark with NOISE_SPAN (docs/detection-rounds.md)
+HINDSIGHT = 10  # builds after a CUSUM alarm that help date its change (docs/detection-rounds.md)
 
 
 def detect_cusum(

@@ -146,7 +146,7 @@ def detect_ensemble(
     `cycle_guard`, rank-scan alerts that continue a slow cycle are dropped (cycles.py). With
     `rank_p`, an alert is reported only when the builds since the change rank on its side of
     those before (one-sided Mann-Whitney p < rank_p). (The settings were chosen by the
-    detection benchmarks; docs/statistics.md says how.)"""
+    detection benchmarks; docs/detection-rounds.md says how.)"""
     taken: list[Alert] = []
 
     def add(found: list[Alert]) -> None:
@@ -202,7 +202,7 @@ def early_large_shifts(
     a scale from its first 10 builds, and let one 5% step in 1% noise in five pass at build 30
     (raised up to 24 builds late by the rank scan, or never); smaller early shifts, where
     cycles and correlated noise raise false alerts, stay the rank scan's
-    (docs/statistics.md, tenth round)."""
+    (docs/detection-rounds.md, tenth round)."""
     # Online, with HINDSIGHT builds after an alarm to date it: the builds past those cannot
     # change an alert raised before EARLY_BUILDS.
     early = x[: EARLY_BUILDS + HINDSIGHT]

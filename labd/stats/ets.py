@@ -10,7 +10,7 @@ import numpy as np
 from labd.stats.alert import Alert, describe_change
 from labd.stats.segments import NOISE_SPAN, fresh_start, modes_spread, robust_level, settled, widen
 
-ETS_Z = 3.25  # prediction standard deviations that make an ETS candidate (see docs/statistics.md)
+ETS_Z = 3.25  # prediction deviations that make an ETS candidate (docs/detection-rounds.md)
 
 
 def detect_ets(

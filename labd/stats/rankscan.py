@@ -43,7 +43,7 @@ BLOCK = 256  # rows of the scan computed at once
 FIRST_BLOCK = 64  # rows of a segment's first block (see blocks)
 MEMORY_LAG = 5  # builds before a change's date left out of its autocorrelation estimate
 # A change among the first builds (first_builds_split): measured on early steps and on noise
-# shapes outside the families (docs/statistics.md, eleventh round).
+# shapes outside the families (docs/detection-rounds.md, eleventh round).
 FIRST_SPLIT_Z, FIRST_SPLIT_SIZE, FIRST_SPLIT_SIDE = 4.0, 3.5, 10
 
 
