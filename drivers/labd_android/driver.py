@@ -76,6 +76,7 @@ class AndroidDriver(Driver[AndroidOptions]):
         self.known: dict[str, Device] = {}
         self.refused: set[str] = set()  # listed serials labd cannot use: warned about once
         self.not_ready: set[tuple[str, str]] = set()  # (serial, adb state) already said
+        self.unread: dict[str, tuple[str, ...]] = {}  # serial: health figures not read, said
         self.warned = False
         self.absent_why = ""  # why every phone is gone: the adb server is
 
@@ -195,11 +196,25 @@ class AndroidDriver(Driver[AndroidOptions]):
         if state != "device":
             return f"adb state {state!r}"
         health = self.state(serial)
+        self._say_unread(serial, health)
         return health.problem(
             self.options.min_battery,
             self.options.max_thermal_status,
             self.options.min_free_storage_mb,
         )
+
+    def _say_unread(self, serial: str, health: Health) -> None:
+        """A health figure the phone did not give is not checked: said once while it stays
+        so (a phone is not quarantined for it, nor silently counted healthy)."""
+        missing = health.unread()
+        if missing and self.unread.get(serial) != missing:
+            log.warning(
+                "health not fully checked",
+                device=shown(serial),
+                unread=", ".join(missing),
+                hint="`dumpsys battery` and `dumpsys thermalservice` gave no figure for them",
+            )
+        self.unread[serial] = missing
 
     def state(self, serial: str) -> Health:
         adb = self.adb_device(serial)

@@ -30,6 +30,15 @@ class Health:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def unread(self) -> tuple[str, ...]:
+        """The checked figures the phone did not give (so not checked)."""
+        figures = {
+            "battery level": self.battery_level,
+            "thermal status": self.thermal_status,
+            "free storage": self.free_storage_mb,
+        }
+        return tuple(name for name, value in figures.items() if value is None)
+
     def problem(self, min_battery: int, max_thermal: int, min_free_mb: float) -> str | None:
         if (
             self.battery_level is not None

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from labd.errors import CannotStart, InfrastructureError, TestFailure, UsageError
 from labd.sdk import RunContext
@@ -100,6 +101,27 @@ async def test_health_battery_thermal_storage_screen(adb: AdbStandIn) -> None:
     assert await driver.health(found) == "battery at 9% and not charging (minimum 20%)"
     adb.remove(found.id)
     assert "not found" in (await driver.health(found) or "")
+
+
+async def test_health_a_phone_does_not_report_is_said_not_counted_healthy_in_silence(
+    adb: AdbStandIn,
+) -> None:
+    """A phone whose `dumpsys battery` and `thermalservice` give no figure passed every health
+    check without a word: it stays in the lab (an unreadable figure is no fault of the
+    phone's), and a warning names what was not checked, once while it stays so."""
+    device = adb.add(
+        phone(**{"dumpsys battery": "", "dumpsys thermalservice": "Can't find service\n"})
+    )
+    driver = driver_for(adb)
+    (found,) = await driver.discover()
+    with capture_logs() as logs:
+        assert await driver.health(found) is None
+        assert await driver.health(found) is None
+        device.outputs["dumpsys battery"] = BATTERY
+        assert await driver.health(found) is None
+    said = [e for e in logs if e["event"] == "health not fully checked"]
+    assert [e["unread"] for e in said] == ["battery level, thermal status", "thermal status"]
+    assert said[0]["log_level"] == "warning" and "emulator-5554" in said[0]["device"]
 
 
 def typed_by_android(argument: str) -> str:
