@@ -153,8 +153,10 @@ async def analysed(
         return await loop.run_in_executor(pool, analyse, *args)
     except CaptureError as e:
         if spool.ended_early:  # the screen stream was cut mid-run (a replug, adb gone)
-            raise InfrastructureError(f"screenrecord: {spool.ended_early}; {e}") from e
-        raise TestFailure(str(e)) from e
+            raise InfrastructureError(
+                f"screenrecord: {spool.ended_early}; {spool.failure(e)}"
+            ) from e
+        raise TestFailure(spool.failure(e)) from e
     finally:
         spool.path.unlink(missing_ok=True)
 

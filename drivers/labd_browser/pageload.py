@@ -313,8 +313,10 @@ class PageLoad(Scenario[PageLoadParams]):
             )
         except CaptureError as e:
             if spool.ended_early:  # the display or capture source went away mid-run
-                raise InfrastructureError(f"capture: {spool.ended_early}; {e}") from e
-            raise TestFailure(str(e)) from e
+                raise InfrastructureError(
+                    f"capture: {spool.ended_early}; {spool.failure(e)}"
+                ) from e
+            raise TestFailure(spool.failure(e)) from e
         finally:
             spool.path.unlink(missing_ok=True)
         end_ms = spool.timestamps[result["end_frame"]]

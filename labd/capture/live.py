@@ -90,8 +90,7 @@ class ScreenGrab(Paced):
         except Exception as e:  # mss's own errors: the display went away (killed, restarted)
             detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             raise CaptureError(
-                f"{self.what}: the screen could not be read: is the display still there? "
-                f"({detail})"
+                f"{self.what}: the screen could not be read: is the display still there? ({detail})"
             ) from e
         t = time.monotonic() * 1000.0
         return t, np.asarray(cv2.cvtColor(np.asarray(shot), cv2.COLOR_BGRA2BGR), dtype=np.uint8)
@@ -241,6 +240,11 @@ class Spool:
     dropped: int
     error: str = ""
     ended_early: str = ""  # the source ended before the stop or the time asked for: how
+
+    def failure(self, error: Exception) -> str:
+        """What an analysis of this spool said, naming the screen capture rather than the
+        spool's file, which is deleted after it (a job's error named a file no one can open)."""
+        return str(error).replace(f"{self.path}: ", "the screen capture: ", 1)
 
     @classmethod
     def load(cls, path: Path) -> Spool:

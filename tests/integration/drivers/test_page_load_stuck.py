@@ -41,6 +41,7 @@ PAGES = {
     # Text at once, a large image LATE_S later: still between the two for longer than quiet_ms.
     "/late-image": "<h1>text first</h1><img src='/late.png' width=300 height=200>",
     "/all-green": "<style>body { background: #00ff00 }</style>",  # labd's start colour
+    "/blank": "<title>nothing drawn</title>",
     "/p%C3%A4th/%E6%97%A5%E6%9C%AC?q=%C3%A9": "<h1>päth 日本</h1>",  # /päth/日本?q=é
     # Loads at once, then repaints for ever.
     "/restless": "<h1 id=n style='font-size:80px'>0</h1><script>let i = 0; "
@@ -337,6 +338,17 @@ async def test_a_page_all_in_the_start_colour_fails_at_once_naming_it(
     scenario = page_load(xvfb, tmp_path, url=f"{site.url}/all-green", load_timeout_s=60)
     why = await failed_within(scenario, 30)
     assert "drew nothing different from labd's green start screen" in why
+
+
+async def test_a_page_that_draws_nothing_fails_naming_the_screen_capture_not_its_spool(
+    xvfb: str, tmp_path: Path, site: Site
+) -> None:
+    """The error named .../iteration-0/capture.avi, a file deleted once it was analysed."""
+    need("chromium")
+    scenario = page_load(xvfb, tmp_path, url=f"{site.url}/blank", load_timeout_s=60)
+    why = await failed_within(scenario, 60)
+    assert why.startswith("the screen capture: nothing between the green (start) and red"), why
+    assert "capture.avi" not in why
 
 
 async def test_a_job_command_that_exits_at_once_is_the_jobs_failure(
