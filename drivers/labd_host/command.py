@@ -9,6 +9,7 @@ pinning to one CPU, ASLR disabled for the child, a tmpfs working directory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import tempfile
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from labd.process import Launch, launcher_command, program_env
 from labd.sdk import MetricSpec, Policy, ProgramNotFound, Scenario, TestFailure
-from labd_host.probe import environment
+from labd_host.probe import environment, program_identity
 from labd_host.tuning import Tuning, tune
 
 log = structlog.get_logger("labd.host")
@@ -133,6 +134,9 @@ class CommandScenario(Scenario[CommandParams]):
             else {"cpu_governor": "not asked", "turbo": "not asked"}
         )
         _, launcher = launcher_command()
+        with contextlib.suppress(ValueError):  # refused or gone since: each iteration says
+            program = self.ctx.policy.program(self.params.command[0])
+            self.ctx.fingerprint["program"] = program_identity(program)
         self.ctx.fingerprint.update(
             environment(),
             launcher=launcher,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 from functools import cache
@@ -89,3 +90,25 @@ def environment() -> dict[str, Any]:
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "temperature_c": max_temperature_c(),
     }
+
+
+HASHED_AT_MOST = 512 * 2**20  # a program larger than this is named by its size alone
+
+
+def program_identity(path: str) -> dict[str, Any]:
+    """Which program a job ran: where it was found, the file that is (an interpreter is a
+    link: python3 -> python3.11) and its SHA-256, so a results page says what was measured
+    when /usr/bin/python3 changed under it. Read as labd: the program is on its policy."""
+    real = Path(path).resolve()
+    record: dict[str, Any] = {"path": path, "real_path": str(real)}
+    try:
+        size = real.stat().st_size
+        record["bytes"] = size
+        if size > HASHED_AT_MOST:
+            record["sha256"] = f"not computed: over {HASHED_AT_MOST // 2**20} MiB"
+        else:
+            with real.open("rb") as file:
+                record["sha256"] = hashlib.file_digest(file, "sha256").hexdigest()
+    except OSError as e:
+        record["sha256"] = f"not read: {e.strerror or e}"
+    return record

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import re
 import sys
@@ -59,6 +60,20 @@ async def test_stabilisation_is_applied_to_the_child_and_recorded(tmp_path: Path
     assert {"cpu_governor", "turbo"} <= stabilisation.keys()  # applied, or why not
     await s.teardown()
     assert not Path(cwd).exists()
+
+
+async def test_the_fingerprint_names_the_program_run_by_its_file_and_digest(
+    tmp_path: Path,
+) -> None:
+    """`python3` is a link whose target changes with an upgrade: the results named only the
+    name typed, so a job before and after an upgrade looked measured with one program."""
+    s = await scenario(tmp_path, command=[sys.executable, "-c", "pass"])
+    program = s.ctx.fingerprint["program"]
+    real = os.path.realpath(sys.executable)
+    assert program["path"] == sys.executable and program["real_path"] == real
+    assert program["bytes"] == Path(real).stat().st_size
+    assert program["sha256"] == hashlib.sha256(Path(real).read_bytes()).hexdigest()
+    await s.teardown()
 
 
 async def test_arguments_reach_the_program_exactly_with_no_shell(tmp_path: Path) -> None:
