@@ -34,7 +34,14 @@ from labd.events import (
     deserialise,
 )
 from labd.model import DeviceState, Job
-from labd.mqtt.client import broker_client, broker_credentials, encode, json_bytes, publish
+from labd.mqtt.client import (
+    admits_anonymous,
+    broker_client,
+    broker_credentials,
+    encode,
+    json_bytes,
+    publish,
+)
 from labd.mqtt.flood import InboxOverflow
 from labd.mqtt.inbound import Inbound
 from labd.mqtt.messages import (
@@ -104,6 +111,9 @@ class MqttBridge:
         self.protocol = aiomqtt.ProtocolVersion.V5 if mqtt5 else aiomqtt.ProtocolVersion.V311
         self.last_error = "not connected yet"
         self.credentials = credentials or broker_credentials(settings)
+        # A broker labd did not start is checked once for clients with no account: the
+        # embedded one never admits them.
+        self._anonymous_unchecked = credentials is None
         self._down: dict[str, str] = dict(down or {})  # failed components, for the status
         self._artefact_links = artefact_links
         self._client: aiomqtt.Client | None = None
@@ -345,6 +355,9 @@ class MqttBridge:
                 await self._echoed.wait()
             self.connected = True
             log.info("mqtt connected", broker=self.address, protocol=self.protocol.name)
+            if self._anonymous_unchecked:
+                self._anonymous_unchecked = False
+                self._tasks.spawn("anonymous-check", self._say_if_anonymous())
         except TimeoutError:
             raise BrokerRefuses(
                 f"the broker did not deliver labd's own status on "
@@ -352,6 +365,21 @@ class MqttBridge:
                 "not let labd publish there, or read it (check its ACL for labd's user); no "
                 "event is taken as delivered meanwhile"
             ) from None
+
+    async def _say_if_anonymous(self) -> None:
+        """A broker that admits anyone lets anyone publish states and results in labd's
+        name unless its ACL forbids it, which labd cannot see: said, not refused (a lab may
+        keep strangers off its network instead)."""
+        if await admits_anonymous(self.settings, self.address, self.protocol):
+            host, port = self.address
+            log.warning(
+                "mqtt broker admits anonymous clients",
+                broker=f"{host}:{port}",
+                risk="anyone who reaches it can read labd's topics and, unless its ACL forbids "
+                "it, publish job states, results and alerts in labd's name",
+                hint="give it accounts and an ACL (`labd auth mosquitto` writes them), or let "
+                "labd start its embedded broker (no mqtt.url, nothing on mqtt.embedded_port)",
+            )
 
     async def _drain(self, client: aiomqtt.Client) -> None:
         await self._delivering()

@@ -31,14 +31,6 @@ def broker_client(
     inbox: type[asyncio.Queue[aiomqtt.Message]] | None = None,
 ) -> aiomqtt.Client:
     """A client of the broker at `address` that keeps its session across reconnects."""
-    tls = None
-    if urlsplit(s.url).scheme == "mqtts" or s.tls_ca or s.tls_cert:
-        tls = aiomqtt.TLSParameters(
-            ca_certs=s.tls_ca or None,
-            certfile=s.tls_cert or None,
-            keyfile=s.tls_key or None,
-            cert_reqs=ssl.CERT_REQUIRED,
-        )
     properties = None
     if protocol == aiomqtt.ProtocolVersion.V5:
         # MQTT 5 ends a session at disconnect unless told otherwise: keep ours, so QoS 1
@@ -56,7 +48,7 @@ def broker_client(
         protocol=protocol,
         will=will,
         keepalive=s.keepalive_s,
-        tls_params=tls,
+        tls_params=_tls(s),
         timeout=10,
         queue_type=inbox,  # incoming messages: bounded (labd.mqtt.flood)
         # Small messages go out at once: with Nagle's algorithm an answer queued behind
@@ -66,6 +58,38 @@ def broker_client(
         clean_session=False if protocol == aiomqtt.ProtocolVersion.V311 else None,
         clean_start=False if protocol == aiomqtt.ProtocolVersion.V5 else 3,
     )
+
+
+def _tls(s: MqttSettings) -> aiomqtt.TLSParameters | None:
+    if urlsplit(s.url).scheme == "mqtts" or s.tls_ca or s.tls_cert:
+        return aiomqtt.TLSParameters(
+            ca_certs=s.tls_ca or None,
+            certfile=s.tls_cert or None,
+            keyfile=s.tls_key or None,
+            cert_reqs=ssl.CERT_REQUIRED,
+        )
+    return None
+
+
+async def admits_anonymous(
+    s: MqttSettings, address: tuple[str, int], protocol: aiomqtt.ProtocolVersion
+) -> bool:
+    """Whether the broker lets in a client with no user name: a probe that connects and
+    leaves at once (a clean session, so the broker keeps nothing of it). False also when the
+    probe could not tell (the broker gone meanwhile)."""
+    probe = aiomqtt.Client(
+        address[0],
+        address[1],
+        identifier=f"labd-probe-{secrets.token_hex(8)}",
+        protocol=protocol,
+        tls_params=_tls(s),
+        timeout=5,
+    )
+    try:
+        async with probe:
+            return True
+    except aiomqtt.MqttError:
+        return False
 
 
 async def publish(

@@ -151,6 +151,7 @@ async def test_mosquitto_with_generated_passwords_and_acl(
     daemon: LabdProcess = start_labd(config)
     daemon.wait_for_log("mqtt connected")  # the credentials in mqtt.url are used
     assert "s3cret-pw" not in daemon.raw_log()
+    await asyncio.sleep(2)  # the anonymous probe is refused: no warning (checked at the end)
     marker = tmp_path / "pwned"
     assert await cannot_connect(broker.port)
     watched = [f"{PREFIX}/jobs/+/events", f"{PREFIX}/errors"]
@@ -194,6 +195,22 @@ async def test_mosquitto_with_generated_passwords_and_acl(
     assert not marker.exists()
     assert not events_of(ops, "evil-4") and not events_of(ops, "evil-3")
     assert events_of(ops, "good")[-1]["state"] == "succeeded"
+    assert "mqtt broker admits anonymous clients" not in daemon.raw_log()
+    assert daemon.stop() == 0
+
+
+async def test_a_broker_that_admits_anonymous_clients_is_warned_of(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """labd used an open Mosquitto found on 1883 without a word, and anyone on the machine
+    forged a job's retained state there (a tester's find)."""
+    broker = mosquitto_factory()
+    daemon: LabdProcess = start_labd(
+        daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    )
+    said = daemon.wait_for_log("mqtt broker admits anonymous clients")
+    assert said["level"] == "warning" and said["broker"] == f"127.0.0.1:{broker.port}"
+    assert "labd auth mosquitto" in said["hint"]
     assert daemon.stop() == 0
 
 
