@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,25 @@ from labd.stats import json_text
 TERMINAL = {state.value for state in TERMINAL_STATES}
 
 
+def _api_url_asked(args: argparse.Namespace) -> str:
+    """The daemon elsewhere the user named (--api-url, $LABD_API_URL): a request for it goes
+    to its API, never over this configuration's broker to whichever lab that is. UsageError
+    with --via mqtt, which cannot reach it."""
+    url = getattr(args, "api_url", None) or os.environ.get("LABD_API_URL", "")
+    if url and getattr(args, "via", "") == "mqtt":
+        raise UsageError(
+            f"--via mqtt uses this configuration's broker, not the daemon at {url} "
+            "(--api-url or $LABD_API_URL): leave out one of the two"
+        )
+    return url
+
+
+def _via_mqtt(args: argparse.Namespace) -> bool:
+    """--via mqtt, refused with a daemon named elsewhere."""
+    _api_url_asked(args)
+    return bool(args.via == "mqtt")
+
+
 def _client(args: argparse.Namespace, wait: float = 0.0) -> Client:
     return Client.from_args(args, wait)
 
@@ -32,7 +52,8 @@ def submit(args: argparse.Namespace) -> int:
     path = Path(args.file)
     spec = load_manifest(path)
     settings = load_config(args.config).settings
-    if args.via == "mqtt" or (args.via == "auto" and settings.mqtt.enabled):
+    elsewhere = _api_url_asked(args)
+    if args.via == "mqtt" or (args.via == "auto" and settings.mqtt.enabled and not elsewhere):
         return _submit_over_mqtt(args, settings, spec, path.name)
     client = _client(args, wait=args.connect_wait)
     # No submitter: the daemon takes it from the credential (the account, or the token).
@@ -207,7 +228,7 @@ def _over_mqtt(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, A
 
 
 def list_jobs(args: argparse.Namespace) -> int:
-    if args.via == "mqtt":
+    if _via_mqtt(args):
         request = {"query": "list", "states": args.state, "limit": args.limit}
         jobs = _over_mqtt(args, request)["jobs"]
     else:
@@ -236,7 +257,7 @@ def list_jobs(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    if args.via == "mqtt":
+    if _via_mqtt(args):
         import asyncio
 
         from labd.cli import mqtt_client
@@ -276,7 +297,7 @@ def show(args: argparse.Namespace) -> int:
 
 
 def cancel(args: argparse.Namespace) -> int:
-    if args.via == "mqtt":
+    if _via_mqtt(args):
         import asyncio
 
         from labd.cli import mqtt_client
@@ -303,13 +324,13 @@ def results(args: argparse.Namespace) -> int:
     if args.format == "perfherder" and not args.json:
         # The daemon's export, by its [perfherder] settings, as its job.log has it: this
         # command's own settings would name another series.
-        if args.via == "mqtt":
+        if _via_mqtt(args):
             data = _over_mqtt(args, {"query": "perfherder", "job_id": args.id})
         else:
             data = _client(args).call("GET", f"/jobs/{quote(args.id, safe='')}/perfherder")
         print(perfherder_line(data["perfherder"]))
         return 0
-    if args.via == "mqtt":
+    if _via_mqtt(args):
         request = {"query": "results", "job_id": args.id, "limit": 1000}
         data = _over_mqtt(args, request)
         while data.get("next") is not None:  # page by page, as the API does

@@ -47,6 +47,10 @@ from labd.validation import TOO_DEEP, describe_errors, too_deep
 log = structlog.get_logger("labd.api")
 
 MAX_BODY = 256 * 1024
+TOO_LARGE = (
+    f"request body over {MAX_BODY:,} bytes, the API's limit (a manifest's spec must fit in it, "
+    "as over MQTT in [mqtt] max_payload_bytes: make its params smaller)"
+)
 MAX_LIST = 1000
 DEVICE_ACTIONS = {
     "drain": AdminState.DRAINING,
@@ -79,7 +83,7 @@ async def store_unavailable(request: web.Request, handler: Handler) -> web.Strea
     try:
         return await handler(request)
     except web.HTTPRequestEntityTooLarge:  # a chunked body has no length to check beforehand
-        return _error(413, [f"request body over {MAX_BODY} bytes"])
+        return _error(413, [TOO_LARGE])
     except Exception as e:
         # ConnectionError: asyncpg's refused connection reaches us unwrapped.
         database = isinstance(e, StoreError | SQLAlchemyError | ConnectionError)
@@ -149,7 +153,7 @@ class Api:
             return _error(status, problems)
 
         if (request.content_length or 0) > MAX_BODY:
-            return refuse(413, [f"request body over {MAX_BODY} bytes"], "too_large")
+            return refuse(413, [TOO_LARGE], "too_large")
         try:
             body = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError) as e:

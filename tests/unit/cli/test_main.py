@@ -219,3 +219,39 @@ def test_what_a_command_logs_goes_to_stderr_not_into_its_json(
     finally:
         structlog.reset_defaults()
         structlog.configure(**saved)
+
+
+def test_a_daemon_named_elsewhere_gets_the_submission_not_the_local_broker(
+    tmp_path: Path,
+) -> None:
+    """`--api-url` was ignored by `submit`, which went over this configuration's broker to
+    the local lab and said `queued` (a tester's find)."""
+    manifest = tmp_path / "job.toml"
+    manifest.write_text(
+        'suite = "s"\ntest = "t"\nscenario = "command"\n[params]\ncommand = ["true"]\n'
+    )
+    config = tmp_path / "labd.toml"
+    config.write_text('[mqtt]\nurl = "mqtt://127.0.0.1:1"\n')  # would fail differently
+    nowhere = "http://127.0.0.1:9"  # the discard port: nothing answers
+    sent = labd(
+        "--config",
+        str(config),
+        "--api-url",
+        nowhere,
+        "submit",
+        str(manifest),
+        "--connect-wait",
+        "0",
+    )
+    assert sent.returncode != 0 and f"cannot reach the daemon at {nowhere}" in sent.stderr
+    both = labd(
+        "--config", str(config), "--api-url", nowhere, "submit", str(manifest), "--via", "mqtt"
+    )
+    assert both.returncode == 2
+    assert (
+        f"--via mqtt uses this configuration's broker, not the daemon at {nowhere}" in both.stderr
+    )
+    shown = labd(
+        "--config", str(config), "--api-url", nowhere, "jobs", "show", "j", "--via", "mqtt"
+    )
+    assert shown.returncode == 2 and "leave out one of the two" in shown.stderr
