@@ -46,21 +46,31 @@ def run(args: argparse.Namespace) -> int:
 
 
 def status(args: argparse.Namespace) -> int:
-    """Ask the local daemon's side port for /healthz and /readyz."""
-    http = load_config(args.config).settings.http
+    """Ask the local daemon's side port for /healthz and /readyz; and say when no labd runs
+    on this configuration's state directory: the answer is then another daemon's (another
+    account's, on the same port)."""
+    from labd.daemon.statedir import daemon_on
+
+    settings = load_config(args.config).settings
+    http = settings.http
     base = f"http://{http.host}:{http.port}"
-    result: dict[str, object] = {"url": base}
+    state_dir = settings.daemon.state_path
+    result: dict[str, object] = {"url": base, "state_dir": str(state_dir)}
     code = 0
+    answered = False  # some daemon did
     for path in ("healthz", "readyz"):
         try:
             with urllib.request.urlopen(f"{base}/{path}", timeout=5) as response:
                 result[path] = json.load(response)
+            answered = True
         except urllib.error.HTTPError as e:
             result[path] = json.load(e)
-            code = EXIT_RUNTIME
+            code, answered = EXIT_RUNTIME, True
         except OSError as e:
             result[path] = {"status": f"unreachable: {getattr(e, 'reason', e)}"}
             code = EXIT_RUNTIME
+    ours = daemon_on(state_dir)
+    result["daemon_on_state_dir"] = ours
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -70,4 +80,10 @@ def status(args: argparse.Namespace) -> int:
             print(f"{path}: {entry.get('status')}")
             for check, state in entry.get("checks", {}).items():
                 print(f"  {check}: {state}")
+        if answered and ours is False:
+            print(
+                f"note: no labd runs on this configuration's state directory ({state_dir}): "
+                f"the daemon answering at {base} is another one (another account's or "
+                "configuration's)"
+            )
     return code

@@ -133,13 +133,21 @@ class SidePort:
     async def start(self) -> None:
         settings = self.settings
         # Every socket is bound before anything serves: a taken port stops the start whole.
-        sockets = [tcp_socket(settings.host, settings.port, "http side port")]
+        sockets = [
+            tcp_socket(settings.host, settings.port, "http side port ([http] host and port)")
+        ]
         api_sockets: list[socket.socket] = []
         try:
             if self.api is not None and self.api_socket is not None:
                 api_sockets.append(await asyncio.to_thread(unix_socket, self.api_socket, "api"))
                 if settings.api_host:
-                    api_sockets.append(tcp_socket(settings.api_host, settings.api_port, "api"))
+                    api_sockets.append(
+                        tcp_socket(
+                            settings.api_host,
+                            settings.api_port,
+                            "api ([http] api_host and api_port)",
+                        )
+                    )
         except BaseException:
             for sock in sockets + api_sockets:
                 sock.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
 import stat
@@ -40,7 +41,10 @@ def tcp_socket(host: str, port: int, what: str) -> socket.socket:
     try:
         return socket.create_server((host, port))
     except OSError as e:
-        raise LabdError(f"{what}: cannot listen on {host}:{port}: {e.strerror}") from e
+        reason = os.strerror(e.errno) if e.errno else str(e)  # not create_server's long form
+        if e.errno == errno.EADDRINUSE:
+            reason += " (another labd or program listens there: set another port)"
+        raise LabdError(f"{what}: cannot listen on {host}:{port}: {reason}") from e
 
 
 def unix_socket(path: Path, what: str) -> socket.socket:

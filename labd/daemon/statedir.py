@@ -78,6 +78,26 @@ def lock_state_dir(path: Path) -> int:
     return fd
 
 
+def daemon_on(path: Path) -> bool | None:
+    """Whether a labd runs on the state directory `path` (holds its pid file locked); None
+    when this account cannot tell (it may not open the file)."""
+    try:
+        fd = os.open(path / PID_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # a lock taken here goes with it
+    return False
+
+
 def _tighten(path: Path, mode: int) -> None:
     """Take away what `mode` does not grant from a directory or a regular file; a path owned
     by someone else is left alone (an administrator's choice, and labd could not change it

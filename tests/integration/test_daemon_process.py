@@ -36,6 +36,28 @@ def test_answers_health_readiness_and_metrics(start_labd: Any) -> None:
     assert daemon.stop() == 0
 
 
+def test_status_says_when_the_daemon_answering_is_not_this_configurations(
+    start_labd: Any, labd_config: Path, tmp_path: Path
+) -> None:
+    """A second account's `labd status` said `healthz: ok` from the first account's daemon
+    on the same port, and nothing of it (a tester's find)."""
+    daemon: LabdProcess = start_labd()
+
+    def status(config: Path) -> str:
+        fixed = config.read_text().replace("port = 0\napi_port", f"port = {daemon.port}\napi_port")
+        config.write_text(fixed)
+        command = [sys.executable, "-m", "labd", "--config", str(config), "status"]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60).stdout
+
+    assert "note:" not in status(labd_config)
+    other = tmp_path / "other.toml"
+    other.write_text(labd_config.read_text().replace(str(tmp_path / "state"), str(tmp_path / "b")))
+    said = status(other)
+    assert said.startswith("healthz: ok")
+    assert f"note: no labd runs on this configuration's state directory ({tmp_path / 'b'})" in said
+    assert daemon.stop() == 0
+
+
 def test_piped_stderr_gets_json_lines(start_labd: Any, labd_config: Path) -> None:
     labd_config.write_text(labd_config.read_text().replace('format = "json"', 'format = "auto"'))
     daemon: LabdProcess = start_labd()

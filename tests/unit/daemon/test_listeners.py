@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from labd.daemon.listeners import peer_of, reachable, unix_socket
+from labd.daemon.listeners import peer_of, reachable, tcp_socket, unix_socket
 from labd.errors import LabdError
 
 
@@ -47,3 +47,15 @@ def test_a_path_too_long_for_sockaddr_un_still_works(tmp_path: Path) -> None:
         reachable(deep / "api.sock") as address,
     ):
         client.connect(address)
+
+
+def test_a_taken_port_says_so_and_names_the_key_to_change() -> None:
+    """A second account's `labd run` said only "Address already in use"."""
+    with tcp_socket("127.0.0.1", 0, "side") as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(LabdError) as caught:
+            tcp_socket("127.0.0.1", port, "http side port ([http] host and port)")
+    assert str(caught.value) == (
+        f"http side port ([http] host and port): cannot listen on 127.0.0.1:{port}: Address "
+        "already in use (another labd or program listens there: set another port)"
+    )
