@@ -200,6 +200,15 @@ def _add_device_commands(nouns: Any) -> None:
         cmd.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _each_knows_itself(parser: argparse.ArgumentParser) -> None:
+    """Every parser sets itself as `parser_`: the deepest one parsed wins."""
+    parser.set_defaults(parser_=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _each_knows_itself(sub)
+
+
 def _version(args: argparse.Namespace) -> int:
     if args.json:
         import json
@@ -212,7 +221,11 @@ def _version(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    _each_knows_itself(parser)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said with the usage of the command it was given to, not labd's whole one
+        args.parser_.error(f"unrecognized arguments: {' '.join(unknown)}")
     from labd.errors import LabdError  # small module, but keep --help free of imports
 
     if args.command != "version":  # kept free of imports, as --help

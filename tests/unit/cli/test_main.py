@@ -255,3 +255,11 @@ def test_a_daemon_named_elsewhere_gets_the_submission_not_the_local_broker(
         "--config", str(config), "--api-url", nowhere, "jobs", "show", "j", "--via", "mqtt"
     )
     assert shown.returncode == 2 and "leave out one of the two" in shown.stderr
+
+
+def test_an_unknown_option_is_refused_with_its_commands_usage() -> None:
+    """`labd submit --bogus` printed labd's whole usage, which does not list submit's options."""
+    refused = labd("submit", "--bogus", "job.toml")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("usage: labd submit ")
+    assert refused.stderr.endswith("labd submit: error: unrecognized arguments: --bogus\n")
