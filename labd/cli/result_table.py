@@ -86,6 +86,8 @@ def _notes(results: dict[str, Any]) -> list[str]:
         notes.append(f"[dim]{markup(removal_note(removed))}[/]")
     if aside := set_aside_note(results.get("set_aside")):
         notes.append(f"[yellow]{markup(aside)}[/]")
+    if stopping := stopping_note(results):
+        notes.append(f"[yellow]{markup(stopping)}[/]")
     if left_out := left_out_note(results.get("iterations") or []):
         notes.append(f"[yellow]{markup(left_out)}[/]")
     if _is_ab(results):
@@ -167,6 +169,43 @@ def set_aside_note(aside: dict[str, Any] | None) -> str:
         text += ": " + ", ".join(f"{variant} {n}" for variant, n in sorted(sides.items()))
     reasons = "; ".join(f"{n}x {reason}" for reason, n in (aside.get("reasons") or {}).items())
     return f"{text} ({reasons})" if reasons else text
+
+
+def stopping_note(results: dict[str, Any]) -> str:
+    """For a succeeded job with stop_when_stable: whether it stopped because every metric
+    was stable or ran to its cap, and which metrics were not stable or not judged; "" for
+    another job. (A job at its cap read as one that stopped when stable.)"""
+    job, iterations = results["job"], results.get("iterations")
+    spec = job["spec"]
+    if not spec.get("stop_when_stable") or job["state"] != "succeeded" or not iterations:
+        return ""
+    from labd.stats import stability_of
+    from labd.stats.calibration import stable_half_width
+
+    last = max(it["attempt"] for it in iterations)
+    measured = [
+        it["values"]
+        for it in iterations
+        if it["attempt"] == last and not it["warmup"] and not it["error"] and not it["set_aside"]
+    ]
+    found = stability_of(measured, spec["stable_effect"])
+    bar = f"+-{100 * stable_half_width(spec['stable_effect']):.2f}%"
+    unstable = [f"{name}: {why}" for name, (ok, why) in found.items() if ok is False]
+    unjudged = [name for name, (ok, _) in found.items() if ok is None]
+    if unstable:
+        said = (
+            f"stop_when_stable: not stable after {len(measured)} measured iterations (at most "
+            f"{spec['iterations']}), each metric's interval asked within {bar}: "
+            + "; ".join(unstable)
+        )
+    else:
+        said = (
+            f"stop_when_stable: stopped after {len(measured)} measured iterations (at most "
+            f"{spec['iterations']}): every metric's interval within {bar}"
+        )
+    if unjudged:
+        said += f"; not judged (a mean not surely away from 0): {', '.join(unjudged)}"
+    return said
 
 
 def left_out_note(iterations: list[dict[str, Any]]) -> str:

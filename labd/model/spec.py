@@ -201,8 +201,9 @@ class TestSpec(BaseModel):
     stop_when_stable: bool = Field(
         False,
         description=(
-            "Stop early once every metric's interval is within half of stable_effect "
-            "(at least 5 measured iterations)."
+            "Stop early once every metric is stable: its mean's 95% interval within 0.38 "
+            "times stable_effect, so that two such jobs tell a change of stable_effect 95% "
+            "of the time (after at least 15 measured iterations)."
         ),
     )
     stable_effect: float = Field(

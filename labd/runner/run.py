@@ -160,6 +160,7 @@ async def _run(
             )
         )
         retries, position = rules.retry_flagged, 0
+        unstable: dict[str, str] = {}  # with stop_when_stable: the metrics not stable yet, why
         while position < len(plan):
             slot = plan[position]
             iteration = await _iteration(
@@ -187,11 +188,22 @@ async def _run(
             )
             # In a thread: the first call imports scipy (seconds on a loaded machine), and a
             # blocked event loop misses its lease heartbeats.
-            if spec.stop_when_stable and await asyncio.to_thread(
-                _stable, list(measured), spec.stable_effect
-            ):
-                log.info("stopping early: every metric is stable", measured=len(measured))
-                break
+            if spec.stop_when_stable:
+                stable, unstable = await asyncio.to_thread(
+                    _stable, list(measured), spec.stable_effect
+                )
+                if stable:
+                    log.info("stopping early: every metric is stable", measured=len(measured))
+                    break
+        else:
+            if spec.stop_when_stable and measured and not failed:
+                # Said, or a job that ran to its cap reads as one that stopped when stable.
+                log.warning(
+                    "not stable at the cap",
+                    measured=len(measured),
+                    iterations=spec.iterations,
+                    metrics=unstable,
+                )
     if failed:
         planned = spec.iterations * len(runs)
         return Outcome(
@@ -359,12 +371,11 @@ async def _teardown(scenario: Scenario, name: str) -> None:
         log.exception("scenario teardown failed", scenario=name)
 
 
-def _stable(measured: list[dict[str, float]], effect: float) -> bool:
-    """The adaptive stopping rule: every metric's interval within half the effect."""
-    from labd.stats import enough_iterations
+def _stable(measured: list[dict[str, float]], effect: float) -> tuple[bool, dict[str, str]]:
+    """The adaptive stopping rule: every metric stable or not judged (labd.stats'
+    `stability`); and why each one that is not stable yet is not."""
+    from labd.stats import stability_of
 
-    names = {name for values in measured for name in values}
-    return bool(names) and all(
-        enough_iterations([v[name] for v in measured if name in v], effect, max_n=10**9)[0]
-        for name in names
-    )
+    found = stability_of(measured, effect)
+    unstable = {name: why for name, (stable, why) in found.items() if stable is False}
+    return bool(found) and not unstable, unstable

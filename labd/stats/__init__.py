@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from labd.stats.alert import Alert
     from labd.stats.bounds import refusal
-    from labd.stats.calibration import Calibration, calibrate, enough_iterations
+    from labd.stats.calibration import Calibration, calibrate, enough_iterations, stability_of
     from labd.stats.comparison import Comparison, compare
     from labd.stats.detection import DEFAULT_METHOD, METHODS, REACH, detect
     from labd.stats.diagnostics import Finding, diagnose, tukey_outliers
@@ -37,6 +37,7 @@ _HOMES = {
     "Calibration": "calibration",
     "calibrate": "calibration",
     "enough_iterations": "calibration",
+    "stability_of": "calibration",
     "Comparison": "comparison",
     "compare": "comparison",
     "DEFAULT_METHOD": "detection",
@@ -90,6 +91,7 @@ __all__ = [
     "read_samples",
     "refusal",
     "samples_from_results",
+    "stability_of",
     "summarize",
     "tukey_outliers",
 ]

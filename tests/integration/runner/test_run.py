@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import jsonschema
 import pytest
 from pydantic import BaseModel, ConfigDict
+from structlog.testing import capture_logs
 
 from labd.config import MeasurementSettings, PerfherderSettings
 from labd.errors import TestFailure
@@ -138,6 +139,22 @@ async def test_a_throttled_iteration_is_flagged_set_aside_and_counted(
         "count": 1, "by_variant": {"job": 1},
         "reasons": {"the CPUs were thermally throttled 3 times during it": 1},
     }  # fmt: skip
+
+
+async def test_a_stop_when_stable_job_that_runs_to_its_cap_says_why(
+    store: Store, tmp_path: Path
+) -> None:
+    """It ran to its cap in silence, and read as one that had stopped when stable (a tester's
+    find)."""
+    with capture_logs() as logs:
+        _, outcome, results = await run(
+            store, tmp_path, RigDriver(), iterations=18, stop_when_stable=True,
+            params={"drift": 5.0},
+        )  # fmt: skip
+    assert outcome.state is JobState.SUCCEEDED and len(results["iterations"]) == 18
+    (said,) = [e for e in logs if e["event"] == "not stable at the cap"]
+    assert said["log_level"] == "warning" and said["measured"] == 18
+    assert said["metrics"]["time_ms"].startswith("interval +-")
 
 
 async def test_what_an_iteration_left_out_is_noted_in_it_not_flagged(

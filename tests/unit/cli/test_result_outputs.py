@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from labd.auth import redact_job
@@ -277,4 +278,28 @@ def test_the_table_says_what_values_iterations_left_out(
     out = " ".join(capsys.readouterr().out.split())
     assert (
         f"values left out in 3 iterations: 3x {bad_mark}; 1x {memory} (each one's in --json)" in out
+    )
+
+
+def test_the_table_says_whether_a_stop_when_stable_job_stopped_or_ran_to_its_cap(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job that never became stable ran to its cap and read as one that had (a tester's
+    find): the table says which, and why a metric was not stable."""
+    rng = np.random.default_rng(1)
+    steady = [iteration(i, {"time_ms": 100.0 + 0.01 * (i % 3)}) for i in range(15)]
+    serve(view(make_job(iterations=40, stop_when_stable=True), steady))
+    jobs_cmd.results(results_args("table"))
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        "stop_when_stable: stopped after 15 measured iterations (at most 40): every metric's "
+        "interval within +-0.38%" in said
+    )
+    noisy = [iteration(i, {"time_ms": float(rng.lognormal(4.6, 1.0))}) for i in range(20)]
+    serve(view(make_job(iterations=20, stop_when_stable=True), noisy))
+    jobs_cmd.results(results_args("table"))
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        "stop_when_stable: not stable after 20 measured iterations (at most 20), each metric's "
+        "interval asked within +-0.38%: time_ms: interval +-" in said
     )
