@@ -94,3 +94,17 @@ def test_trend_and_step_in_iteration_order_are_found() -> None:
     step = next(f for f in diagnose(stepped) if f.check == "step")
     assert step.indices == [20] and step.p_value is not None and step.p_value < 0.01
     assert diagnose(rng.normal(100, 0.5, 40)) == []
+
+
+def test_the_outlier_finding_stays_quiet_on_clean_normal_runs() -> None:
+    """At Tukey's inner fences it fired on 42% of normal samples of 50, each time saying to
+    look at what happened in those iterations (a tester's find); a far value still fires."""
+    rng = np.random.default_rng(5)
+    fired = sum(
+        any(f.check == "outliers" for f in diagnose(rng.normal(100, 1, 50))) for _ in range(400)
+    )
+    assert fired <= 4
+    values = rng.normal(100, 1, 50)
+    values[30] = 112.0
+    (finding,) = [f for f in diagnose(values) if f.check == "outliers"]
+    assert finding.indices == [30]
