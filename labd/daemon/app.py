@@ -217,6 +217,7 @@ class Daemon:
             self.notifier.stopping(f"stopping ({reason})")
         finally:
             await self._stop_all(started)
+            self.side_port.release_ports()  # taken, and never served: a start that failed
             if self._state_lock is not None:
                 os.close(self._state_lock)
                 self._state_lock = None
@@ -232,6 +233,8 @@ class Daemon:
         state_dir = settings.daemon.state_path
         await asyncio.to_thread(prepare_state_dir, state_dir, not settings.store.url)
         self._state_lock = await asyncio.to_thread(lock_state_dir, state_dir)
+        if settings.http.enabled:  # before the broker hears of this host: see take_ports
+            self.side_port.take_ports(api=True)
         host = settings.daemon.host_name
         if settings.auth.local_credentials:
             self.local_credentials = await asyncio.to_thread(ensure_local_credentials, state_dir)

@@ -25,7 +25,13 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from labd.acceptor import Acceptor, open_files_limit
 from labd.config import HttpSettings
-from labd.daemon.listeners import remove_socket, tcp_socket, unix_socket
+from labd.daemon.listeners import (
+    BACKLOG,
+    cannot_listen,
+    remove_socket,
+    tcp_socket,
+    unix_socket,
+)
 from labd.tasks import TaskSet
 
 log = structlog.get_logger("labd.http")
@@ -107,6 +113,7 @@ class SidePort:
         self._runners: list[web.AppRunner] = []
         self._acceptors = TaskSet("http")  # each listener's accept loop and connection set-ups
         self._sockets: list[socket.socket] = []
+        self._bound: list[socket.socket] = []  # the TCP ports taken, not yet served
         self.port: int | None = None
         self.api: web.Application | None = None
         self.api_socket: Path | None = None
@@ -130,28 +137,52 @@ class SidePort:
         api.on_response_prepare.append(plain_headers)
         self.api, self.api_socket = api, socket_path
 
+    def take_ports(self, api: bool) -> None:
+        """Bind the TCP ports before any other component starts: a second labd on this
+        machine (another account's) connected to the broker as this host and said it was
+        offline, before it found the port taken. `api`: the API will be served too."""
+        s = self.settings
+        self._bound = [tcp_socket(s.host, s.port, "http side port ([http] host and port)")]
+        if api and s.api_host:
+            try:
+                self._bound.append(
+                    tcp_socket(s.api_host, s.api_port, "api ([http] api_host and api_port)")
+                )
+            except BaseException:
+                self.release_ports()
+                raise
+
+    def release_ports(self) -> None:
+        """Close the ports taken and never served (a component after them failed)."""
+        for sock in self._bound:
+            sock.close()
+        self._bound = []
+
     async def start(self) -> None:
         settings = self.settings
-        # Every socket is bound before anything serves: a taken port stops the start whole.
-        sockets = [
-            tcp_socket(settings.host, settings.port, "http side port ([http] host and port)")
-        ]
-        api_sockets: list[socket.socket] = []
+        if not self._bound:
+            self.take_ports(self.api is not None)
+        side, *api_tcp = self._bound
+        # Every socket listens before anything serves: a taken port stops the start whole.
         try:
+            for sock, where in zip(self._bound, ("http side port", "api"), strict=False):
+                try:
+                    sock.listen(BACKLOG)
+                except OSError as e:  # bound by another at once (two starting together)
+                    host, port = sock.getsockname()
+                    raise cannot_listen(e, f"{where}: cannot listen on {host}:{port}") from e
+            sockets = [side]
+            api_sockets: list[socket.socket] = []
             if self.api is not None and self.api_socket is not None:
                 api_sockets.append(await asyncio.to_thread(unix_socket, self.api_socket, "api"))
-                if settings.api_host:
-                    api_sockets.append(
-                        tcp_socket(
-                            settings.api_host,
-                            settings.api_port,
-                            "api ([http] api_host and api_port)",
-                        )
-                    )
+                api_sockets += api_tcp
+            else:
+                for sock in api_tcp:
+                    sock.close()
         except BaseException:
-            for sock in sockets + api_sockets:
-                sock.close()
+            self.release_ports()
             raise
+        self._bound = []  # served from here on: stop() closes them
         self.port = sockets[0].getsockname()[1]
         cap = connection_cap(settings, len(sockets) + len(api_sockets))
         await self._serve(self.app, sockets, cap)

@@ -36,15 +36,29 @@ def api_socket_path(settings: Settings) -> Path:
     return settings.daemon.state_path / "api.sock"
 
 
+BACKLOG = 128  # connections waiting to be accepted, per listener
+
+
 def tcp_socket(host: str, port: int, what: str) -> socket.socket:
-    """A listening TCP socket; LabdError naming `what`, the address and the reason."""
+    """A TCP socket bound to host:port and not yet listening (a client is refused, as when
+    nothing is there, until `listen`): labd takes its ports before anything else starts.
+    LabdError naming `what`, the address and the reason."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        return socket.create_server((host, port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
     except OSError as e:
-        reason = os.strerror(e.errno) if e.errno else str(e)  # not create_server's long form
-        if e.errno == errno.EADDRINUSE:
-            reason += " (another labd or program listens there: set another port)"
-        raise LabdError(f"{what}: cannot listen on {host}:{port}: {reason}") from e
+        sock.close()
+        raise cannot_listen(e, f"{what}: cannot listen on {host}:{port}") from e
+    return sock
+
+
+def cannot_listen(e: OSError, where: str) -> LabdError:
+    """`where`: the reason, and what to do about a port another program holds."""
+    reason = os.strerror(e.errno) if e.errno else str(e)
+    if e.errno == errno.EADDRINUSE:
+        reason += " (another labd or program listens there: set another port)"
+    return LabdError(f"{where}: {reason}")
 
 
 def unix_socket(path: Path, what: str) -> socket.socket:
@@ -59,7 +73,7 @@ def unix_socket(path: Path, what: str) -> socket.socket:
                 Path(address).unlink()
             sock.bind(address)
             _open_to_everyone(address)
-        sock.listen(128)
+        sock.listen(BACKLOG)
     except OSError as e:
         sock.close()
         raise LabdError(f"{what}: cannot listen on {path}: {e.strerror or e}") from e

@@ -175,6 +175,31 @@ def test_a_second_daemon_on_the_same_state_directory_stops_before_touching_anyth
     assert restarted.stop() == 0
 
 
+def test_a_second_daemon_on_a_taken_port_stops_before_it_meets_the_broker(
+    start_labd: Any, labd_config: Path, tmp_path: Path
+) -> None:
+    """Another account's labd on the same machine (same lab, same host name, same broker,
+    its own state directory) connected to the broker as this host and published its
+    devices and an `offline` host status before it found the side port taken."""
+    first: LabdProcess = start_labd()
+    first.wait_for_log("mqtt connected")
+    second = tmp_path / "second.toml"
+    second.write_text(
+        labd_config.read_text()
+        .replace(str(tmp_path / "state"), str(tmp_path / "second"))
+        .replace("port = 0\napi_port", f"port = {first.port}\napi_port")
+    )
+    refusal = refused_start(second)
+    assert f"http side port ([http] host and port): cannot listen on 127.0.0.1:{first.port}" in (
+        refusal
+    )
+    events = [json.loads(line)["event"] for line in refusal.splitlines() if line.startswith("{")]
+    for event in ("store migrated", "device appeared", "mqtt connected"):
+        assert event not in events, events  # nothing opened, discovered or said
+    assert first.get("/readyz")[0] == 200
+    assert first.stop() == 0
+
+
 def test_two_daemons_on_one_sqlite_file_are_refused(start_labd: Any, tmp_path: Path) -> None:
     """A second daemon with a state directory of its own but the first one's SQLite file (its
     store.url) took the first one's running job back as its own: the file is now held."""

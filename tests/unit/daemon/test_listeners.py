@@ -52,6 +52,7 @@ def test_a_path_too_long_for_sockaddr_un_still_works(tmp_path: Path) -> None:
 def test_a_taken_port_says_so_and_names_the_key_to_change() -> None:
     """A second account's `labd run` said only "Address already in use"."""
     with tcp_socket("127.0.0.1", 0, "side") as taken:
+        taken.listen()  # a running daemon's
         port = taken.getsockname()[1]
         with pytest.raises(LabdError) as caught:
             tcp_socket("127.0.0.1", port, "http side port ([http] host and port)")
