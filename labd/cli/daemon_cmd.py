@@ -49,7 +49,7 @@ def status(args: argparse.Namespace) -> int:
     """Ask the local daemon's side port for /healthz and /readyz; and say when no labd runs
     on this configuration's state directory: the answer is then another daemon's (another
     account's, on the same port)."""
-    from labd.daemon.statedir import daemon_on
+    from labd.daemon import daemon_on
 
     settings = load_config(args.config).settings
     http = settings.http

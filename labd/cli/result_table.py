@@ -179,8 +179,7 @@ def stopping_note(results: dict[str, Any]) -> str:
     spec = job["spec"]
     if not spec.get("stop_when_stable") or job["state"] != "succeeded" or not iterations:
         return ""
-    from labd.stats import stability_of
-    from labd.stats.calibration import stable_half_width
+    from labd.stats import stability_of, stable_half_width
 
     last = max(it["attempt"] for it in iterations)
     measured = [

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from labd.stats.alert import Alert
     from labd.stats.bounds import refusal
-    from labd.stats.calibration import Calibration, calibrate, enough_iterations, stability_of
+    from labd.stats.calibration import (
+        Calibration,
+        calibrate,
+        enough_iterations,
+        stability_of,
+        stable_half_width,
+    )
     from labd.stats.comparison import Comparison, compare
     from labd.stats.detection import DEFAULT_METHOD, METHODS, REACH, detect
     from labd.stats.diagnostics import Finding, diagnose, tukey_outliers
@@ -38,6 +44,7 @@ _HOMES = {
     "calibrate": "calibration",
     "enough_iterations": "calibration",
     "stability_of": "calibration",
+    "stable_half_width": "calibration",
     "Comparison": "comparison",
     "compare": "comparison",
     "DEFAULT_METHOD": "detection",
@@ -92,6 +99,7 @@ __all__ = [
     "refusal",
     "samples_from_results",
     "stability_of",
+    "stable_half_width",
     "summarize",
     "tukey_outliers",
 ]
