@@ -439,6 +439,12 @@ def _signed(value: float | None) -> str:
 
 
 def calibrate(args: argparse.Namespace) -> int:
+    if args.detection > (most := 1 - RESOLVED_FAILURES / args.draws):
+        raise UsageError(
+            f"--detection {args.detection:g}: {args.draws} draws cannot tell a rate above "
+            f"{most:.2%} from 100% (it needs {RESOLVED_FAILURES} misses to count); raise "
+            f"--draws (at most 2,000: up to {1 - RESOLVED_FAILURES / 2000:.2%})"
+        )
     samples = read_samples(Path(args.file))
     from labd.stats import calibrate as run_calibrate  # SciPy: once the pilot is read
 
@@ -459,7 +465,21 @@ def calibrate(args: argparse.Namespace) -> int:
             f"{100 * args.detection:g}% of the time ({r.klass}, CoV {100 * r.cov:.2f}%, "
             f"{r.method}, pilot of {r.pilot_n})"
         )
+        if r.pilot_n < WELL_KNOWN_PILOT:
+            high = str(r.n_high) if r.n_high else f"more than {r.largest}"
+            print(
+                f"  a pilot of {r.pilot_n} knows its noise only roughly: {r.n_low} to {high} "
+                f"for the noise it allows (95%); a pilot of {WELL_KNOWN_PILOT} or more narrows it"
+            )
+        for finding in r.findings:
+            print(f"  pilot: {shown(finding)}")
     return 0
+
+
+WELL_KNOWN_PILOT = 30  # values: its answer is then within 0.63 to 1.8 times the truth
+
+
+RESOLVED_FAILURES = 5  # misses a detection rate's draws must leave room for, to be measured
 
 
 def _stored_history(

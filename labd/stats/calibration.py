@@ -9,15 +9,15 @@ rate reaches the target is the calibrated iteration count.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
 from labd.stats.comparison import choose_method, hodges_lehmann, welch
-from labd.stats.diagnostics import as_array, shapiro
+from labd.stats.diagnostics import as_array, diagnose, shapiro
 from labd.stats.modality import mode_count
 from labd.stats.plain import finite
 
@@ -26,6 +26,8 @@ SIZES = (3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 125, 150, 2
 
 @dataclass(frozen=True)
 class Calibration:
+    largest: ClassVar[int] = SIZES[-1]  # the largest size tried: n None means more than it
+
     component: str
     n: int | None  # None: the target is not reached even at the largest size
     power: dict[int, float]  # detection rate per sample size
@@ -33,6 +35,11 @@ class Calibration:
     method: str
     pilot_n: int
     cov: float
+    # What the pilot's size allows: n scales with the noise's variance, which a pilot of few
+    # values knows only to within its chi-square interval (None: more than the largest size).
+    n_low: int | None = None
+    n_high: int | None = None
+    findings: list[str] = field(default_factory=list)  # what the pilot's diagnostics say
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -42,8 +49,11 @@ class Calibration:
 
 
 def distribution_class(values: ArrayLike, effect: float = 0.01) -> str:
-    """The Talos investigation's classes: tight normal, wide or near normal, non-normal."""
+    """The Talos investigation's classes: tight normal, wide or near normal, non-normal; and
+    constant, for a pilot that shows no noise at all."""
     a = as_array(values)
+    if np.ptp(a) == 0:
+        return "constant: the pilot shows no noise"
     normal = shapiro(a)[1] >= 0.01
     cov = a.std(ddof=1) / abs(a.mean()) if a.mean() else math.inf
     if not normal and mode_count(a) > 1:
@@ -98,7 +108,38 @@ def calibrate(
             chosen = n
             break
     cov = float(a.std(ddof=1) / abs(a.mean())) if a.mean() else math.inf
-    return Calibration(component, chosen, power, distribution_class(a, effect), method, a.size, cov)
+    low, high = size_range(chosen, a.size)
+    return Calibration(
+        component,
+        chosen,
+        power,
+        distribution_class(a, effect),
+        method,
+        a.size,
+        cov,
+        low,
+        high,
+        [f"{f.message}: {f.hint}" for f in diagnose(a) if f.check in PILOT_FINDINGS],
+    )
+
+
+# What a pilot's diagnostics can say that changes what its answer is worth.
+PILOT_FINDINGS = ("warmup", "trend", "step", "multimodal", "first_run", "outliers")
+
+
+def size_range(n: int | None, pilot_n: int, confidence: float = 0.95) -> tuple[int | None, ...]:
+    """The sizes n could be for the noise a pilot of `pilot_n` values allows: n grows with
+    the variance, known to within its chi-square interval (for normal noise; wider for
+    other shapes). A pilot of 5 allows 0.36 to 8.3 times its answer, one of 30 0.63 to 1.8."""
+    df = pilot_n - 1
+    tail = (1 - confidence) / 2
+    grow = df / stats.chi2.ppf(tail, df)
+    shrink = df / stats.chi2.ppf(1 - tail, df)
+    largest = SIZES[-1]
+    if n is None:
+        return max(SIZES[0], math.ceil(largest * shrink)), None
+    high = math.ceil(n * grow)
+    return max(SIZES[0], math.ceil(n * shrink)), (high if high <= largest else None)
 
 
 # Measured values before the stopping rule may stop: a mode holding a fifth of the runs shows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -186,6 +187,35 @@ def test_calibrate_reports_iterations_per_component(tmp_path: Path) -> None:
     (component,) = json.loads(result.stdout)["components"]
     assert component["component"] == "page_a" and component["class"] == "tight normal"
     assert 3 <= component["n"] <= 15
+
+
+def test_calibrate_says_what_a_small_or_odd_pilot_allows(tmp_path: Path) -> None:
+    """A pilot of 5 gave one number (15) where the noise it allows asks for 5 to 200; a
+    constant pilot was "tight normal"; a pilot with its warm-up left in said nothing of it;
+    and 99.9% detection was promised from 200 draws (a tester's finds)."""
+    five = write(tmp_path / "five.csv", "metric,value\n" + "".join(
+        f"a,{v}\n" for v in (99.1, 100.4, 101.2, 98.7, 100.9)))  # fmt: skip
+    said = labd("calibrate", five, "--draws", "100")
+    assert said.returncode == 0, said.stderr
+    lines = said.stdout.splitlines()
+    needed = int(lines[0].split(": ")[1].split()[0])
+    ((low, beyond, high),) = re.findall(r"roughly: (\d+) to (more than )?(\d+)", lines[1])
+    assert int(low) < needed  # 0.36 to 8.3 times: the chi-square interval of 4 df
+    assert beyond or int(high) > 7 * needed
+    constant = write(tmp_path / "constant.csv", "metric,value\n" + "b,100\n" * 20)
+    assert "(constant: the pilot shows no noise," in labd("calibrate", constant).stdout
+    rng = np.random.default_rng(4)
+    warm = 100 + rng.normal(0, 0.5, 40)
+    warm[:4] += [8, 6, 4, 2]  # the warm-up left in
+    pilot = write(tmp_path / "warm.csv", "metric,value\n" + "".join(f"c,{v}\n" for v in warm))
+    assert "  pilot: the first 4 iterations look like warm-up: set warmup = 4" in (
+        labd("calibrate", pilot, "--draws", "100").stdout
+    )
+    refused = labd("calibrate", five, "--detection", "0.999")
+    assert refused.returncode == 2
+    assert "--detection 0.999: 200 draws cannot tell a rate above 97.50% from 100%" in (
+        refused.stderr
+    )
 
 
 def test_a_spreadsheets_csv_utf8_is_read_and_other_encodings_are_named(tmp_path: Path) -> None:
