@@ -88,6 +88,7 @@ def _notes(results: dict[str, Any]) -> list[str]:
         notes.append(f"[yellow]{markup(aside)}[/]")
     if stopping := stopping_note(results):
         notes.append(f"[yellow]{markup(stopping)}[/]")
+    notes += [f"[yellow]{markup(line)}[/]" for line in diagnostic_notes(results)]
     if left_out := left_out_note(results.get("iterations") or []):
         notes.append(f"[yellow]{markup(left_out)}[/]")
     if _is_ab(results):
@@ -169,6 +170,38 @@ def set_aside_note(aside: dict[str, Any] | None) -> str:
         text += ": " + ", ".join(f"{variant} {n}" for variant, n in sorted(sides.items()))
     reasons = "; ".join(f"{n}x {reason}" for reason, n in (aside.get("reasons") or {}).items())
     return f"{text} ({reasons})" if reasons else text
+
+
+# What the table says of a job's values, as `labd report` and `labd compare` do: the findings a
+# developer can act on (a warm-up longer than `warmup` was seen only by `labd compare`).
+_TOLD = ("warmup", "first_run", "trend", "step", "multimodal", "outliers")
+_DIAGNOSED_AT_MOST = 50  # metrics (each costs about 12 ms); `labd report` has every one
+
+
+def diagnostic_notes(results: dict[str, Any]) -> list[str]:
+    """One line per finding on each metric's measured values of the last attempt (each
+    variant's for an A/B job), in iteration order."""
+    iterations = results.get("iterations") or []
+    if not iterations:
+        return []
+    from labd.stats import diagnose
+
+    last = max(it["attempt"] for it in iterations)
+    series: dict[str, list[float]] = {}
+    for it in iterations:
+        if it["attempt"] != last or it["warmup"] or it["error"] or it["set_aside"]:
+            continue
+        for name, value in it["values"].items():
+            side = f"{name} ({it['variant']})" if it.get("variant") else name
+            series.setdefault(side, []).append(value)
+    lines = []
+    for name in sorted(series)[:_DIAGNOSED_AT_MOST]:
+        lines += [
+            f"{name}: {f.message}: {f.hint}" for f in diagnose(series[name]) if f.check in _TOLD
+        ]
+    if len(series) > _DIAGNOSED_AT_MOST:
+        lines.append(f"diagnostics of the first {_DIAGNOSED_AT_MOST} metrics only: labd report")
+    return lines
 
 
 def stopping_note(results: dict[str, Any]) -> str:

@@ -303,3 +303,21 @@ def test_the_table_says_whether_a_stop_when_stable_job_stopped_or_ran_to_its_cap
         "stop_when_stable: not stable after 20 measured iterations (at most 20), each metric's "
         "interval asked within +-0.38%: time_ms: interval +-" in said
     )
+
+
+def test_the_table_says_what_the_diagnostics_find_in_the_jobs_values(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A warm-up longer than the manifest's `warmup` showed in `labd compare` only; the
+    results a developer reads first said nothing of it (a tester's find)."""
+    rng = np.random.default_rng(3)
+    values = list(100 + rng.normal(0, 0.5, 30))
+    values[:4] = [130.0, 122.0, 115.0, 109.0]
+    serve(
+        view(make_job(iterations=30), [iteration(i, {"time_ms": v}) for i, v in enumerate(values)])
+    )
+    jobs_cmd.results(results_args("table"))
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        "time_ms: the first 4 iterations look like warm-up: set warmup = 4 in the manifest" in said
+    )
