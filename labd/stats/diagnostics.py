@@ -189,7 +189,7 @@ def diagnose(values: ArrayLike, cov_limit: float = COV_LIMIT) -> list[Finding]:
             Finding(
                 "warmup",
                 f"the first {warm} iterations look like warm-up",
-                f"set warmup = {warm} in the manifest",
+                f"raise the manifest's warmup by {warm} (the values here are after it)",
                 statistic=float(warm),
                 indices=list(range(warm)),
             )

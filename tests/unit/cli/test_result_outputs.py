@@ -319,5 +319,6 @@ def test_the_table_says_what_the_diagnostics_find_in_the_jobs_values(
     jobs_cmd.results(results_args("table"))
     said = " ".join(capsys.readouterr().out.split())
     assert (
-        "time_ms: the first 4 iterations look like warm-up: set warmup = 4 in the manifest" in said
+        "time_ms: the first 4 iterations look like warm-up: raise the manifest's warmup by 4"
+        in said
     )

@@ -208,8 +208,9 @@ def test_calibrate_says_what_a_small_or_odd_pilot_allows(tmp_path: Path) -> None
     warm = 100 + rng.normal(0, 0.5, 40)
     warm[:4] += [8, 6, 4, 2]  # the warm-up left in
     pilot = write(tmp_path / "warm.csv", "metric,value\n" + "".join(f"c,{v}\n" for v in warm))
-    assert "  pilot: the first 4 iterations look like warm-up: set warmup = 4" in (
-        labd("calibrate", pilot, "--draws", "100").stdout
+    assert (
+        "  pilot: the first 4 iterations look like warm-up: raise the manifest's warmup by 4"
+        in (labd("calibrate", pilot, "--draws", "100").stdout)
     )
     refused = labd("calibrate", five, "--detection", "0.999")
     assert refused.returncode == 2
