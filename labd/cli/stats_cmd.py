@@ -438,6 +438,10 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.4g}"
 
 
+WELL_KNOWN_PILOT = 30  # values: its answer is then within 0.63 to 1.8 times the truth
+RESOLVED_FAILURES = 5  # misses a detection rate's draws must leave room for, to be measured
+
+
 def calibrate(args: argparse.Namespace) -> int:
     if args.detection > (most := 1 - RESOLVED_FAILURES / args.draws):
         raise UsageError(
@@ -474,12 +478,6 @@ def calibrate(args: argparse.Namespace) -> int:
         for finding in r.findings:
             print(f"  pilot: {shown(finding)}")
     return 0
-
-
-WELL_KNOWN_PILOT = 30  # values: its answer is then within 0.63 to 1.8 times the truth
-
-
-RESOLVED_FAILURES = 5  # misses a detection rate's draws must leave room for, to be measured
 
 
 def _stored_history(
