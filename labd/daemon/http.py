@@ -95,6 +95,10 @@ def connection_cap(settings: HttpSettings, listeners: int) -> int:
     return max(1, min(settings.max_connections, open_files_limit() // (2 * listeners)))
 
 
+SIDE_PORT = "http side port ([http] host and port)"  # what a refusal to listen names
+API_PORT = "api ([http] api_host and api_port)"
+
+
 class SidePort:
     """Small aiohttp servers; components add readiness probes (and the daemon the API) before
     start."""
@@ -142,12 +146,10 @@ class SidePort:
         machine (another account's) connected to the broker as this host and said it was
         offline, before it found the port taken. `api`: the API will be served too."""
         s = self.settings
-        self._bound = [tcp_socket(s.host, s.port, "http side port ([http] host and port)")]
+        self._bound = [tcp_socket(s.host, s.port, SIDE_PORT)]
         if api and s.api_host:
             try:
-                self._bound.append(
-                    tcp_socket(s.api_host, s.api_port, "api ([http] api_host and api_port)")
-                )
+                self._bound.append(tcp_socket(s.api_host, s.api_port, API_PORT))
             except BaseException:
                 self.release_ports()
                 raise
@@ -165,7 +167,7 @@ class SidePort:
         side, *api_tcp = self._bound
         # Every socket listens before anything serves: a taken port stops the start whole.
         try:
-            for sock, where in zip(self._bound, ("http side port", "api"), strict=False):
+            for sock, where in zip(self._bound, (SIDE_PORT, API_PORT), strict=False):
                 try:
                     sock.listen(BACKLOG)
                 except OSError as e:  # bound by another at once (two starting together)
