@@ -178,19 +178,28 @@ _TOLD = ("warmup", "first_run", "trend", "step", "multimodal", "outliers")
 _DIAGNOSED_AT_MOST = 50  # metrics (each costs about 12 ms); `labd report` has every one
 
 
+def _measured(iterations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last attempt's measured iterations the summary counts, in order."""
+    if not iterations:
+        return []
+    last = max(it["attempt"] for it in iterations)
+    return [
+        it
+        for it in iterations
+        if it["attempt"] == last and not it["warmup"] and not it["error"] and not it["set_aside"]
+    ]
+
+
 def diagnostic_notes(results: dict[str, Any]) -> list[str]:
     """One line per finding on each metric's measured values of the last attempt (each
     variant's for an A/B job), in iteration order."""
-    iterations = results.get("iterations") or []
-    if not iterations:
+    measured = _measured(results.get("iterations") or [])
+    if not measured:
         return []
     from labd.stats import diagnose
 
-    last = max(it["attempt"] for it in iterations)
     series: dict[str, list[float]] = {}
-    for it in iterations:
-        if it["attempt"] != last or it["warmup"] or it["error"] or it["set_aside"]:
-            continue
+    for it in measured:
         for name, value in it["values"].items():
             side = f"{name} ({it['variant']})" if it.get("variant") else name
             series.setdefault(side, []).append(value)
@@ -214,12 +223,7 @@ def stopping_note(results: dict[str, Any]) -> str:
         return ""
     from labd.stats import stability_of, stable_half_width
 
-    last = max(it["attempt"] for it in iterations)
-    measured = [
-        it["values"]
-        for it in iterations
-        if it["attempt"] == last and not it["warmup"] and not it["error"] and not it["set_aside"]
-    ]
+    measured = [it["values"] for it in _measured(iterations)]
     found = stability_of(measured, spec["stable_effect"])
     bar = f"+-{100 * stable_half_width(spec['stable_effect']):.2f}%"
     unstable = [f"{name}: {why}" for name, (ok, why) in found.items() if ok is False]
