@@ -237,6 +237,12 @@ def _endpoint_of(url: str, credentials: Any) -> Endpoint:
         raise malformed from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise malformed
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        # Dropped in silence, a proxy's prefix sent every request elsewhere.
+        raise UsageError(
+            f"--api-url: {url!r}: labd's API is at the root of its port; a path, a query or a "
+            "fragment is not supported (give http(s)://HOST:PORT)"
+        )
     found = credentials()
     if found is None:
         raise UsageError(

@@ -7,6 +7,7 @@ import asyncio
 import json
 import urllib.error
 import urllib.request
+from typing import Any
 
 from labd.config import LoadedConfig, load_config, secret_values
 from labd.errors import EXIT_RUNTIME, LabdError
@@ -45,6 +46,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_RUNTIME
 
 
+def _labds(body: bytes) -> dict[str, Any] | None:
+    """A health answer as labd gives it (a JSON object with a status), else None."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) and "status" in answer else None
+
+
 def status(args: argparse.Namespace) -> int:
     """Ask the local daemon's side port for /healthz and /readyz; and say when no labd runs
     on this configuration's state directory: the answer is then another daemon's (another
@@ -61,13 +71,19 @@ def status(args: argparse.Namespace) -> int:
     for path in ("healthz", "readyz"):
         try:
             with urllib.request.urlopen(f"{base}/{path}", timeout=5) as response:
-                result[path] = json.load(response)
+                result[path] = _labds(response.read())
             answered = True
         except urllib.error.HTTPError as e:
-            result[path] = json.load(e)
+            result[path] = _labds(e.read())
             code, answered = EXIT_RUNTIME, True
         except OSError as e:
             result[path] = {"status": f"unreachable: {getattr(e, 'reason', e)}"}
+            code = EXIT_RUNTIME
+        if result[path] is None:  # another program listens on labd's port
+            result[path] = {
+                "status": f"not labd: the program at {base} answered /{path} with no labd "
+                "status (another program on [http] port?)"
+            }
             code = EXIT_RUNTIME
     ours = daemon_on(state_dir)
     result["daemon_on_state_dir"] = ours

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -443,11 +444,12 @@ RESOLVED_FAILURES = 5  # misses a detection rate's draws must leave room for, to
 
 
 def calibrate(args: argparse.Namespace) -> int:
-    if args.detection > (most := 1 - RESOLVED_FAILURES / args.draws):
+    if args.draws < (need := math.ceil(RESOLVED_FAILURES / (1 - args.detection))):
         raise UsageError(
-            f"--detection {args.detection:g}: {args.draws} draws cannot tell a rate above "
-            f"{most:.2%} from 100% (it needs {RESOLVED_FAILURES} misses to count); raise "
-            f"--draws (at most 2,000: up to {1 - RESOLVED_FAILURES / 2000:.2%})"
+            f"--detection {args.detection:g} needs --draws of at least {need:,}, not "
+            f"{args.draws:,}: a detection rate is measured by its misses, and at that rate "
+            f"{need:,} draws leave {RESOLVED_FAILURES} of them (at most 2,000 draws: a rate "
+            f"up to {1 - RESOLVED_FAILURES / 2000:.2%})"
         )
     samples = read_samples(Path(args.file))
     from labd.stats import calibrate as run_calibrate  # SciPy: once the pilot is read
@@ -469,7 +471,7 @@ def calibrate(args: argparse.Namespace) -> int:
             f"{100 * args.detection:g}% of the time ({r.klass}, CoV {100 * r.cov:.2f}%, "
             f"{r.method}, pilot of {r.pilot_n})"
         )
-        if r.pilot_n < WELL_KNOWN_PILOT:
+        if r.pilot_n < WELL_KNOWN_PILOT and r.n_low is not None:
             high = str(r.n_high) if r.n_high else f"more than {r.largest}"
             print(
                 f"  a pilot of {r.pilot_n} knows its noise only roughly: {r.n_low} to {high} "

@@ -180,6 +180,11 @@ class ABSpec(BaseModel):
 VARIANTS = ("base", "new")
 
 
+# Measured iterations before stop_when_stable may stop: labd.stats.STABLE_AFTER, the stopping
+# rule's own (labd.stats brings SciPy; a test holds the two equal).
+STABLE_AFTER = 15
+
+
 class TestSpec(BaseModel):
     """One test run: scenario x iterations on one device matched by the selector."""
 
@@ -256,6 +261,12 @@ class TestSpec(BaseModel):
     def _ab_alone(self) -> TestSpec:
         if self.ab is not None and self.stop_when_stable:
             raise ValueError("ab: cannot be combined with stop_when_stable")
+        if self.stop_when_stable and self.iterations < STABLE_AFTER:
+            raise ValueError(
+                f"stop_when_stable: it stops no earlier than {STABLE_AFTER} measured "
+                f"iterations, so iterations = {self.iterations} can never stop early: raise "
+                "iterations (the most it may run) or leave stop_when_stable out"
+            )
         if self.ab is not None and self.baseline:
             raise ValueError("ab: the base variant is the baseline; leave baseline empty")
         return self

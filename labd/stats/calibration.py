@@ -108,7 +108,8 @@ def calibrate(
             chosen = n
             break
     cov = float(a.std(ddof=1) / abs(a.mean())) if a.mean() else math.inf
-    low, high = size_range(chosen, a.size)
+    # A pilot with no noise allows no range: it says nothing of the noise.
+    low, high = size_range(chosen, a.size) if np.ptp(a) else (None, None)
     return Calibration(
         component,
         chosen,

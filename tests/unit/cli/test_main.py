@@ -263,3 +263,31 @@ def test_an_unknown_option_is_refused_with_its_commands_usage() -> None:
     assert refused.returncode == 2
     assert refused.stderr.startswith("usage: labd submit ")
     assert refused.stderr.endswith("labd submit: error: unrecognized arguments: --bogus\n")
+
+
+def test_an_api_url_with_a_path_is_refused_not_dropped(tmp_path: Path) -> None:
+    """`--api-url http://host:port/x` sent every request to the root (a re-tester's find)."""
+    result = labd("--api-url", "http://127.0.0.1:9/labd", "jobs", "list")
+    assert result.returncode == 2
+    assert "labd's API is at the root of its port; a path, a query or a fragment" in result.stderr
+
+
+def test_status_names_another_program_on_the_port_without_a_traceback(tmp_path: Path) -> None:
+    """A program that is not labd answering on [http] port crashed `labd status` with a
+    JSONDecodeError (a re-tester's find)."""
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = tmp_path / "labd.toml"
+        config.write_text(
+            f'[daemon]\nstate_dir = "{tmp_path / "s"}"\n[http]\nport = {server.server_port}\n'
+        )
+        result = labd("--config", str(config), "status")
+    finally:
+        server.shutdown()
+    assert result.returncode == 3, result.stderr
+    assert "healthz: not labd: the program at http://127.0.0.1:" in result.stdout
+    assert "unexpected error" not in result.stderr

@@ -71,3 +71,16 @@ def test_integers_of_an_ab_spec_are_integers() -> None:
     ab = {"base": {}, "new": {}}
     for field in ("block", "seed"):
         assert refusal({**SPEC, "ab": {**ab, field: "2"}}).startswith(f"job.toml: ab.{field}: ")
+
+
+def test_stop_when_stable_with_fewer_iterations_than_it_needs_is_refused() -> None:
+    """`iterations = 8` with stop_when_stable was queued and could never stop early (a
+    re-tester's find): refused, naming the rule's minimum, the stopping rule's own."""
+    from labd.model.spec import STABLE_AFTER
+    from labd.stats.calibration import STABLE_AFTER as RULES
+
+    assert STABLE_AFTER == RULES
+    problem = refusal({**SPEC, "iterations": 8, "stop_when_stable": True})
+    assert "stop_when_stable: it stops no earlier than 15 measured iterations, so " in problem
+    assert "iterations = 8 can never stop early" in problem
+    parse_spec({**SPEC, "iterations": 15, "stop_when_stable": True}, "job.toml")

@@ -203,7 +203,8 @@ def test_calibrate_says_what_a_small_or_odd_pilot_allows(tmp_path: Path) -> None
     assert int(low) < needed  # 0.36 to 8.3 times: the chi-square interval of 4 df
     assert beyond or int(high) > 7 * needed
     constant = write(tmp_path / "constant.csv", "metric,value\n" + "b,100\n" * 20)
-    assert "(constant: the pilot shows no noise," in labd("calibrate", constant).stdout
+    said = labd("calibrate", constant).stdout
+    assert "(constant: the pilot shows no noise," in said and "roughly" not in said
     rng = np.random.default_rng(4)
     warm = 100 + rng.normal(0, 0.5, 40)
     warm[:4] += [8, 6, 4, 2]  # the warm-up left in
@@ -214,8 +215,10 @@ def test_calibrate_says_what_a_small_or_odd_pilot_allows(tmp_path: Path) -> None
     )
     refused = labd("calibrate", five, "--detection", "0.999")
     assert refused.returncode == 2
-    assert "--detection 0.999: 200 draws cannot tell a rate above 97.50% from 100%" in (
-        refused.stderr
+    assert "--detection 0.999 needs --draws of at least 5,000, not 200" in refused.stderr
+    few = labd("calibrate", five, "--draws", "1", "--detection", "0.5")  # said -400.00%
+    assert few.returncode == 2 and "--detection 0.5 needs --draws of at least 10, not 1" in (
+        few.stderr
     )
 
 
