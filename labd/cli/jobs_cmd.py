@@ -152,9 +152,16 @@ def _submit_over_mqtt(
             "device_id": leased[-1]["data"]["device_id"] if leased else "",
         }
         result = result or {}
-        _print_results(
-            {"job": job, "summary": result.get("summary", {}), "set_aside": result.get("set_aside")}
-        )
+        table = {
+            "job": job,
+            "summary": result.get("summary", {}),
+            "set_aside": result.get("set_aside"),
+        }
+        try:  # its raw values too: what the notes under the table read (diagnostics, stopping)
+            table["iterations"] = _results_over_mqtt(args, outcome["job_id"])["iterations"]
+        except LabdError as e:  # the table still stands without them
+            print(f"labd: the notes under the table need the job's values: {e}", file=sys.stderr)
+        _print_results(table)
     if not args.wait:
         return 0
     return waited_status(events[-1]["state"], (result or {}).get("summary") or {})
@@ -217,6 +224,17 @@ def _print(args: argparse.Namespace, data: Any, human: Any) -> None:
         print(json_text(data, indent=2))  # an older daemon's NaN as null: strict JSON
     else:
         human()
+
+
+def _results_over_mqtt(args: argparse.Namespace, job_id: str) -> dict[str, Any]:
+    """A job's whole results, asked of labd over MQTT page by page, as the API pages them."""
+    request = {"query": "results", "job_id": job_id, "limit": 1000}
+    data = _over_mqtt(args, request)
+    while data.get("next") is not None:
+        more = _over_mqtt(args, {**request, "offset": data["next"]})
+        data["iterations"] += more["iterations"]
+        data["next"] = more["next"]
+    return data
 
 
 def _over_mqtt(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, Any]:
@@ -330,15 +348,8 @@ def results(args: argparse.Namespace) -> int:
             data = _client(args).call("GET", f"/jobs/{quote(args.id, safe='')}/perfherder")
         print(perfherder_line(data["perfherder"]))
         return 0
-    if _via_mqtt(args):
-        request = {"query": "results", "job_id": args.id, "limit": 1000}
-        data = _over_mqtt(args, request)
-        while data.get("next") is not None:  # page by page, as the API does
-            more = _over_mqtt(args, {**request, "offset": data["next"]})
-            data["iterations"] += more["iterations"]
-            data["next"] = more["next"]
-    else:
-        data = _client(args).results(args.id)
+    mqtt = _via_mqtt(args)
+    data = _results_over_mqtt(args, args.id) if mqtt else _client(args).results(args.id)
     fmt = "json" if args.json else args.format
     if fmt == "json":
         print(json_text(data, indent=2))

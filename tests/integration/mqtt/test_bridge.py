@@ -231,6 +231,26 @@ async def test_the_ci_client_example_follows_a_job_to_its_verdict(
     assert daemon.stop() == 0
 
 
+async def test_submit_wait_over_mqtt_prints_the_notes_the_values_give(
+    mosquitto_factory: Any, start_labd: Any, tmp_path: Path
+) -> None:
+    """Over MQTT `submit --wait` had the summary alone: no stopping note, no diagnostics,
+    where `jobs results` has them (a re-tester's find)."""
+    broker = mosquitto_factory()
+    config = daemon_config(tmp_path, f'url = "mqtt://127.0.0.1:{broker.port}"')
+    daemon: LabdProcess = start_labd(config)
+    daemon.wait_for_log("mqtt connected")
+    manifest = tmp_path / "stable.toml"
+    manifest.write_text(
+        'suite = "cli"\ntest = "stable"\nscenario = "command"\niterations = 15\nwarmup = 0\n'
+        'stop_when_stable = true\nstable_effect = 0.5\n[params]\ncommand = ["true"]\n'
+    )
+    code, out, err = await run_labd(config, "submit", str(manifest), "--wait")
+    assert code == 0, err
+    assert "stop_when_stable: " in out and "measured iterations (at most 15)" in out, out
+    assert daemon.stop() == 0
+
+
 async def test_the_cli_checks_a_request_against_the_labs_own_payload_limit(
     mosquitto_factory: Any, start_labd: Any, tmp_path: Path
 ) -> None:
