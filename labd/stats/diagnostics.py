@@ -165,8 +165,9 @@ def diagnose(values: ArrayLike, cov_limit: float = COV_LIMIT) -> list[Finding]:
                     indices=[at],
                 )
             )
+    warm = warmup_length(a)
     rest = a[1:]
-    if n >= 6:
+    if n >= 6 and warm < 2:  # a longer warm-up says it (the first run in it)
         q1, q3 = np.percentile(rest, [25, 75])
         iqr = q3 - q1
         if iqr > 0 and not q1 - 3 * iqr <= a[0] <= q3 + 3 * iqr:
@@ -183,7 +184,6 @@ def diagnose(values: ArrayLike, cov_limit: float = COV_LIMIT) -> list[Finding]:
                     indices=[0],
                 )
             )
-    warm = warmup_length(a)
     if warm >= 2:
         found.append(
             Finding(
