@@ -59,7 +59,7 @@ def status(args: argparse.Namespace) -> int:
     """Ask the local daemon's side port for /healthz and /readyz; and say when no labd runs
     on this configuration's state directory: the answer is then another daemon's (another
     account's, on the same port)."""
-    from labd.daemon import daemon_on
+    from labd.daemon import daemon_on, state_dir_id
 
     settings = load_config(args.config).settings
     http = settings.http
@@ -85,7 +85,10 @@ def status(args: argparse.Namespace) -> int:
                 "status (another program on [http] port?)"
             }
             code = EXIT_RUNTIME
-    ours = daemon_on(state_dir)
+    said = result["healthz"].get("state_dir_id") if isinstance(result["healthz"], dict) else None
+    # The daemon answering says which state directory it runs on; an older one does not, and
+    # then whether any labd runs on this one is what can be told.
+    ours = said == state_dir_id(state_dir) if said else daemon_on(state_dir)
     result["daemon_on_state_dir"] = ours
     if args.json:
         print(json.dumps(result, indent=2))
@@ -98,8 +101,8 @@ def status(args: argparse.Namespace) -> int:
                 print(f"  {check}: {state}")
         if answered and ours is False:
             print(
-                f"note: no labd runs on this configuration's state directory ({state_dir}): "
-                f"the daemon answering at {base} is another one (another account's or "
+                f"note: the daemon answering at {base} does not run on this configuration's "
+                f"state directory ({state_dir}): it is another one (another account's or "
                 "configuration's)"
             )
     return code

@@ -3,12 +3,12 @@
 from typing import TYPE_CHECKING, Any
 
 from labd.daemon.listeners import api_socket_path, reachable
-from labd.daemon.statedir import daemon_on
+from labd.daemon.statedir import daemon_on, state_dir_id
 
 if TYPE_CHECKING:
     from labd.daemon.app import Daemon
 
-__all__ = ["Daemon", "api_socket_path", "daemon_on", "reachable"]
+__all__ = ["Daemon", "api_socket_path", "daemon_on", "reachable", "state_dir_id"]
 
 
 def __getattr__(name: str) -> Any:

@@ -25,7 +25,7 @@ from labd.config import LoadedConfig, Settings, StoreSettings, load_config
 from labd.daemon.health import ComponentHealth
 from labd.daemon.http import SidePort
 from labd.daemon.looplag import monitor_loop_lag
-from labd.daemon.statedir import lock_state_dir, prepare_state_dir
+from labd.daemon.statedir import lock_state_dir, prepare_state_dir, state_dir_id
 from labd.daemon.systemd import SystemdNotifier
 from labd.errors import EXIT_OK, EXIT_RUNTIME, ConfigError, LabdError
 from labd.events import ConfigRejected, ConfigReloaded, DaemonStarted, DaemonStopping, EventBus
@@ -147,7 +147,9 @@ class Daemon:
         settings = loaded.settings
         self.bus = EventBus(settings.events.queue_size)
         self.metrics = DaemonMetrics(self.bus, settings.daemon.lab, settings.daemon.host_name)
-        self.side_port = SidePort(settings.http, self.metrics.render)
+        self.side_port = SidePort(
+            settings.http, self.metrics.render, state_dir_id(settings.daemon.state_path)
+        )
         self.notifier = SystemdNotifier()
         self.tasks = TaskSet("daemon")
         self._stop_reason: asyncio.Future[str] | None = None

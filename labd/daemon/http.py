@@ -105,8 +105,12 @@ class SidePort:
 
     name = "http"
 
-    def __init__(self, settings: HttpSettings, render_metrics: Callable[[], bytes]) -> None:
+    def __init__(
+        self, settings: HttpSettings, render_metrics: Callable[[], bytes], instance: str = ""
+    ) -> None:
+        """`instance`: the state directory's id (labd.daemon.statedir), said by /healthz."""
         self.settings = settings
+        self.instance = instance
         self.probes: dict[str, Probe] = {}
         self.app = web.Application()
         self.app.on_response_prepare.append(plain_headers)
@@ -238,7 +242,7 @@ class SidePort:
             await asyncio.to_thread(remove_socket, self.api_socket)
 
     async def _healthz(self, _: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
+        return web.json_response({"status": "ok", "state_dir_id": self.instance})
 
     async def _readyz(self, _: web.Request) -> web.Response:
         names = list(self.probes)

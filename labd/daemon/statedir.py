@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -76,6 +77,13 @@ def lock_state_dir(path: Path) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def state_dir_id(path: Path) -> str:
+    """A short name of the state directory `path` (its resolved path hashed): /healthz says
+    it, so `labd status` can tell its own daemon from another one on the same port without
+    the side port telling anyone where labd keeps its files."""
+    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
 
 
 def daemon_on(path: Path) -> bool | None:

@@ -16,7 +16,8 @@ from tests.conftest import LabdProcess, _in_thread, _pg_admin
 
 def test_answers_health_readiness_and_metrics(start_labd: Any) -> None:
     daemon: LabdProcess = start_labd()
-    assert daemon.get("/healthz") == (200, {"status": "ok"})
+    code, health = daemon.get("/healthz")
+    assert (code, health["status"]) == (200, "ok") and len(health["state_dir_id"]) == 16
     # Ready once its broker link is checked (labd's own status back from the broker), which
     # may come after its ports listen: under CI's load it was not there at the first ask.
     deadline = time.monotonic() + 30
@@ -40,22 +41,32 @@ def test_status_says_when_the_daemon_answering_is_not_this_configurations(
     start_labd: Any, labd_config: Path, tmp_path: Path
 ) -> None:
     """A second account's `labd status` said `healthz: ok` from the first account's daemon
-    on the same port, and nothing of it (a tester's find)."""
-    daemon: LabdProcess = start_labd()
+    on the same port, and nothing of it (a tester's find); so did a configuration whose own
+    daemon runs, asking another's port (a re-tester's)."""
+    first: LabdProcess = start_labd()
+    second_config = tmp_path / "second.toml"
+    second_config.write_text(
+        labd_config.read_text().replace(str(tmp_path / "state"), str(tmp_path / "second"))
+    )
+    second: LabdProcess = start_labd(second_config)
 
-    def status(config: Path) -> str:
-        fixed = config.read_text().replace("port = 0\napi_port", f"port = {daemon.port}\napi_port")
-        config.write_text(fixed)
-        command = [sys.executable, "-m", "labd", "--config", str(config), "status"]
+    def status(config: Path, port: int) -> str:
+        asked = tmp_path / "asked.toml"
+        asked.write_text(
+            config.read_text().replace("port = 0\napi_port", f"port = {port}\napi_port")
+        )
+        command = [sys.executable, "-m", "labd", "--config", str(asked), "status"]
         return subprocess.run(command, capture_output=True, text=True, timeout=60).stdout
 
-    assert "note:" not in status(labd_config)
-    other = tmp_path / "other.toml"
-    other.write_text(labd_config.read_text().replace(str(tmp_path / "state"), str(tmp_path / "b")))
-    said = status(other)
+    assert "note:" not in status(labd_config, first.port)
+    said = status(second_config, first.port)  # its own daemon runs, on another port
     assert said.startswith("healthz: ok")
-    assert f"note: no labd runs on this configuration's state directory ({tmp_path / 'b'})" in said
-    assert daemon.stop() == 0
+    note = "note: the daemon answering at http://127.0.0.1:{} does not run on this configuration's"
+    assert note.format(first.port) in said and f"({tmp_path / 'second'})" in said
+    nobody = labd_config.read_text().replace(str(tmp_path / "state"), str(tmp_path / "none"))
+    (tmp_path / "nobody.toml").write_text(nobody)
+    assert note.format(second.port) in status(tmp_path / "nobody.toml", second.port)
+    assert first.stop() == 0 and second.stop() == 0
 
 
 def test_piped_stderr_gets_json_lines(start_labd: Any, labd_config: Path) -> None:
