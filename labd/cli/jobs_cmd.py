@@ -73,6 +73,21 @@ def submit(args: argparse.Namespace) -> int:
     return waited_status(job["state"], results.get("summary") or {})
 
 
+def _table_from_events(
+    spec: TestSpec, events: list[dict[str, Any]], result: dict[str, Any]
+) -> dict[str, Any]:
+    """A result table's data from what `submit --wait` followed over MQTT: the job's events
+    and the result message (the summary, what was set aside), without the raw values."""
+    leased = [e for e in events if e["kind"] == "leased"]
+    job = {
+        "spec": spec.model_dump(mode="json"),
+        "state": events[-1]["state"],
+        "error": events[-1]["data"].get("error", ""),
+        "device_id": leased[-1]["data"]["device_id"] if leased else "",
+    }
+    return {"job": job, "summary": result.get("summary", {}), "set_aside": result.get("set_aside")}
+
+
 def _exists(job_id: str, state: str) -> str:
     return f"job {shown(job_id)} exists ({state}): submitted before with this spec"
 
@@ -143,24 +158,11 @@ def _submit_over_mqtt(
     elif not args.wait:
         print(f"queued {shown(outcome['job_id'])}")
     else:
-        leased = [e for e in events if e["kind"] == "leased"]
-        finished = events[-1]
-        job = {
-            "spec": spec.model_dump(mode="json"),
-            "state": finished["state"],
-            "error": finished["data"].get("error", ""),
-            "device_id": leased[-1]["data"]["device_id"] if leased else "",
-        }
-        result = result or {}
-        table = {
-            "job": job,
-            "summary": result.get("summary", {}),
-            "set_aside": result.get("set_aside"),
-        }
-        try:  # its raw values too: what the notes under the table read (diagnostics, stopping)
-            table["iterations"] = _results_over_mqtt(args, outcome["job_id"])["iterations"]
-        except LabdError as e:  # the table still stands without them
+        try:  # labd's whole results, as `jobs results` prints them: its notes read the values
+            table = _results_over_mqtt(args, outcome["job_id"])
+        except LabdError as e:  # the summary the events brought still makes the table
             print(f"labd: the notes under the table need the job's values: {e}", file=sys.stderr)
+            table = _table_from_events(spec, events, result or {})
         _print_results(table)
     if not args.wait:
         return 0

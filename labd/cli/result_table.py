@@ -178,31 +178,37 @@ _TOLD = ("warmup", "first_run", "trend", "step", "multimodal", "outliers")
 _DIAGNOSED_AT_MOST = 50  # metrics (each costs about 12 ms); `labd report` has every one
 
 
-def _measured(iterations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last attempt's measured iterations the summary counts, in order."""
-    if not iterations:
-        return []
-    last = max(it["attempt"] for it in iterations)
-    return [
-        it
-        for it in iterations
-        if it["attempt"] == last and not it["warmup"] and not it["error"] and not it["set_aside"]
-    ]
+def _measured_values(results: dict[str, Any]) -> dict[str, list[float]]:
+    """Each metric's measured values of the last attempt, in iteration order, as `labd
+    compare` reads a result (labd.stats' samples_from_results); an A/B job's per variant, as
+    "metric (base)" and "metric (new)". Empty when there are none."""
+    if not results.get("iterations"):
+        return {}
+    from labd.stats import DataError, samples_from_results
+
+    parts = {"": results}
+    if _is_ab(results):
+        from labd.report import one_variant  # the store's modules: only for an A/B job
+
+        parts = {side: one_variant(results, side, "") for side in ("base", "new")}
+    values: dict[str, list[float]] = {}
+    for side, part in parts.items():
+        try:
+            found = samples_from_results(part, "results").values
+        except DataError:  # no measured value (every iteration failed or set aside)
+            continue
+        values |= {f"{name} ({side})" if side else name: v for name, v in found.items()}
+    return values
 
 
 def diagnostic_notes(results: dict[str, Any]) -> list[str]:
     """One line per finding on each metric's measured values of the last attempt (each
     variant's for an A/B job), in iteration order."""
-    measured = _measured(results.get("iterations") or [])
-    if not measured:
+    series = _measured_values(results)
+    if not series:
         return []
     from labd.stats import diagnose
 
-    series: dict[str, list[float]] = {}
-    for it in measured:
-        for name, value in it["values"].items():
-            side = f"{name} ({it['variant']})" if it.get("variant") else name
-            series.setdefault(side, []).append(value)
     lines = []
     for name in sorted(series)[:_DIAGNOSED_AT_MOST]:
         lines += [
@@ -221,22 +227,23 @@ def stopping_note(results: dict[str, Any]) -> str:
     spec = job["spec"]
     if not spec.get("stop_when_stable") or job["state"] != "succeeded" or not iterations:
         return ""
-    from labd.stats import stability_of, stable_half_width
+    from labd.stats import stability, stable_half_width
 
-    measured = [it["values"] for it in _measured(iterations)]
-    found = stability_of(measured, spec["stable_effect"])
+    series = _measured_values(results)
+    found = {name: stability(v, spec["stable_effect"]) for name, v in series.items()}
+    measured = max((len(v) for v in series.values()), default=0)
     bar = f"+-{100 * stable_half_width(spec['stable_effect']):.2f}%"
     unstable = [f"{name}: {why}" for name, (ok, why) in found.items() if ok is False]
     unjudged = [name for name, (ok, _) in found.items() if ok is None]
     if unstable:
         said = (
-            f"stop_when_stable: not stable after {len(measured)} measured iterations (at most "
+            f"stop_when_stable: not stable after {measured} measured iterations (at most "
             f"{spec['iterations']}), each metric's interval asked within {bar}: "
             + "; ".join(unstable)
         )
     else:
         said = (
-            f"stop_when_stable: stopped after {len(measured)} measured iterations (at most "
+            f"stop_when_stable: stopped after {measured} measured iterations (at most "
             f"{spec['iterations']}): every metric's interval within {bar}"
         )
     if unjudged:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         Calibration,
         calibrate,
         enough_iterations,
+        stability,
         stability_of,
         stable_half_width,
     )
@@ -43,6 +44,7 @@ _HOMES = {
     "Calibration": "calibration",
     "calibrate": "calibration",
     "enough_iterations": "calibration",
+    "stability": "calibration",
     "stability_of": "calibration",
     "stable_half_width": "calibration",
     "Comparison": "comparison",
@@ -98,6 +100,7 @@ __all__ = [
     "read_samples",
     "refusal",
     "samples_from_results",
+    "stability",
     "stability_of",
     "stable_half_width",
     "summarize",
