@@ -100,8 +100,10 @@ def test_labd_warns_when_a_labs_jobs_would_run_as_its_own_account(
 HOLDER = """
 import os, sys, time
 where = sys.argv[1]
-with open(f"{where}/holder.pid", "w") as out:
+with open(f"{where}/holder.pid.part", "w") as out:
     out.write(str(os.getpid()))
+# Whole or not at all: the peeker read an empty file once, and /proc//environ is no file.
+os.rename(f"{where}/holder.pid.part", f"{where}/holder.pid")
 deadline = time.monotonic() + 300  # a loaded machine may start the peeker late
 while not os.path.exists(f"{where}/done") and time.monotonic() < deadline:
     time.sleep(0.05)

@@ -41,7 +41,9 @@ PAGES = {
     # Text at once, a large image LATE_S later: still between the two for longer than quiet_ms.
     "/late-image": "<h1>text first</h1><img src='/late.png' width=300 height=200>",
     "/all-green": "<style>body { background: #00ff00 }</style>",  # labd's start colour
-    "/blank": "<title>nothing drawn</title>",
+    # White text on white: a contentful paint (Chromium then lets go of the green screen it
+    # holds until one, which an empty page never gives) that draws nothing visible.
+    "/blank": "<title>nothing drawn</title><p style='color:#fff'>invisible</p>",
     "/p%C3%A4th/%E6%97%A5%E6%9C%AC?q=%C3%A9": "<h1>päth 日本</h1>",  # /päth/日本?q=é
     # Loads at once, then repaints for ever.
     "/restless": "<h1 id=n style='font-size:80px'>0</h1><script>let i = 0; "
