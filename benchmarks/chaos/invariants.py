@@ -73,9 +73,11 @@ def check(
             if set(have) != want or any(i.values.get("index") != i.index for i in last):
                 lost.violate(f"{job.id}: attempt {job.attempts} holds {sorted(have)}")
 
+        # In sequence order, not as heard: a lease given back uncounted (its host restarted
+        # before the run) may reach the broker after the next lease of the same attempt.
         leased_on = {
             int(e["data"].get("attempt", 0)): e["data"].get("device_id", "")
-            for e in seen.values()
+            for e in (seen[s] for s in sorted(seen))
             if e["kind"] == "leased"
         }
         for i in its:

@@ -94,3 +94,18 @@ def test_a_job_that_never_ended_is_counted() -> None:
     assert run([job("j", JobState.RUNNING)], [], {"j": 3}, clean_history()[:3]) == {
         "every job ends exactly once": 1
     }
+
+
+def test_a_refunded_lease_heard_late_does_not_count_against_the_host_that_ran_the_attempt() -> None:
+    # d1's host was killed between its claim and the run: restarted, it gave the attempt back
+    # uncounted, d2 ran attempt 1, and d1's old "leased" event reached the broker last.
+    history = [
+        ev("j", 1, "queued", 100),
+        ev("j", 4, "leased", 110, device_id="d2", attempt=1),
+        ev("j", 5, "running", 110),
+        ev("j", 6, "finished", 114),
+        ev("j", 2, "leased", 101, device_id="d1", attempt=1),
+        ev("j", 3, "requeued", 109, attempt=1),
+    ]
+    its = [it("j", 1, 0, 111, device="d2"), it("j", 1, 1, 112, device="d2")]
+    assert run([job("j")], its, {"j": 6}, history) == {}
