@@ -71,6 +71,9 @@ ECHO_WITHIN_S = 10.0
 # Delivered rows a full disk would not let us delete are tried again this much later.
 FORGET_RETRY_S = 30.0
 FORGET_AFTER_S = 0.5  # quiet time before delivered outbox rows are deleted
+# Answers waiting for the broker: past this, reading waits (and the bounded inbox takes the
+# flood); unbounded, a signed flood whose answers the broker acknowledged slowly grew without end.
+ANSWERS_WAITING = 1_000
 # The artefact fields of a job's result message (artefacts, artefacts_left_out, ...).
 ArtefactLinks = Callable[[Job], Awaitable[dict[str, Any]]]
 
@@ -267,7 +270,7 @@ class MqttBridge:
         for device in list(self.pool.devices.values()):
             await self._publish(client, device_changed(device), device.id)
         self.bus.publish(ComponentUp(component=COMPONENT))
-        answers: asyncio.Queue[Reply] = asyncio.Queue()
+        answers: asyncio.Queue[Reply] = asyncio.Queue(ANSWERS_WAITING)
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._read(client, answers), name="mqtt:read")
@@ -312,7 +315,7 @@ class MqttBridge:
                 log.exception("handling an mqtt message failed", topic=message.topic.value)
                 continue
             for reply in replies:
-                answers.put_nowait(reply)
+                await answers.put(reply)
             log.debug(
                 "mqtt message handled",
                 topic=message.topic.value,
