@@ -118,6 +118,9 @@ class AndroidDriver(Driver[AndroidOptions]):
         except ADB_ERRORS as e:
             raise failure(self.server, e) from e
         serials = self._ready(listed)
+        # A phone that left the list is read afresh when it comes back: rebooted into an
+        # update, it has a new Android version (every result's fingerprint names it).
+        self.known = {serial: d for serial, d in self.known.items() if serial in serials}
         devices = []
         for serial in self._usable(serials):
             if serial not in self.known:

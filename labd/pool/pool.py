@@ -28,6 +28,9 @@ UNSEEN = (VANISHED, "not discovered yet")  # offline until its driver finds it
 # An idle device whose driver cannot list devices now (an adb server hung): offline, not
 # unhealthy. Its health checks would fail through the same fault, and blame each device.
 UNLISTED = "its driver's discovery fails: "
+# What a driver says a device is, taken afresh at every discovery: a phone updated to a new
+# Android kept its old os_version (and every result its old fingerprint) until it was removed.
+DESCRIBED = ("platform", "model", "os_version", "tags", "capabilities")
 
 
 class Pool:
@@ -220,7 +223,14 @@ class Pool:
             self.devices[found.id] = device.model_copy(update={"state": DeviceState.OFFLINE})
             log.info("device appeared", device=found.id, platform=found.platform)
             await self._update(found.id, **self._settled(device))
-        elif known.state is DeviceState.OFFLINE and _unseen(known.reason):
+            return
+        described = {key: getattr(found, key) for key in DESCRIBED}
+        if changed := {
+            k: [getattr(known, k), v] for k, v in described.items() if getattr(known, k) != v
+        }:
+            log.info("device description changed", device=found.id, changes=changed)
+            known = await self._update(found.id, **described)
+        if known.state is DeviceState.OFFLINE and _unseen(known.reason):
             await self._update(found.id, **self._settled(known))
 
     async def _offered_elsewhere(self, device_id: str) -> str:
@@ -463,7 +473,8 @@ class Pool:
         ):
             return device
         await self._save(device)
-        if device.state is not old.state or device.admin is not old.admin:
+        moved = device.state is not old.state or device.admin is not old.admin
+        if moved:
             # Busy with a job and free after it: the job's own lines say so (at info these
             # two were a quarter of the log's bytes, two lines a job).
             routine = {device.state, old.state} == {DeviceState.BUSY, DeviceState.AVAILABLE}
@@ -475,6 +486,7 @@ class Pool:
                 admin=device.admin.value,
                 reason=device.reason,
             )
+        if moved or (device.platform, device.model) != (old.platform, old.model):
             self.bus.publish(device_changed(device))
         return device
 

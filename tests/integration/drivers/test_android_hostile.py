@@ -213,3 +213,14 @@ async def test_a_phone_unplugged_mid_launch_tears_down_quietly(
     with pytest.raises(InfrastructureError, match="logcat of emulator-5554: ended"):
         await asyncio.wait_for(scenario.markers.next_line(), 5)
     await scenario.teardown()  # the log's stream ended and closed already: nothing to raise
+
+
+async def test_a_phone_back_from_an_update_is_described_afresh(adb: AdbStandIn) -> None:
+    updated = adb.add(phone())
+    driver = driver_for(adb)
+    assert [d.os_version for d in await driver.discover()] == ["14"]
+    updated.state = "offline"  # rebooting into Android 15
+    assert await driver.discover() == []
+    updated.props["ro.build.version.release"] = "15"
+    updated.state = "device"
+    assert [d.os_version for d in await driver.discover()] == ["15"]

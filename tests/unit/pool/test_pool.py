@@ -325,3 +325,45 @@ async def test_a_power_control_for_a_device_no_driver_found_is_said_once() -> No
         await pool.discover()
     said = [e for e in logs if e["event"] == "power control for a device no driver has found"]
     assert [e["device"] for e in said] == ["pixel7"]
+
+
+async def test_what_a_driver_says_of_a_known_device_is_taken_afresh() -> None:
+    """A phone updated to a new Android kept its old os_version, and every result measured on
+    it the old fingerprint, while and after it was rediscovered (restarts included)."""
+
+    class Updating(ScriptedDriver):
+        os_version, model = "13", "Pixel 6"
+
+        async def discover(self) -> list[Device]:
+            return [d.model_copy(update={"os_version": self.os_version, "model": self.model})
+                    for d in await super().discover()]  # fmt: skip
+
+    driver = Updating(["p1"])
+    store, bus = DeviceMemory(), EventBus()
+    pool = Pool({"scripted": driver}, {}, store, bus, PoolSettings(), "h")
+    await pool.discover()
+    heard = bus.subscribe("test", DeviceChanged)
+    driver.os_version = "14"
+    with structlog.testing.capture_logs() as logs:
+        await pool.discover()
+        await pool.discover()  # said and saved once
+    assert pool.devices["p1"].os_version == store.devices["p1"].os_version == "14"
+    (said,) = [e for e in logs if e["event"] == "device description changed"]
+    assert said["changes"] == {"os_version": ["13", "14"]}
+    assert drained(heard) == []  # nothing the MQTT device message carries changed
+    assert pool.devices["p1"].state is DeviceState.AVAILABLE
+
+    driver.model = "Pixel 6a"  # the retained device message carries the model: published
+    await pool.discover()
+    (changed,) = drained(heard)
+    assert changed.model == "Pixel 6a" and changed.state == "available"
+
+    # A restart: the stored description is the starting point, the driver's wins again.
+    driver.os_version = "15"
+    again = Pool({"scripted": driver}, {}, store, EventBus(), PoolSettings(), "h")
+    await again.start()
+    try:
+        assert again.devices["p1"].os_version == "15"
+        assert again.devices["p1"].state is DeviceState.AVAILABLE
+    finally:
+        await again.stop(1)
