@@ -143,10 +143,14 @@ class AndroidDriver(Driver[AndroidOptions]):
         return devices
 
     def why_absent(self, device_id: str) -> str | None:
-        for serial, state in self.not_ready:
-            if serial == device_id:
-                return f"adb state {state}: {NOT_READY_HINTS.get(state, 'see `adb devices`')}"
-        return self.absent_why or None
+        return self.waiting().get(device_id) or self.absent_why or None
+
+    def waiting(self) -> dict[str, str]:
+        return {
+            serial: f"adb state {state}: {NOT_READY_HINTS.get(state, 'see `adb devices`')}"
+            for serial, state in sorted(self.not_ready)
+            if serial_problem(serial) is None
+        }
 
     def _ready(self, listed: list[tuple[str, str]]) -> list[str]:
         """The serials adb can use now (state "device"); one in another state (a phone that

@@ -25,6 +25,7 @@ log = structlog.get_logger("labd.pool")
 MAX_SAID = 10_000  # invalid device records remembered as said
 VANISHED = "vanished"  # with what its driver knows of why, where it does
 UNSEEN = (VANISHED, "not discovered yet")  # offline until its driver finds it
+NOT_READY = "not ready: "  # seen by its driver, not offered yet: with what to do
 # An idle device whose driver cannot list devices now (an adb server hung): offline, not
 # unhealthy. Its health checks would fail through the same fault, and blame each device.
 UNLISTED = "its driver's discovery fails: "
@@ -149,12 +150,57 @@ class Pool:
             for device in found:
                 seen.add(device.id)
                 await self._discovered(device)
+            for device_id, why in self._waiting(driver, seen).items():
+                seen.add(device_id)
+                await self._not_ready(driver, device_id, why)
         for device_id, device in list(self.devices.items()):
-            if device_id not in seen and device.state is not DeviceState.OFFLINE:
+            if device_id in seen:
+                continue
+            if device.state is not DeviceState.OFFLINE or device.reason.startswith(NOT_READY):
                 known = self._why_absent(device)
                 reason = f"{VANISHED}: {known}" if known else VANISHED
                 await self._update(device_id, state=DeviceState.OFFLINE, reason=reason)
         self._say_unmatched_power()
+
+    def _waiting(self, driver: Driver, seen: set[str]) -> dict[str, str]:
+        """The devices `driver` sees and cannot offer yet (`Driver.waiting`), not offered by
+        another driver; a plugin's hook failing is no reason to stop discovery."""
+        try:
+            waiting = dict(driver.waiting())
+        except Exception as e:
+            log.debug("waiting() failed", driver=driver.name, error=repr(e))
+            return {}
+        return {
+            device_id: brief(why, 300)
+            for device_id, why in waiting.items()
+            if isinstance(device_id, str) and isinstance(why, str) and device_id not in seen
+        }
+
+    async def _not_ready(self, driver: Driver, device_id: str, why: str) -> None:
+        """A device its driver sees and cannot offer yet (a phone that has not accepted this
+        computer's key): listed offline with what to do, where it was missing without a word
+        until it was ready. Its driver describes it once it is."""
+        reason = NOT_READY + why
+        if (known := self.devices.get(device_id)) is not None:
+            if known.state is DeviceState.OFFLINE and _unseen(known.reason):
+                await self._update(device_id, reason=reason)
+            return
+        try:
+            placeholder = Device.checked(
+                {"id": device_id, "driver": driver.name, "platform": driver.platform,
+                 "host": self.host, "state": "offline", "reason": reason}
+            )  # fmt: skip
+            if await self._offered_elsewhere(device_id):
+                return  # another running host's device, whose state that host says
+            device = await self.store.upsert_device(placeholder)
+        except DeviceTaken:
+            return
+        except ValidationError as e:
+            self._left_out(driver.name, repr(device_id)[:140], _first_line(e))
+            return
+        self.devices[device_id] = device
+        log.info("device appeared, not ready", device=device_id, reason=reason)
+        self.bus.publish(device_changed(device))
 
     def _why_absent(self, device: Device) -> str | None:
         """What its driver knows of why `device` is gone: a plugin's hook failing or giving
@@ -532,4 +578,4 @@ def _first_line(e: Exception) -> str:
 
 def _unseen(reason: str) -> bool:
     """Whether a device offline for this reason waits for its driver to list it again."""
-    return reason in UNSEEN or reason.startswith((UNLISTED, f"{VANISHED}: "))
+    return reason in UNSEEN or reason.startswith((UNLISTED, f"{VANISHED}: ", NOT_READY))

@@ -63,6 +63,12 @@ class Driver(ABC, Generic[OptionsT]):
         phone that has not accepted this computer's key, its server down); None: vanished."""
         return None
 
+    def waiting(self) -> Mapping[str, str]:
+        """Devices the last discover() saw and could not offer yet, by id, with what to do (a
+        phone that has not accepted this computer's key): listed offline until it offers
+        them, so an administrator sees them."""
+        return {}
+
     def scenarios(self) -> Mapping[str, type[Scenario]]:
         """The scenarios this driver can run, by name (by default `scenario_types`)."""
         return {scenario.name: scenario for scenario in self.scenario_types}

@@ -136,6 +136,8 @@ async def test_a_phone_adb_lists_but_cannot_use_yet_is_said_once_with_what_to_do
             "debugging prompt)"
         )
         assert driver.why_absent("emulator-5554") is None
+        # What the pool lists it by before it was ever ready: offline, with what to do.
+        assert driver.waiting() == {"R58M123ABC": driver.why_absent("R58M123ABC")}
         waiting.state = "device"
         assert [d.id for d in await driver.discover()] == ["emulator-5554", "R58M123ABC"]
     (said,) = [e for e in logs if e["event"] == "device not ready"]

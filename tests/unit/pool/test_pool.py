@@ -367,3 +367,48 @@ async def test_what_a_driver_says_of_a_known_device_is_taken_afresh() -> None:
         assert again.devices["p1"].state is DeviceState.AVAILABLE
     finally:
         await again.stop(1)
+
+
+async def test_a_device_its_driver_sees_but_cannot_offer_yet_is_listed_with_what_to_do() -> None:
+    """A phone plugged in that had not accepted this computer's key was missing from `labd
+    devices list` without a word: it is listed offline, saying what to do, until it is ready."""
+
+    class Waiting(ScriptedDriver):
+        def __init__(self) -> None:
+            super().__init__(["p1"])
+            self.not_ready = {"p2": "adb state unauthorized: accept the key"}
+
+        def waiting(self) -> dict[str, str]:
+            return dict(self.not_ready)
+
+    driver = Waiting()
+    store, bus = DeviceMemory(), EventBus()
+    pool = Pool({"scripted": driver}, {}, store, bus, PoolSettings(), "h")
+    heard = bus.subscribe("test", DeviceChanged)
+    await pool.discover()
+    await pool.check_health()  # a device not offered yet is not checked into service
+    waiting = pool.devices["p2"]
+    assert (waiting.state, waiting.reason) == (
+        DeviceState.OFFLINE, "not ready: adb state unauthorized: accept the key"
+    )  # fmt: skip
+    assert store.devices["p2"].reason == waiting.reason
+    assert [d.id for d in pool.available()] == ["p1"]
+    assert sorted((e.device_id, e.state) for e in drained(heard)) == [
+        ("p1", "available"), ("p2", "offline")
+    ]  # fmt: skip
+
+    driver.not_ready = {}  # accepted: the driver offers it, and describes it
+    driver.ids.append("p2")
+    await pool.discover()
+    assert pool.devices["p2"].state is DeviceState.AVAILABLE
+    assert pool.devices["p2"].tags == ["fake"]
+
+    driver.ids.remove("p2")  # unplugged
+    driver.not_ready = {"p3": "adb state offline: replug it"}
+    await pool.discover()
+    assert pool.devices["p2"].reason == "vanished"
+    driver.not_ready = {}  # p3 unplugged before it was ever ready: no longer "not ready"
+    await pool.discover()
+    assert (pool.devices["p3"].state, pool.devices["p3"].reason) == (
+        DeviceState.OFFLINE, "vanished"
+    )  # fmt: skip
