@@ -11,9 +11,16 @@ import pytest
 ROOT = Path(__file__).parents[3]
 
 
-def labd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def labd(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "labd", *args], capture_output=True, text=True, cwd=cwd, timeout=60
+        [sys.executable, "-m", "labd", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -233,6 +240,13 @@ def test_a_daemon_named_elsewhere_gets_the_submission_not_the_local_broker(
     config = tmp_path / "labd.toml"
     config.write_text('[mqtt]\nurl = "mqtt://127.0.0.1:1"\n')  # would fail differently
     nowhere = "http://127.0.0.1:9"  # the discard port: nothing answers
+    # A principal's own credentials (without them the CLI stops sooner, saying so; the
+    # suite's earlier `labd submit` runs write the local ones into $HOME).
+    credentials = tmp_path / "ci.toml"
+    credentials.write_text(
+        'principal = "ci"\nkey_id = "k1"\nsecret_key = "x"\ntoken = "t"\n'
+        'broker_username = "ci"\nbroker_password = "x"\n'
+    )
     sent = labd(
         "--config",
         str(config),
@@ -242,6 +256,7 @@ def test_a_daemon_named_elsewhere_gets_the_submission_not_the_local_broker(
         str(manifest),
         "--connect-wait",
         "0",
+        env={"LABD_CREDENTIALS": str(credentials)},
     )
     assert sent.returncode != 0 and f"cannot reach the daemon at {nowhere}" in sent.stderr
     both = labd(
