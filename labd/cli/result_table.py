@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from labd.cli.text import markup
 from labd.errors import UsageError
+from labd.metric_specs import metric_specs
 
 
 def print_results(results: dict[str, Any]) -> None:
@@ -126,6 +127,13 @@ def _result_table(results: dict[str, Any], left_out: list[str]) -> Any:
     table = Table(title=markup(title))
     kept = [i for i, name in enumerate(_SUMMARY_COLUMNS) if name not in left_out]
     table.add_column("metric", no_wrap=True)
+    # Each figure's unit, where the scenario or the manifest declares one: 1037 what?
+    units = {name: spec["unit"] for name, spec in _specs(results).items()}
+    unit_cells = [markup(units.get(metric, "")) for metric in results["summary"]]
+    if any(unit_cells):
+        table.add_column("unit", no_wrap=True)
+    else:
+        unit_cells = []
     if ab:
         table.add_column("variant", no_wrap=True)
     for i in kept:
@@ -138,13 +146,21 @@ def _result_table(results: dict[str, Any], left_out: list[str]) -> Any:
     if ab:
         table.add_column("change [95% CI]", justify="right", no_wrap=True)
         table.add_column("verdict", no_wrap=True)
-        for metric, s in results["summary"].items():
-            table.add_row(markup(metric), "base", *cells(s.get("base")), "", "")
-            table.add_row("", "new", *cells(s.get("new")), *_comparison_cells(s))
+        for n, (metric, s) in enumerate(results["summary"].items()):
+            unit = unit_cells[n : n + 1]
+            table.add_row(markup(metric), *unit, "base", *cells(s.get("base")), "", "")
+            blank = [""] * len(unit)
+            table.add_row("", *blank, "new", *cells(s.get("new")), *_comparison_cells(s))
     else:
-        for metric, s in results["summary"].items():
-            table.add_row(markup(metric), *cells(s))
+        for n, (metric, s) in enumerate(results["summary"].items()):
+            table.add_row(markup(metric), *unit_cells[n : n + 1], *cells(s))
     return table
+
+
+def _specs(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each metric's unit and direction, as `labd compare` and the report read them."""
+    fingerprints = (it.get("fingerprint") or {} for it in results.get("iterations") or [])
+    return metric_specs(results["job"]["spec"].get("metrics") or [], fingerprints)
 
 
 def _width_of(table: Any) -> int:

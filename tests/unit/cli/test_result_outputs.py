@@ -151,9 +151,10 @@ def test_a_table_written_to_a_file_has_every_figure_and_header_whole(
     assert "…" not in out
     header = next(line for line in out.splitlines() if line.startswith("┃"))
     assert [c.strip() for c in header.split("┃")[1:-1]] == [
-        "metric", "n", "mean", "median", "stddev", "CoV", "min", "max", "p95"]  # fmt: skip
-    assert cells_of(out)[0] == ["coldlaunch.fully_drawn_ms", "6", "103773", "103773", "18.71",
-                                "0.0%", "103748", "103798", "103796"]  # fmt: skip
+        "metric", "unit", "n", "mean", "median", "stddev", "CoV", "min", "max", "p95"]  # fmt: skip
+    # The unit the scenario declares (103773 what?)
+    assert cells_of(out)[0] == ["coldlaunch.fully_drawn_ms", "ms", "6", "103773", "103773",
+                                "18.71", "0.0%", "103748", "103798", "103796"]  # fmt: skip
 
 
 def on_a_terminal(monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
@@ -174,8 +175,8 @@ def test_a_narrow_terminal_leaves_statistics_out_and_says_so_never_cutting_a_fig
     out = uncoloured(capsys.readouterr().out)
     assert "…" not in out
     assert max(len(line) for line in out.splitlines()) <= 60
-    assert cells_of(out)[0] == ["coldlaunch.fully_drawn_ms", "6", "103773", "0.0%", "103798"]
-    assert "\nleft out to fit: mean, p95, stddev, min (all in --json)\n" in out
+    assert cells_of(out)[0] == ["coldlaunch.fully_drawn_ms", "ms", "6", "103773", "0.0%"]
+    assert "\nleft out to fit: mean, p95, stddev, min, max (all in --json)\n" in out
 
 
 def test_a_table_too_wide_even_without_the_optional_statistics_is_printed_whole(
