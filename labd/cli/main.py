@@ -209,6 +209,18 @@ def _each_knows_itself(parser: argparse.ArgumentParser) -> None:
                 _each_knows_itself(sub)
 
 
+def _given_to(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str], unknown: list[str]
+) -> argparse.ArgumentParser:
+    """The parser `unknown` was given to: labd's own when it came before the command
+    (`labd --bogus status` is no fault of status's)."""
+    command = getattr(args, "command", None)
+    if command in argv and unknown[0] in argv and argv.index(unknown[0]) < argv.index(command):
+        return parser
+    parsed: argparse.ArgumentParser = args.parser_
+    return parsed
+
+
 def _version(args: argparse.Namespace) -> int:
     if args.json:
         import json
@@ -225,7 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _each_knows_itself(parser)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said with the usage of the command it was given to, not labd's whole one
-        args.parser_.error(f"unrecognized arguments: {' '.join(unknown)}")
+        owner = _given_to(parser, args, sys.argv[1:] if argv is None else list(argv), unknown)
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     from labd.errors import LabdError  # small module, but keep --help free of imports
 
     if args.command != "version":  # kept free of imports, as --help

@@ -278,6 +278,10 @@ def test_an_unknown_option_is_refused_with_its_commands_usage() -> None:
     assert refused.returncode == 2
     assert refused.stderr.startswith("usage: labd submit ")
     assert refused.stderr.endswith("labd submit: error: unrecognized arguments: --bogus\n")
+    # Given before the command, it is labd's own option that is unknown.
+    before = labd("--bogus", "status")
+    assert before.returncode == 2
+    assert before.stderr.endswith("labd: error: unrecognized arguments: --bogus\n")
 
 
 def test_an_api_url_with_a_path_is_refused_not_dropped(tmp_path: Path) -> None:
