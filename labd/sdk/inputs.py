@@ -13,6 +13,7 @@ import unicodedata
 from typing import Protocol, runtime_checkable
 
 from labd.errors import UsageError
+from labd.visible import quoted
 
 
 @runtime_checkable
@@ -95,7 +96,7 @@ def parse_key(combo: str) -> tuple[tuple[str, ...], str]:
     ("Control_L"), the key as a name of `KEY_NAMES`' values or one character; a UsageError
     naming the combination and the part that is wrong otherwise."""
     if not isinstance(combo, str) or not combo:
-        raise UsageError(f"key {combo!r}: expected a key name like 'Return' or 'ctrl+l'")
+        raise UsageError(f"key {quoted(combo)}: expected a key name like 'Return' or 'ctrl+l'")
     # "ctrl + l" and "ctrl + +" as "ctrl+l" and "ctrl++"; "ctrl+ " is ctrl and the space key
     keys = re.sub(r"\s+(?=\+)|(?<=\+)\s+(?=\S)", "", combo)
     if keys.endswith("++") or keys == "+":  # the "+" key itself
@@ -109,25 +110,30 @@ def parse_key(combo: str) -> tuple[tuple[str, ...], str]:
     for mod in mods:
         if mod.lower() not in MODIFIERS:
             raise UsageError(
-                f"key {combo!r}: unknown modifier {mod!r} (expected {', '.join(MODIFIERS)})"
+                f"key {quoted(combo)}: unknown modifier {quoted(mod)} "
+                f"(expected {', '.join(MODIFIERS)})"
             )
+        if MODIFIERS[mod.lower()] in held:  # "shift+shift+x": a typo, said as one
+            raise UsageError(f"key {quoted(combo)}: modifier {quoted(mod)} given twice")
         held.append(MODIFIERS[mod.lower()])
     if not last:
-        raise UsageError(f"key {combo!r}: no key after the modifiers")
+        raise UsageError(f"key {quoted(combo)}: no key after the modifiers")
     if len(last) == 1:
         if last in CONTROL_CHARS:
             return tuple(held), CONTROL_CHARS[last]
         if last == " ":
             return tuple(held), "space"
         if not _typeable(last):
-            raise UsageError(f"key {combo!r}: {last!r} is not a key")
+            raise UsageError(f"key {quoted(combo)}: {quoted(last)} is not a key")
         return tuple(held), last
     name = KEY_NAMES.get(last.lower().replace("_", "").replace("-", "").replace(" ", ""))
     if name is None:
         raise UsageError(
-            f"key {combo!r}: no key named {last!r} (one character, or a name like Return, "
-            "Tab, Escape, Page_Up, Home, Left, F5)"
+            f"key {quoted(combo)}: no key named {quoted(last)} (one character, or a name like "
+            "Return, Tab, Escape, Page_Up, Home, Left, F5)"
         )
+    if name in held:  # "ctrl+ctrl": the key is a modifier already held
+        raise UsageError(f"key {quoted(combo)}: {quoted(last)} is held already as a modifier")
     return tuple(held), name
 
 

@@ -43,6 +43,10 @@ def test_every_key_name_is_a_key_on_both_desktops() -> None:
         ("hyper+x", "unknown modifier 'hyper'"),
         ("NoSuchKey", "no key named 'NoSuchKey'"),
         ("ctrl+\ud800", "is not a key"),
+        ("shift+shift+x", "modifier 'shift' given twice"),
+        ("ctrl+ctrl", "'ctrl' is held already as a modifier"),
+        # A name of 5,000 characters is quoted cut, not whole twice (a tester's find).
+        ("x" * 5000, r"^key 'x{40}'\.\.\. \(5,000 characters\): no key named 'x{40}'\.\.\. "),
     ],
 )
 def test_bad_keys_are_usage_errors_naming_the_key(
