@@ -342,15 +342,23 @@ class Pool:
         after = self.settings.power_cycle_after
         control = self.power.get(device.id)
         if failures == after and control is not None:
+            # Bounded: a relay that stopped answering held the health pass of every device
+            # of the host (a serial board waits out each missing echo, ten time-outs).
+            limit = self.settings.power_off_s + 2 * self.settings.health_timeout_s
             try:
-                await self.power_cycle(device.id, reason)
+                async with asyncio.timeout(limit):
+                    await self.power_cycle(device.id, reason)
             except Exception as e:
                 # The relay's own fault: this device is broken, the others go on.
-                log.error("power cycle failed", device=device.id, error=f"{type(e).__name__}: {e}")
+                error = f"{type(e).__name__}: {e}"
+                if isinstance(e, TimeoutError):
+                    error = f"took over {limit:g} s, power_off_s and two health_timeout_s"
+                log.error("power cycle failed", device=device.id, error=error)
                 await self._update(
                     device.id,
                     state=DeviceState.QUARANTINED,
-                    reason=f"power cycle failed ({type(e).__name__}: {e}) after: {reason}",
+                    reason=f"power cycle failed ({error}; the device may be left switched "
+                    f"off: see to it, then `labd devices enable`) after: {reason}",
                 )
                 return
             await self._update(device.id, state=DeviceState.OFFLINE, reason=reason)

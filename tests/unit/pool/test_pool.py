@@ -412,3 +412,29 @@ async def test_a_device_its_driver_sees_but_cannot_offer_yet_is_listed_with_what
     assert (pool.devices["p3"].state, pool.devices["p3"].reason) == (
         DeviceState.OFFLINE, "vanished"
     )  # fmt: skip
+
+
+async def test_a_relay_that_stops_answering_holds_the_health_pass_only_so_long() -> None:
+    """A serial board that stopped echoing took 11 s a command (330 s at a 30 s time-out)
+    while every other device of the host waited for its health check (a tester's find)."""
+
+    class Hanging(RecordingPower):
+        async def on(self) -> None:
+            self.calls.append("on")
+            await asyncio.sleep(3600)
+
+    relay = Hanging()
+    pool, driver, _, _ = await pool_of(
+        "p1", "p2", power={"p1": relay}, power_cycle_after=1, power_off_s=0.05,
+        health_timeout_s=0.1,
+    )  # fmt: skip
+    driver.unhealthy["p1"] = "adb offline"
+    async with asyncio.timeout(2):
+        await pool.check_health()
+    device = pool.devices["p1"]
+    assert relay.calls == ["off", "on"] and device.state is DeviceState.QUARANTINED
+    assert device.reason.startswith(
+        "power cycle failed (took over 0.25 s, power_off_s and two health_timeout_s; the device "
+        "may be left switched off: see to it, then `labd devices enable`) after: adb offline"
+    )
+    assert pool.devices["p2"].state is DeviceState.AVAILABLE
