@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from labd.metric_specs import metric_specs
+from labd.visible import shown
 
 SEVERITY = {"regression": 0, "improvement": 1, "inconclusive": 2, "no change": 3}
 
@@ -88,8 +89,16 @@ def environment(fingerprint: Mapping[str, Any]) -> str:
     for key, value in sorted(fingerprint.items()):
         if key in ("artifacts", "metrics"):
             continue
-        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        rows.append(f"<tr><th>{escape(key)}</th><td class='env'>{escape(text)}</td></tr>")
+        # Readable in any script (JSON's ASCII escapes made "ünï" \u00fcn\u00ef), and what
+        # would change what is read (a bidi override) written as its escape.
+        text = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, sort_keys=True, ensure_ascii=False)
+        )
+        rows.append(
+            f"<tr><th>{escape(shown(key))}</th><td class='env'>{escape(shown(text))}</td></tr>"
+        )
     if not rows:
         return "<p class='note'>No conditions were recorded for this run.</p>"
     return "<table class='environment'>" + "".join(rows) + "</table>"

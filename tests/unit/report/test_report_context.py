@@ -4,6 +4,7 @@ A/B job is reported as its two sides and their comparison."""
 from __future__ import annotations
 
 from labd.report.html import render
+from labd.report.tables import environment
 from tests.unit.cli.test_compare_context import result
 
 
@@ -31,3 +32,11 @@ def test_one_value_is_reported_without_a_spread_and_as_too_few_to_diagnose() -> 
     assert "<td>1.97 ± -</td><td>1.97 [-, -]</td><td>-</td>" in html
     assert "One value: too few to diagnose (the diagnostics need 3 or more)." in html
     assert "Only 2 values: too few" in render(result("two", [1.97, 2.01], "performance", 0))
+
+
+def test_the_environment_reads_in_any_script_and_shows_a_bidi_override_as_its_escape() -> None:
+    """A product named "ünï 🙂" read `\\u00fcn\\u00ef \\ud83d\\ude42` in the Environment table
+    (JSON's ASCII escapes, a tester's find); a revision's bidi override would reorder it."""
+    table = environment({"build": {"product": "ünï 🙂", "revision": "safe\u202eexe.txt"}})
+    assert "ünï 🙂" in table and "\\u00fc" not in table
+    assert "safe\\u202eexe.txt" in table and "\u202e" not in table
