@@ -8,6 +8,7 @@ import socket
 import sys
 from typing import ClassVar
 
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from labd.sdk import OPTIONAL_ID_PATTERN, Device, Driver
@@ -15,6 +16,8 @@ from labd_browser import Desktop, PageLoad
 from labd_windows.desktop import WindowsDesktop
 from labd_windows.input import WindowsInput
 from labd_windows.win32 import Win32, Win32Api
+
+log = structlog.get_logger("labd.windows")
 
 
 class WindowsOptions(BaseModel):
@@ -42,6 +45,15 @@ class WindowsDriver(Driver[WindowsOptions]):
         if api is None and sys.platform == "win32":
             api = Win32()
         self.api = api
+        if api is None and options.model_fields_set - {"enabled"}:
+            # Configured on purpose (an id, tags) on a machine that is not Windows: said once,
+            # or the lab waits for a device that never comes, without a word.
+            log.warning(
+                "the windows driver offers no device here",
+                platform=sys.platform,
+                hint="it drives the desktop of the Windows machine labd runs on; run labd "
+                "there (configured: " + ", ".join(sorted(options.model_fields_set)) + ")",
+            )
 
     async def discover(self) -> list[Device]:
         if self.api is None:

@@ -7,6 +7,7 @@ import ctypes
 import sys
 
 import pytest
+import structlog
 
 from labd.errors import InfrastructureError, UsageError
 from labd.sdk import Controller
@@ -21,6 +22,7 @@ from labd_windows import (
     send,
     text_inputs,
 )
+from labd_windows.driver import WindowsDriver, WindowsOptions
 from labd_windows.sendinput import (
     KEYEVENTF_KEYUP,
     KEYEVENTF_UNICODE,
@@ -115,3 +117,14 @@ async def test_the_controller_drives_windows_input_as_sendinput_events() -> None
     assert (down.mi.dwFlags, up.mi.dwFlags) == (MOUSEEVENTF_LEFTDOWN, MOUSEEVENTF_LEFTDOWN * 2)
     (wheel,) = sent[-1]
     assert wheel.mi.dwFlags == MOUSEEVENTF_WHEEL and wheel.mi.mouseData == (-240) & 0xFFFFFFFF
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="off Windows only")
+def test_a_windows_driver_configured_off_windows_says_it_offers_no_device() -> None:
+    """`[drivers.windows] id = ...` on Linux passed `config check` and gave no device without
+    a word (a tester's find); left at its defaults, as on every lab, it stays quiet."""
+    with structlog.testing.capture_logs() as logs:
+        WindowsDriver(WindowsOptions.model_validate({}), "h")
+        WindowsDriver(WindowsOptions.model_validate({"id": "lab-win", "tags": ["x"]}), "h")
+    (said,) = [e for e in logs if e["event"] == "the windows driver offers no device here"]
+    assert said["log_level"] == "warning" and "(configured: id, tags)" in said["hint"]
