@@ -65,6 +65,7 @@ class Pool:
         self.host = host
         self.devices: dict[str, Device] = {}
         self.busy: dict[str, str] = {}  # device id -> job id
+        self._found: set[str] = set()  # the devices drivers listed at the last discovery
         self._health_failures: dict[str, int] = {}
         self._unsaved: set[str] = set()  # devices whose last change the store did not take
         self._refused_ids: set[str] = set()  # ids another running host offers
@@ -80,8 +81,13 @@ class Pool:
         self._tasks = TaskSet("pool")
 
     async def start(self) -> None:
-        # Devices of this host from an earlier run are offline until discovered again.
+        # Devices of this host from an earlier run are offline until discovered again; a
+        # quarantined one stays so, with its reason, until an administrator enables it (a
+        # restart or an upgrade offered a phone that failed its health checks jobs again).
         for device in await self.store.list_devices(host=self.host):
+            if device.state is DeviceState.QUARANTINED:
+                self.devices[device.id] = device
+                continue
             self.devices[device.id] = device.model_copy(
                 update={"state": DeviceState.OFFLINE, "reason": "not discovered yet"}
             )
@@ -98,8 +104,9 @@ class Pool:
 
     async def stop(self, grace: float) -> None:
         await self._tasks.cancel_all()
-        for device_id in list(self.devices):
-            await self._update(device_id, state=DeviceState.OFFLINE, reason="labd stopped")
+        for device_id, device in list(self.devices.items()):
+            if device.state is not DeviceState.QUARANTINED:  # kept: see start()
+                await self._update(device_id, state=DeviceState.OFFLINE, reason="labd stopped")
         for driver in self.drivers.values():
             await _quietly(driver.close(), f"closing driver {driver.name}")
         for control in self.power.values():
@@ -125,6 +132,7 @@ class Pool:
         await self._save_unsaved()
         await self._adopt_admin_changes()
         seen: set[str] = set()
+        found_now: set[str] = set()
         limit = self.settings.health_timeout_s
         for driver in self.drivers.values():
             try:
@@ -149,12 +157,15 @@ class Pool:
                 log.info("discovery works again", driver=driver.name)
             for device in found:
                 seen.add(device.id)
+                found_now.add(device.id)
                 await self._discovered(device)
             for device_id, why in self._waiting(driver, seen).items():
                 seen.add(device_id)
                 await self._not_ready(driver, device_id, why)
+        self._found = found_now
         for device_id, device in list(self.devices.items()):
-            if device_id in seen:
+            # A quarantine outlasts an unplugging (a phone that rebooted came back available).
+            if device_id in seen or device.state is DeviceState.QUARANTINED:
                 continue
             if device.state is not DeviceState.OFFLINE or device.reason.startswith(NOT_READY):
                 known = self._why_absent(device)
@@ -493,6 +504,8 @@ class Pool:
         changes: dict[str, object] = {"admin": admin}
         if admin is AdminState.ENABLED and device.state is DeviceState.QUARANTINED:
             changes |= {"consecutive_failures": 0, "state": DeviceState.AVAILABLE, "reason": ""}
+            if device_id not in self._found:  # kept quarantined while gone: it must be found
+                changes |= {"state": DeviceState.OFFLINE, "reason": VANISHED}
             self._health_failures.pop(device_id, None)
         if device_id not in self.busy and device.state is not DeviceState.OFFLINE:
             changes.setdefault("state", DeviceState.AVAILABLE)

@@ -438,3 +438,39 @@ async def test_a_relay_that_stops_answering_holds_the_health_pass_only_so_long()
         "may be left switched off: see to it, then `labd devices enable`) after: adb offline"
     )
     assert pool.devices["p2"].state is DeviceState.AVAILABLE
+
+
+async def test_a_quarantine_outlasts_a_restart_and_an_unplugging_until_enabled() -> None:
+    """A phone quarantined for failing its health checks was offered jobs again after every
+    restart or upgrade (the health failures were counted in memory only), and after it was
+    unplugged and plugged back in (a tester's find)."""
+    pool, driver, store, _ = await pool_of("p1", "p2", power_cycle_after=1)
+    driver.unhealthy["p1"] = "adb offline"
+    for _ in range(2):
+        await pool.check_health()
+    reason = pool.devices["p1"].reason
+    assert pool.devices["p1"].state is DeviceState.QUARANTINED
+    await pool.stop(1)
+    assert store.devices["p1"].state is DeviceState.QUARANTINED
+
+    del driver.unhealthy["p1"]  # healthy now: still the administrator's to lift
+    again = Pool({"scripted": driver}, {}, store, EventBus(), PoolSettings(), "h")
+    await again.start()
+    try:
+        await again.check_health()
+        assert (again.devices["p1"].state, again.devices["p1"].reason) == (
+            DeviceState.QUARANTINED, reason
+        )  # fmt: skip
+        assert [d.id for d in again.available()] == ["p2"]
+        driver.ids.remove("p1")  # unplugged, and back
+        await again.discover()
+        assert again.devices["p1"].state is DeviceState.QUARANTINED
+        await again.set_admin("p1", AdminState.ENABLED)  # enabled while gone: found first
+        assert (again.devices["p1"].state, again.devices["p1"].reason) == (
+            DeviceState.OFFLINE, "vanished"
+        )  # fmt: skip
+        driver.ids.append("p1")
+        await again.discover()
+        assert again.devices["p1"].state is DeviceState.AVAILABLE
+    finally:
+        await again.stop(1)
