@@ -8,11 +8,14 @@ import platform
 import socket
 from typing import Any
 
+import structlog
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labd.sdk import OPTIONAL_ID_PATTERN, Device, Driver
 from labd_host.command import CommandScenario
 from labd_host.probe import conditions, cpu_model
+
+log = structlog.get_logger("labd.host")
 
 
 class HostOptions(BaseModel):
@@ -32,10 +35,14 @@ class HostOptions(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _moved(cls, data: Any) -> Any:
+        # Read no more, said, and not refused: refused, an upgraded lab whose configuration
+        # came from the previous `labd config example` did not start (systemd retried forever).
         if isinstance(data, dict) and "min_free_disk_mb" in data:
-            raise ValueError(
-                "min_free_disk_mb moved to [scheduler] min_free_mb: a full state directory now "
-                "pauses leasing on every device, and no longer marks the host unhealthy"
+            data = {k: v for k, v in data.items() if k != "min_free_disk_mb"}
+            log.warning(
+                "[drivers.host] min_free_disk_mb is no longer read; remove it",
+                hint="a full state directory pauses leasing on every device below [scheduler] "
+                "min_free_mb, and no longer marks the host unhealthy",
             )
         return data
 
