@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from labd import __version__
+from labd import SCHEMA, __version__
 
 # Short names: every parser below uses them.
 from labd.cli.handlers import lazy as _lazy
@@ -225,9 +225,10 @@ def _version(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        print(json.dumps({"version": __version__, "python": sys.version.split()[0]}))
+        python = sys.version.split()[0]
+        print(json.dumps({"version": __version__, "schema": SCHEMA, "python": python}))
     else:
-        print(f"labd {__version__}")
+        print(f"labd {__version__} (database schema {SCHEMA})")
     return 0
 
 

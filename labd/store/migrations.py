@@ -150,6 +150,9 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
 ]
 
 
+LATEST = MIGRATIONS[-1][0]
+
+
 def migrate(conn: Connection) -> list[int]:
     """Apply every migration not yet applied; return the versions applied now."""
     if conn.dialect.name == "postgresql":
@@ -162,8 +165,9 @@ def migrate(conn: Connection) -> list[int]:
         # database): this code would write rows that code does not expect.
         raise ValueError(
             f"its schema has version {newer[-1]}, newer than this labd knows (up to "
-            f"{max(known)}): run the labd that migrated it (or newer), or restore the backup "
-            "taken before the upgrade"
+            f"{max(known)}): run the labd that migrated it (or newer; `labd version` says the "
+            "schema each knows), or put back the copy taken before the upgrade (SQLite: the "
+            f"one labd made beside the database, ending .schema-{max(known)}.bak)"
         )
     if unknown := sorted(done - known):
         raise ValueError(

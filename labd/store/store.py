@@ -21,10 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from labd.events import EventBus
 from labd.store import notices, outbox
+from labd.store.backup import backup_before_migrating
 from labd.store.base import SqliteThread, StoreError
 from labd.store.clock import LabClock
 from labd.store.leases import Leases
-from labd.store.migrations import migrate
+from labd.store.migrations import LATEST, migrate
 from labd.store.pruning import Pruning
 from labd.store.records import Records
 from labd.store.views import Views
@@ -78,6 +79,8 @@ class Store(Leases, Pruning, Records, Views):
         it commits are published on `bus`. `local_time`: this host's clock (see LabClock)."""
         clock = LabClock(local_time)
         if url.startswith("sqlite"):
+            if (database := sa.make_url(url).database) and database != ":memory:":
+                await asyncio.to_thread(backup_before_migrating, Path(database), LATEST)
             # labd's own transactions run on SqliteThread's synchronous connections; the async
             # engine (no connection until used) is for tools and tests that want one.
             engine = create_async_engine(url, connect_args={"timeout": 30})

@@ -258,7 +258,9 @@ async def test_a_database_a_newer_labd_migrated_is_refused_naming_both_versions(
     known = max(version for version, _, _ in MIGRATIONS)
     assert str(caught.value).endswith(
         f"its schema has version 99, newer than this labd knows (up to {known}): run the labd "
-        "that migrated it (or newer), or restore the backup taken before the upgrade"
+        "that migrated it (or newer; `labd version` says the schema each knows), or put back "
+        "the copy taken before the upgrade (SQLite: the one labd made beside the database, "
+        f"ending .schema-{known}.bak)"
     )
 
 

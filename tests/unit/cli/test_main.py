@@ -42,9 +42,15 @@ def test_help_and_version_import_no_heavy_module() -> None:
 
 
 def test_version_json() -> None:
+    """It names the database schema too: every build said 0.1.0, though an upgrade or a
+    rollback turns on the schema each migrates to (a tester's find)."""
+    from labd.store.migrations import LATEST
+
     result = labd("version", "--json")
     assert result.returncode == 0
-    assert json.loads(result.stdout)["version"]
+    said = json.loads(result.stdout)
+    assert said["version"] and said["schema"] == LATEST
+    assert labd("version").stdout == f"labd {said['version']} (database schema {LATEST})\n"
 
 
 def test_broken_config_is_one_line_exit_2_no_traceback(tmp_path: Path) -> None:
