@@ -18,7 +18,7 @@ from labd.model import AdminState, Device, DeviceState, running_reason
 from labd.sdk import Driver, PowerControl
 from labd.store import DeviceTaken, Store, running_hosts
 from labd.tasks import Failures, TaskSet
-from labd.visible import brief
+from labd.visible import brief, quoted
 
 log = structlog.get_logger("labd.pool")
 
@@ -181,11 +181,14 @@ class Pool:
         except Exception as e:
             log.debug("waiting() failed", driver=driver.name, error=repr(e))
             return {}
-        return {
-            device_id: brief(why, 300)
-            for device_id, why in waiting.items()
-            if isinstance(device_id, str) and isinstance(why, str) and device_id not in seen
-        }
+        kept = {}
+        for device_id, why in waiting.items():
+            if not isinstance(device_id, str) or not isinstance(why, str) or not why:
+                problem = f"waiting() gave {type(why).__name__} {quoted(why)}, not why, in words"
+                self._left_out(driver.name, repr(device_id)[:140], problem)
+            elif device_id not in seen:
+                kept[device_id] = brief(why, 300)
+        return kept
 
     async def _not_ready(self, driver: Driver, device_id: str, why: str) -> None:
         """A device its driver sees and cannot offer yet (a phone that has not accepted this
@@ -193,8 +196,10 @@ class Pool:
         until it was ready. Its driver describes it once it is."""
         reason = NOT_READY + why
         if (known := self.devices.get(device_id)) is not None:
-            if known.state is DeviceState.OFFLINE and _unseen(known.reason):
-                await self._update(device_id, reason=reason)
+            # Offline while it is so, whatever it was (left available, a phone that dropped to
+            # adb "offline" failed its health checks into a quarantine); a quarantine stays.
+            if known.state is not DeviceState.QUARANTINED:
+                await self._update(device_id, state=DeviceState.OFFLINE, reason=reason)
             return
         try:
             placeholder = Device.checked(
@@ -283,7 +288,9 @@ class Pool:
             return
         described = {key: getattr(found, key) for key in DESCRIBED}
         if changed := {
-            k: [getattr(known, k), v] for k, v in described.items() if getattr(known, k) != v
+            k: [getattr(known, k), v]
+            for k, v in described.items()
+            if _comparable(k, getattr(known, k)) != _comparable(k, v)
         }:
             log.info("device description changed", device=found.id, changes=changed)
             known = await self._update(found.id, **described)
@@ -595,6 +602,12 @@ def _first_line(e: Exception) -> str:
     """A validation error's first problem, in a line ('id: String should match pattern ...')."""
     lines = str(e).splitlines()
     return " ".join(line.strip() for line in lines[1:3]) if len(lines) > 2 else str(e)
+
+
+def _comparable(key: str, value: object) -> object:
+    """A description's value as a change is judged: tags are a set (a driver that built them
+    from one rewrote the device every pass, in another order)."""
+    return sorted(value) if key == "tags" and isinstance(value, list) else value
 
 
 def _unseen(reason: str) -> bool:

@@ -474,3 +474,59 @@ async def test_a_quarantine_outlasts_a_restart_and_an_unplugging_until_enabled()
         assert again.devices["p1"].state is DeviceState.AVAILABLE
     finally:
         await again.stop(1)
+
+
+async def test_a_device_that_drops_to_not_ready_is_offline_not_failing_its_health_checks() -> None:
+    """A known phone that dropped to adb "offline" stayed available, failed its health checks
+    and was quarantined for good (a re-tester's find): it is offline, not ready, until it is."""
+
+    class Dropping(ScriptedDriver):
+        def __init__(self) -> None:
+            super().__init__(["p1"])
+            self.not_ready: dict[str, Any] = {}
+
+        def waiting(self) -> dict[str, Any]:
+            return dict(self.not_ready)
+
+    driver = Dropping()
+    pool = Pool({"scripted": driver}, {}, DeviceMemory(), EventBus(), PoolSettings(), "h")
+    await pool.discover()
+    driver.ids, driver.not_ready = [], {"p1": "adb state offline: replug it"}
+    driver.unhealthy["p1"] = "adb state 'offline'"
+    await pool.discover()
+    for _ in range(5):
+        await pool.check_health()
+    assert (pool.devices["p1"].state, pool.devices["p1"].reason) == (
+        DeviceState.OFFLINE, "not ready: adb state offline: replug it"
+    )  # fmt: skip
+    driver.ids, driver.not_ready = ["p1"], {}
+    del driver.unhealthy["p1"]
+    await pool.discover()
+    assert pool.devices["p1"].state is DeviceState.AVAILABLE
+
+    driver.not_ready = {"p2": 42}  # a plugin's bad answer: said, not taken
+    with structlog.testing.capture_logs() as logs:
+        await pool.discover()
+    assert "p2" not in pool.devices
+    assert [e["problem"] for e in logs if e["event"].startswith("device left out")] == [
+        "waiting() gave int 42, not why, in words"
+    ]
+
+
+async def test_tags_in_another_order_are_no_change() -> None:
+    """A driver that built its tags from a set rewrote the device, and logged it, every pass."""
+
+    class Shuffling(ScriptedDriver):
+        async def discover(self) -> list[Device]:
+            self.order = getattr(self, "order", 0) + 1
+            tags = ["a", "b", "c"] if self.order % 2 else ["c", "a", "b"]
+            return [d.model_copy(update={"tags": tags}) for d in await super().discover()]
+
+    pool, _, _, _ = await pool_of("p1")
+    pool.drivers["scripted"] = driver = Shuffling(["p1"])
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(4):
+            await pool.discover()
+    changed = [e for e in logs if e["event"] == "device description changed"]
+    assert len(changed) == 1 and changed[0]["changes"] == {"tags": [["fake"], ["a", "b", "c"]]}
+    assert driver.order == 4
