@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from pathlib import Path
 
 import structlog
+
+from labd.store.base import StoreError
 
 log = structlog.get_logger("labd.store")
 
@@ -15,11 +18,13 @@ log = structlog.get_logger("labd.store")
 def backup_before_migrating(path: Path, latest: int) -> Path | None:
     """Copy the database at `path` to `<path>.schema-<N>.bak` when its schema (N) is older
     than `latest`; the copy's path, or None when nothing was to be migrated. SQLite's online
-    backup, so a copy taken while another process reads it is whole. A copy that cannot be
-    taken (the disk full) is said, and the migration goes on: it is one transaction."""
+    backup, so a copy taken while another process reads it is whole; written aside and
+    renamed, so a copy cut off (a crash, a full disk) is never taken for one; private, as the
+    database is. StoreError when it cannot be taken: no migration runs without its way back."""
     if not path.is_file() or path.stat().st_size == 0:
         return None  # a new database: nothing to go back to
-    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as source:
+    read_only = f"{path.resolve().as_uri()}?mode=ro"  # a URI: its name escaped
+    with contextlib.closing(sqlite3.connect(read_only, uri=True)) as source:
         try:
             current = source.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
         except sqlite3.OperationalError:  # no such table: an empty database
@@ -27,17 +32,21 @@ def backup_before_migrating(path: Path, latest: int) -> Path | None:
         if current is None or current >= latest:
             return None
         copy = path.with_name(f"{path.name}.schema-{current}.bak")
+        partial = copy.with_name(copy.name + ".partial")
         try:
-            with contextlib.closing(sqlite3.connect(copy)) as target:
+            partial.unlink(missing_ok=True)
+            os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            with contextlib.closing(sqlite3.connect(partial)) as target:
                 source.backup(target)
+            partial.replace(copy)
         except (sqlite3.Error, OSError) as e:
-            copy.unlink(missing_ok=True)
-            log.warning(
-                "the database could not be copied before its migration; migrating without a copy",
-                path=str(path),
-                error=str(e),
-            )
-            return None
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+            raise StoreError(
+                f"cannot copy the database before migrating it from schema {current} to "
+                f"{latest} ({e}): labd migrates none without the copy that is the way back; "
+                f"free {path.stat().st_size / 2**20:.0f} MiB beside {path} and start again"
+            ) from e
     log.info(
         "database copied before its migration",
         copy=str(copy),
