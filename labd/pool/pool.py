@@ -183,7 +183,10 @@ class Pool:
             return {}
         kept = {}
         for device_id, why in waiting.items():
-            if not isinstance(device_id, str) or not isinstance(why, str) or not why:
+            if not isinstance(device_id, str):
+                problem = f"waiting() gave the id {quoted(device_id)}, not a string"
+                self._left_out(driver.name, repr(device_id)[:140], problem)
+            elif not isinstance(why, str) or not why:
                 problem = f"waiting() gave {type(why).__name__} {quoted(why)}, not why, in words"
                 self._left_out(driver.name, repr(device_id)[:140], problem)
             elif device_id not in seen:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -45,7 +46,8 @@ def backup_before_migrating(path: Path, latest: int) -> Path | None:
             raise StoreError(
                 f"cannot copy the database before migrating it from schema {current} to "
                 f"{latest} ({e}): labd migrates none without the copy that is the way back; "
-                f"free {path.stat().st_size / 2**20:.0f} MiB beside {path} and start again"
+                f"free {max(1, math.ceil(path.stat().st_size / 2**20))} MiB beside {path} "
+                "and start again"
             ) from e
     log.info(
         "database copied before its migration",
