@@ -35,6 +35,17 @@ def metric_specs(
     return found
 
 
+def specs_of(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """`metric_specs` of a job's results (as the API and `results_view` give them)."""
+    fingerprints = (it.get("fingerprint") or {} for it in results.get("iterations") or [])
+    return metric_specs(results["job"]["spec"].get("metrics") or [], fingerprints)
+
+
+def units_of(results: Mapping[str, Any]) -> dict[str, str]:
+    """Each metric's unit in a job's results, where one is known."""
+    return {name: spec["unit"] for name, spec in specs_of(results).items() if spec["unit"]}
+
+
 def directions_of(specs: Mapping[str, Mapping[str, Any]]) -> dict[str, bool]:
     """{name: higher_is_better} of `metric_specs`' answer."""
     return {name: bool(spec["higher_is_better"]) for name, spec in specs.items()}

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from labd.cli.text import markup
 from labd.errors import UsageError
-from labd.metric_specs import metric_specs
+from labd.metric_specs import units_of
 
 
 def print_results(results: dict[str, Any]) -> None:
@@ -128,7 +128,7 @@ def _result_table(results: dict[str, Any], left_out: list[str]) -> Any:
     kept = [i for i, name in enumerate(_SUMMARY_COLUMNS) if name not in left_out]
     table.add_column("metric", no_wrap=True)
     # Each figure's unit, where the scenario or the manifest declares one: 1037 what?
-    units = {name: spec["unit"] for name, spec in _specs(results).items()}
+    units = units_of(results)
     unit_cells = [markup(units.get(metric, "")) for metric in results["summary"]]
     if any(unit_cells):
         table.add_column("unit", no_wrap=True)
@@ -155,12 +155,6 @@ def _result_table(results: dict[str, Any], left_out: list[str]) -> Any:
         for n, (metric, s) in enumerate(results["summary"].items()):
             table.add_row(markup(metric), *unit_cells[n : n + 1], *cells(s))
     return table
-
-
-def _specs(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each metric's unit and direction, as `labd compare` and the report read them."""
-    fingerprints = (it.get("fingerprint") or {} for it in results.get("iterations") or [])
-    return metric_specs(results["job"]["spec"].get("metrics") or [], fingerprints)
 
 
 def _width_of(table: Any) -> int:

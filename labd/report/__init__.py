@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from labd.report.comparison import comparability, one_variant
 
 if TYPE_CHECKING:
+    from labd.metric_specs import units_of
     from labd.report.html import history_section, render, summaries_table, summary_table
     from labd.report.svg import STYLE as CHART_STYLE
     from labd.report.svg import distribution, history_plot, intervals, progress_curve, series_plot
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
         comparison_rows,
         environment,
         evidence,
-        units_of,
     )
 
 # Rendering brings NumPy and SciPy (about a second); `labd compare` needs only the
@@ -39,7 +39,7 @@ _LAZY = {
     "comparison_rows": ("labd.report.tables", "comparison_rows"),
     "environment": ("labd.report.tables", "environment"),
     "evidence": ("labd.report.tables", "evidence"),
-    "units_of": ("labd.report.tables", "units_of"),
+    "units_of": ("labd.metric_specs", "units_of"),
 }
 
 __all__ = [

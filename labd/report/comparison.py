@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from labd.errors import UsageError
-from labd.metric_specs import directions_of
+from labd.metric_specs import directions_of, specs_of
 from labd.model import Iteration
-from labd.report.tables import specs_of
 from labd.runner import differences
 from labd.store import set_aside
 

@@ -8,7 +8,7 @@ import math
 from html import escape
 from typing import Any
 
-from labd.metric_specs import directions_of
+from labd.metric_specs import directions_of, specs_of, units_of
 from labd.model import Iteration
 from labd.report import svg
 from labd.report.comparison import comparability, one_variant
@@ -18,8 +18,6 @@ from labd.report.tables import (
     comparison_rows,
     environment,
     evidence,
-    specs_of,
-    units_of,
 )
 from labd.stats import (
     Summary,

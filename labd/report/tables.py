@@ -10,21 +10,9 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from labd.metric_specs import metric_specs
 from labd.visible import shown
 
 SEVERITY = {"regression": 0, "improvement": 1, "inconclusive": 2, "no change": 3}
-
-
-def units_of(results: Mapping[str, Any]) -> dict[str, str]:
-    """Each metric's unit (labd.metric_specs), where one is known."""
-    return {name: spec["unit"] for name, spec in specs_of(results).items() if spec["unit"]}
-
-
-def specs_of(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each metric's unit and direction in a job's results (as `results_view` gives them)."""
-    fingerprints = (it.get("fingerprint") or {} for it in results.get("iterations", []))
-    return metric_specs(results["job"]["spec"].get("metrics", []), fingerprints)
 
 
 def by_severity(rows: Iterable[Any]) -> list[Any]:
