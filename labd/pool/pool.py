@@ -207,15 +207,12 @@ class Pool:
         try:
             placeholder = Device.checked(
                 {"id": device_id, "driver": driver.name, "platform": driver.platform,
-                 "host": self.host, "state": "offline", "reason": reason}
+                 "state": "offline", "reason": reason}
             )  # fmt: skip
-            if await self._offered_elsewhere(device_id):
-                return  # another running host's device, whose state that host says
-            device = await self.store.upsert_device(placeholder)
-        except DeviceTaken:
-            return
         except ValidationError as e:
             self._left_out(driver.name, repr(device_id)[:140], _first_line(e))
+            return
+        if (device := await self._recorded(placeholder)) is None:
             return
         self.devices[device_id] = device
         log.info("device appeared, not ready", device=device_id, reason=reason)
@@ -275,14 +272,7 @@ class Pool:
     async def _discovered(self, found: Device) -> None:
         known = self.devices.get(found.id)
         if known is None:
-            try:
-                if owner := await self._offered_elsewhere(found.id):
-                    raise DeviceTaken(f"host {owner!r}, which runs labd, offers it")
-                device = await self.store.upsert_device(
-                    found.model_copy(update={"host": self.host})
-                )
-            except DeviceTaken as e:
-                self._not_taken(found, str(e))
+            if (device := await self._recorded(found)) is None:
                 return
             # Placeholder state, so the update below is a change that is published.
             self.devices[found.id] = device.model_copy(update={"state": DeviceState.OFFLINE})
@@ -299,6 +289,17 @@ class Pool:
             known = await self._update(found.id, **described)
         if known.state is DeviceState.OFFLINE and _unseen(known.reason):
             await self._update(found.id, **self._settled(known))
+
+    async def _recorded(self, new: Device) -> Device | None:
+        """A device new to this host, recorded as this host's; None when another running host
+        offers the same id (said once)."""
+        try:
+            if owner := await self._offered_elsewhere(new.id):
+                raise DeviceTaken(f"host {owner!r}, which runs labd, offers it")
+            return await self.store.upsert_device(new.model_copy(update={"host": self.host}))
+        except DeviceTaken as e:
+            self._not_taken(new, str(e))
+            return None
 
     async def _offered_elsewhere(self, device_id: str) -> str:
         """The other running host whose device this id is, or "" (none, or its host is gone:
